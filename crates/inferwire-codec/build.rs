@@ -1,0 +1,18 @@
+//! Compiles `proto/` with protox (pure Rust: no `protoc` on the build machine) into prost types.
+use std::path::PathBuf;
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../proto");
+    let files = ["prediction.proto"];
+    for f in ["prediction.proto", "tensorflow/core/framework"] {
+        println!("cargo:rerun-if-changed={}", root.join(f).display());
+    }
+    let fds = protox::compile(files, [&root])?;
+    let out = PathBuf::from(std::env::var("OUT_DIR")?);
+    std::fs::write(out.join("descriptor.bin"), prost::Message::encode_to_vec(&fds))?;
+    let mut config = prost_build::Config::new();
+    // Byte payloads stay `Bytes`: slices of the request body, not copies.
+    config.bytes(["."]);
+    config.compile_fds(fds)?;
+    Ok(())
+}

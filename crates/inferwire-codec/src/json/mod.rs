@@ -1,0 +1,4 @@
+//! JSON helpers shared by every JSON protocol: the typed array fast path and writers.
+pub mod numbers;
+pub mod value;
+pub mod write;

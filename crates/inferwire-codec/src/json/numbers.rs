@@ -1,0 +1,312 @@
+//! Nested JSON arrays of numbers parsed straight into one typed buffer.
+//!
+//! This is the hot path for `ndarray` and `tensor.values`: no generic JSON tree and no
+//! allocation per element. It accepts only rectangular arrays whose leaves are all
+//! numbers or all booleans; anything else returns `Ok(None)` and the caller falls back
+//! to a generic parser, which also produces the error message for malformed JSON.
+use crate::error::{CodecError, Result};
+use crate::limits::Limits;
+use crate::tensor::{Tensor, TensorData};
+
+enum Leaves {
+    Unknown,
+    Int(Vec<i64>),
+    Float(Vec<f64>),
+    Bool(Vec<bool>),
+}
+
+struct Parser<'a> {
+    b: &'a [u8],
+    i: usize,
+    /// Length of each dimension, learned from the first array seen at each depth.
+    shape: Vec<usize>,
+    /// Depth at which leaves sit, fixed by the first leaf (or empty array) seen.
+    rank: Option<usize>,
+    leaves: Leaves,
+    count: usize,
+    limits: Limits,
+}
+
+/// Why the fast path gave up: `Fallback` is not an error, just "not for me".
+enum Stop {
+    Fallback,
+    Limit(CodecError),
+}
+
+type Step<T> = std::result::Result<T, Stop>;
+
+/// Parses `input` (one JSON value) as a rectangular numeric array.
+pub fn parse_array(input: &[u8], limits: Limits) -> Result<Option<Tensor>> {
+    let mut p = Parser {
+        b: input,
+        i: 0,
+        shape: Vec::new(),
+        rank: None,
+        leaves: Leaves::Unknown,
+        count: 0,
+        limits,
+    };
+    p.ws();
+    if p.peek() != Some(b'[') {
+        return Ok(None);
+    }
+    match p.array(0) {
+        Ok(()) => {}
+        Err(Stop::Fallback) => return Ok(None),
+        Err(Stop::Limit(e)) => return Err(e),
+    }
+    p.ws();
+    if p.i != p.b.len() {
+        return Ok(None);
+    }
+    let rank = p.rank.unwrap_or(p.shape.len());
+    p.shape.truncate(rank);
+    let data = match p.leaves {
+        // Only empty arrays: numpy makes float64 of them.
+        Leaves::Unknown => TensorData::F64(Vec::new()),
+        Leaves::Int(v) => TensorData::I64(v),
+        Leaves::Float(v) => TensorData::F64(v),
+        Leaves::Bool(v) => TensorData::Bool(v),
+    };
+    Ok(Tensor::new(p.shape, data).ok())
+}
+
+impl Parser<'_> {
+    #[inline]
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.i).copied()
+    }
+
+    #[inline]
+    fn ws(&mut self) {
+        while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.peek() {
+            self.i += 1;
+        }
+    }
+
+    fn array(&mut self, depth: usize) -> Step<()> {
+        if depth >= self.limits.max_depth {
+            return Err(Stop::Fallback);
+        }
+        self.i += 1; // '['
+        if self.shape.len() == depth {
+            self.shape.push(usize::MAX); // length not known yet
+        }
+        let mut n = 0usize;
+        self.ws();
+        if self.peek() == Some(b']') {
+            self.i += 1;
+            // An empty array is a leaf level: nothing may nest below it.
+            return self.close(depth, 0, true);
+        }
+        loop {
+            self.ws();
+            match self.peek() {
+                Some(b'[') => {
+                    if self.rank.is_some_and(|r| r <= depth + 1) {
+                        return Err(Stop::Fallback);
+                    }
+                    self.array(depth + 1)?;
+                }
+                Some(_) => {
+                    match self.rank {
+                        None => self.rank = Some(depth + 1),
+                        Some(r) if r != depth + 1 => return Err(Stop::Fallback),
+                        _ => {}
+                    }
+                    self.leaf()?;
+                }
+                None => return Err(Stop::Fallback),
+            }
+            n += 1;
+            self.ws();
+            match self.peek() {
+                Some(b',') => self.i += 1,
+                Some(b']') => {
+                    self.i += 1;
+                    return self.close(depth, n, false);
+                }
+                _ => return Err(Stop::Fallback),
+            }
+        }
+    }
+
+    fn close(&mut self, depth: usize, n: usize, empty: bool) -> Step<()> {
+        if empty {
+            match self.rank {
+                None => self.rank = Some(depth + 1),
+                Some(r) if r != depth + 1 => return Err(Stop::Fallback),
+                _ => {}
+            }
+        }
+        let known = &mut self.shape[depth];
+        if *known == usize::MAX {
+            *known = n;
+        } else if *known != n {
+            return Err(Stop::Fallback); // ragged: numpy would make an object array
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn leaf(&mut self) -> Step<()> {
+        self.count += 1;
+        if self.count > self.limits.max_elements {
+            return Err(Stop::Limit(CodecError::too_large(format!(
+                "array has more than the limit of {} elements",
+                self.limits.max_elements
+            ))));
+        }
+        match self.peek() {
+            Some(b't') => self.boolean(b"true", true),
+            Some(b'f') => self.boolean(b"false", false),
+            Some(b'-' | b'0'..=b'9') => self.number(),
+            _ => Err(Stop::Fallback),
+        }
+    }
+
+    fn boolean(&mut self, word: &[u8], value: bool) -> Step<()> {
+        if !self.b[self.i..].starts_with(word) {
+            return Err(Stop::Fallback);
+        }
+        self.i += word.len();
+        match &mut self.leaves {
+            Leaves::Unknown => self.leaves = Leaves::Bool(vec![value]),
+            Leaves::Bool(v) => v.push(value),
+            _ => return Err(Stop::Fallback),
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn number(&mut self) -> Step<()> {
+        let start = self.i;
+        let neg = self.b[self.i] == b'-';
+        if neg {
+            self.i += 1;
+        }
+        let digits = self.i;
+        let mut acc: u64 = 0;
+        let mut overflow = false;
+        while let Some(c @ b'0'..=b'9') = self.peek() {
+            match acc.checked_mul(10).and_then(|a| a.checked_add(u64::from(c - b'0'))) {
+                Some(a) => acc = a,
+                None => overflow = true,
+            }
+            self.i += 1;
+        }
+        let nd = self.i - digits;
+        if nd == 0 || (nd > 1 && self.b[digits] == b'0') {
+            return Err(Stop::Fallback); // not JSON
+        }
+        let is_float = matches!(self.peek(), Some(b'.' | b'e' | b'E'));
+        if !is_float && !overflow {
+            let as_int = if neg {
+                if acc <= i64::MAX as u64 + 1 {
+                    Some((acc as i64).wrapping_neg())
+                } else {
+                    None
+                }
+            } else {
+                i64::try_from(acc).ok()
+            };
+            if let Some(x) = as_int {
+                match &mut self.leaves {
+                    Leaves::Int(v) => v.push(x),
+                    Leaves::Float(v) => v.push(x as f64),
+                    Leaves::Unknown => self.leaves = Leaves::Int(vec![x]),
+                    Leaves::Bool(_) => return Err(Stop::Fallback),
+                }
+                return Ok(());
+            }
+        }
+        let (x, len) =
+            fast_float2::parse_partial::<f64, _>(&self.b[start..]).map_err(|_| Stop::Fallback)?;
+        self.i = start + len;
+        self.push_float(x)
+    }
+
+    fn push_float(&mut self, x: f64) -> Step<()> {
+        match &mut self.leaves {
+            Leaves::Float(v) => v.push(x),
+            Leaves::Int(ints) => {
+                let mut v: Vec<f64> = Vec::with_capacity(ints.capacity());
+                v.extend(ints.iter().map(|&i| i as f64));
+                v.push(x);
+                self.leaves = Leaves::Float(v);
+            }
+            Leaves::Unknown => self.leaves = Leaves::Float(vec![x]),
+            Leaves::Bool(_) => return Err(Stop::Fallback),
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(s: &str) -> Option<Tensor> {
+        parse_array(s.as_bytes(), Limits::default()).unwrap()
+    }
+
+    #[test]
+    fn integers_keep_their_type_and_shape() {
+        let t = parse("[[1, 2, 3], [4, 5, -6]]").unwrap();
+        assert_eq!(t.shape, vec![2, 3]);
+        assert_eq!(t.data, TensorData::I64(vec![1, 2, 3, 4, 5, -6]));
+    }
+
+    #[test]
+    fn one_float_makes_all_floats() {
+        let t = parse("[1, 2.5, 3e2]").unwrap();
+        assert_eq!(t.data, TensorData::F64(vec![1.0, 2.5, 300.0]));
+    }
+
+    #[test]
+    fn booleans() {
+        let t = parse("[true, false]").unwrap();
+        assert_eq!(t.data, TensorData::Bool(vec![true, false]));
+    }
+
+    #[test]
+    fn empty_arrays() {
+        let t = parse("[]").unwrap();
+        assert_eq!((t.shape, t.data), (vec![0], TensorData::F64(vec![])));
+        let t = parse("[[], []]").unwrap();
+        assert_eq!(t.shape, vec![2, 0]);
+    }
+
+    #[test]
+    fn extremes() {
+        let t = parse("[-9223372036854775808, 9223372036854775807]").unwrap();
+        assert_eq!(t.data, TensorData::I64(vec![i64::MIN, i64::MAX]));
+        let t = parse("[18446744073709551616]").unwrap();
+        assert_eq!(t.data, TensorData::F64(vec![18446744073709551616.0]));
+    }
+
+    #[test]
+    fn not_for_the_fast_path() {
+        for s in [
+            "[[1, 2], [3]]",
+            "[1, [2]]",
+            "[[1], 2]",
+            "[\"a\"]",
+            "[1, true]",
+            "[null]",
+            "[1,]",
+            "[01]",
+            "[1] x",
+            "[[1], []]",
+            "{}",
+        ] {
+            assert!(parse(s).is_none(), "{s}");
+        }
+    }
+
+    #[test]
+    fn element_limit() {
+        let limits = Limits { max_elements: 2, ..Limits::default() };
+        assert!(parse_array(b"[1, 2, 3]", limits).is_err());
+    }
+}

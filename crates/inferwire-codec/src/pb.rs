@@ -1,0 +1,15 @@
+//! Types generated from `proto/` by prost (module paths follow the proto packages).
+#![allow(clippy::all, missing_docs)]
+
+pub mod tensorflow {
+    include!(concat!(env!("OUT_DIR"), "/tensorflow.rs"));
+}
+
+pub mod seldon {
+    pub mod protos {
+        include!(concat!(env!("OUT_DIR"), "/seldon.protos.rs"));
+    }
+}
+
+/// File descriptors of every proto, for gRPC server reflection.
+pub const FILE_DESCRIPTOR_SET: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/descriptor.bin"));

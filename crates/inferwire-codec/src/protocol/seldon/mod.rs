@@ -1,0 +1,7 @@
+//! The Seldon protocol (`seldon.protos.SeldonMessage`) over JSON and protobuf.
+pub mod json;
+pub mod message;
+pub mod proto;
+pub mod tftensor;
+
+pub use message::*;
