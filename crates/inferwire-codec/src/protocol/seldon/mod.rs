@@ -2,6 +2,7 @@
 pub mod json;
 pub mod message;
 pub mod proto;
+pub mod reply;
 pub mod tftensor;
 
 pub use message::*;

@@ -1,0 +1,104 @@
+//! The server's one error type, mapped here (and only here) to HTTP status and gRPC code.
+use inferwire_codec::protocol::seldon::SeldonMessage;
+use inferwire_codec::{CodecError, ErrorKind};
+
+use crate::model::{ModelError, ModelErrorKind};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    BadRequest,
+    TooLarge,
+    NotFound,
+    MethodNotAllowed,
+    Overloaded,
+    ShuttingDown,
+    Model,
+    Internal,
+}
+
+#[derive(Debug, Clone)]
+pub struct ServeError {
+    pub kind: Kind,
+    pub message: String,
+}
+
+impl ServeError {
+    #[cold]
+    pub fn new(kind: Kind, message: impl Into<String>) -> Self {
+        Self { kind, message: message.into() }
+    }
+
+    pub fn http_status(&self) -> u16 {
+        match self.kind {
+            Kind::BadRequest => 400,
+            Kind::TooLarge => 413,
+            Kind::NotFound => 404,
+            Kind::MethodNotAllowed => 405,
+            Kind::Overloaded | Kind::ShuttingDown => 503,
+            Kind::Model | Kind::Internal => 500,
+        }
+    }
+
+    pub fn grpc_code(&self) -> tonic::Code {
+        match self.kind {
+            Kind::BadRequest => tonic::Code::InvalidArgument,
+            Kind::TooLarge => tonic::Code::ResourceExhausted,
+            Kind::NotFound => tonic::Code::NotFound,
+            Kind::MethodNotAllowed => tonic::Code::Unimplemented,
+            Kind::Overloaded | Kind::ShuttingDown => tonic::Code::Unavailable,
+            Kind::Model | Kind::Internal => tonic::Code::Internal,
+        }
+    }
+
+    /// Seldon's `status.reason` for this error.
+    pub fn reason(&self) -> &'static str {
+        match self.kind {
+            Kind::BadRequest => "BAD_REQUEST",
+            Kind::TooLarge => "PAYLOAD_TOO_LARGE",
+            Kind::NotFound => "NOT_FOUND",
+            Kind::MethodNotAllowed => "METHOD_NOT_ALLOWED",
+            Kind::Overloaded => "OVERLOADED",
+            Kind::ShuttingDown => "SHUTTING_DOWN",
+            Kind::Model => "MODEL_ERROR",
+            Kind::Internal => "INTERNAL_ERROR",
+        }
+    }
+
+    /// The Seldon FAILURE message REST clients get as the body.
+    pub fn to_message(&self) -> SeldonMessage {
+        SeldonMessage::failure(i32::from(self.http_status()), self.reason(), self.message.clone())
+    }
+
+    pub fn to_status(&self) -> tonic::Status {
+        tonic::Status::new(self.grpc_code(), self.message.clone())
+    }
+}
+
+impl From<CodecError> for ServeError {
+    fn from(e: CodecError) -> Self {
+        let kind = match e.kind {
+            ErrorKind::BadRequest => Kind::BadRequest,
+            ErrorKind::TooLarge => Kind::TooLarge,
+            ErrorKind::BadOutput => Kind::Model,
+        };
+        Self { kind, message: e.message }
+    }
+}
+
+impl From<ModelError> for ServeError {
+    fn from(e: ModelError) -> Self {
+        let kind = match e.kind {
+            ModelErrorKind::Raised => Kind::Model,
+            ModelErrorKind::BadInput => Kind::BadRequest,
+        };
+        Self { kind, message: e.message }
+    }
+}
+
+impl std::fmt::Display for ServeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ServeError {}

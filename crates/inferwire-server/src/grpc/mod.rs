@@ -1,0 +1,10 @@
+//! gRPC: `seldon.protos.Seldon` and `seldon.protos.Model`, plus health and reflection.
+mod seldon;
+mod serve;
+
+pub use serve::serve;
+
+#[allow(clippy::all)]
+pub(crate) mod generated {
+    include!(concat!(env!("OUT_DIR"), "/seldon.protos.rs"));
+}

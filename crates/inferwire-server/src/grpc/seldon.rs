@@ -1,0 +1,146 @@
+//! The Seldon gRPC services. Both services share one implementation.
+use std::sync::Arc;
+
+use inferwire_codec::pb::seldon::protos as pb;
+use inferwire_codec::protocol::seldon::reply::Output;
+use inferwire_codec::protocol::seldon::{proto, Array, Payload, SeldonMessage};
+use serde_json::Value;
+use tonic::{Request, Response, Status};
+
+use super::generated::{model_server, seldon_server};
+use crate::app::App;
+use crate::error::ServeError;
+use crate::model::Reply;
+
+#[derive(Clone)]
+pub struct SeldonService(pub Arc<App>);
+
+type Result<T> = std::result::Result<Response<T>, Status>;
+
+impl SeldonService {
+    async fn predict(&self, req: Request<pb::SeldonMessage>) -> Result<pb::SeldonMessage> {
+        let app = &self.0;
+        let run = async {
+            let msg = proto::from_pb(req.into_inner(), &app.config.limits)?;
+            let reply = app.predict(msg).await?;
+            reply_to_pb(reply)
+        };
+        run.await.map(Response::new).map_err(|e: ServeError| e.to_status())
+    }
+
+    async fn feedback(&self, req: Request<pb::Feedback>) -> Result<pb::SeldonMessage> {
+        let app = &self.0;
+        let run = async {
+            let f = proto::feedback_from_pb(req.into_inner(), &app.config.limits)?;
+            let reply = app.feedback(f).await?;
+            Ok(proto::to_pb(reply)?)
+        };
+        run.await.map(Response::new).map_err(|e: ServeError| e.to_status())
+    }
+
+    async fn metadata(&self) -> Result<pb::SeldonModelMetadata> {
+        let v = self.0.metadata().await.map_err(|e| e.to_status())?;
+        Ok(Response::new(metadata_to_pb(&v)))
+    }
+}
+
+/// `predict_raw` results become messages: a dict is read as a SeldonMessage, other
+/// values travel as `jsonData`, `strData` or `binData`.
+fn reply_to_pb(reply: Reply) -> std::result::Result<pb::SeldonMessage, ServeError> {
+    let msg = match reply {
+        Reply::Message(m) => m,
+        Reply::Raw(Output::Json(Value::Object(o))) => {
+            proto::json_object_to_message(&o, &Default::default()).map_err(|e| {
+                ServeError::new(
+                    crate::error::Kind::Model,
+                    format!("predict_raw returned a dict that is not a SeldonMessage: {e}"),
+                )
+            })?
+        }
+        Reply::Raw(Output::Json(v)) | Reply::Raw(Output::Array(Array::Json(v))) => {
+            SeldonMessage { payload: Payload::Json(v), ..Default::default() }
+        }
+        Reply::Raw(Output::Array(Array::Numeric(t))) => {
+            SeldonMessage { payload: Payload::Json(proto::tensor_to_json(&t)), ..Default::default() }
+        }
+        Reply::Raw(Output::Str(s)) => SeldonMessage { payload: Payload::Str(s), ..Default::default() },
+        Reply::Raw(Output::Bin(b)) => SeldonMessage { payload: Payload::Bin(b), ..Default::default() },
+        Reply::Metadata(v) => SeldonMessage { payload: Payload::Json(v), ..Default::default() },
+    };
+    Ok(proto::to_pb(msg)?)
+}
+
+fn metadata_to_pb(v: &Value) -> pb::SeldonModelMetadata {
+    let s = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
+    let tensors = |k: &str| -> Vec<pb::SeldonMessageMetadata> {
+        v.get(k)
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .map(|t| pb::SeldonMessageMetadata {
+                        messagetype: t.get("messagetype").and_then(Value::as_str).unwrap_or_default().into(),
+                        schema: t.get("schema").map(proto::json_to_value),
+                        name: t.get("name").and_then(Value::as_str).unwrap_or_default().into(),
+                        datatype: t.get("datatype").and_then(Value::as_str).unwrap_or_default().into(),
+                        shape: t
+                            .get("shape")
+                            .and_then(Value::as_array)
+                            .map(|d| d.iter().filter_map(Value::as_i64).collect())
+                            .unwrap_or_default(),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    pb::SeldonModelMetadata {
+        name: s("name"),
+        versions: v
+            .get("versions")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_owned)).collect())
+            .unwrap_or_default(),
+        platform: s("platform"),
+        inputs: tensors("inputs"),
+        outputs: tensors("outputs"),
+    }
+}
+
+#[tonic::async_trait]
+impl seldon_server::Seldon for SeldonService {
+    async fn predict(&self, req: Request<pb::SeldonMessage>) -> Result<pb::SeldonMessage> {
+        SeldonService::predict(self, req).await
+    }
+
+    async fn send_feedback(&self, req: Request<pb::Feedback>) -> Result<pb::SeldonMessage> {
+        self.feedback(req).await
+    }
+
+    async fn model_metadata(&self, _req: Request<pb::SeldonModelMetadataRequest>) -> Result<pb::SeldonModelMetadata> {
+        self.metadata().await
+    }
+
+    async fn graph_metadata(&self, _req: Request<()>) -> Result<pb::SeldonGraphMetadata> {
+        let model = self.metadata().await?.into_inner();
+        Ok(Response::new(pb::SeldonGraphMetadata {
+            name: self.0.config.model_name.clone(),
+            inputs: model.inputs.clone(),
+            outputs: model.outputs.clone(),
+            models: [(self.0.config.model_name.clone(), model)].into_iter().collect(),
+        }))
+    }
+}
+
+#[tonic::async_trait]
+impl model_server::Model for SeldonService {
+    async fn predict(&self, req: Request<pb::SeldonMessage>) -> Result<pb::SeldonMessage> {
+        SeldonService::predict(self, req).await
+    }
+
+    async fn send_feedback(&self, req: Request<pb::Feedback>) -> Result<pb::SeldonMessage> {
+        self.feedback(req).await
+    }
+
+    async fn metadata(&self, _req: Request<()>) -> Result<pb::SeldonModelMetadata> {
+        SeldonService::metadata(self).await
+    }
+}

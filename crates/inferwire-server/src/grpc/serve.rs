@@ -1,0 +1,59 @@
+//! The gRPC server: Seldon services, `grpc.health.v1.Health` and server reflection.
+use std::sync::Arc;
+
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio_stream::wrappers::TcpListenerStream;
+use tokio_stream::StreamExt;
+
+use super::generated::{model_server::ModelServer, seldon_server::SeldonServer};
+use super::seldon::SeldonService;
+use crate::app::App;
+
+/// Serves until `stop` flips to true; tonic then drains open calls.
+pub async fn serve(app: Arc<App>, listener: TcpListener, mut stop: watch::Receiver<bool>) {
+    let limit = app.config.max_body_bytes;
+    let svc = SeldonService(app.clone());
+    let seldon = SeldonServer::new(svc.clone())
+        .max_decoding_message_size(limit)
+        .max_encoding_message_size(usize::MAX);
+    let model = ModelServer::new(svc).max_decoding_message_size(limit).max_encoding_message_size(usize::MAX);
+
+    let (health, health_svc) = tonic_health::server::health_reporter();
+    health.set_serving::<SeldonServer<SeldonService>>().await;
+    health.set_serving::<ModelServer<SeldonService>>().await;
+
+    let reflection = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(inferwire_codec::pb::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1()
+        .expect("the built-in descriptors are valid");
+    let reflection_alpha = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(inferwire_codec::pb::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1alpha()
+        .expect("the built-in descriptors are valid");
+
+    let incoming = TcpListenerStream::new(listener).map(|s| {
+        if let Ok(s) = &s {
+            let _ = s.set_nodelay(true);
+        }
+        s
+    });
+    let shutdown = async move {
+        let _ = stop.changed().await;
+        health.set_not_serving::<SeldonServer<SeldonService>>().await;
+        health.set_not_serving::<ModelServer<SeldonService>>().await;
+    };
+    let result = tonic::transport::Server::builder()
+        .add_service(seldon)
+        .add_service(model)
+        .add_service(health_svc)
+        .add_service(reflection)
+        .add_service(reflection_alpha)
+        .serve_with_incoming_shutdown(incoming, shutdown)
+        .await;
+    if let Err(e) = result {
+        tracing::error!("gRPC server stopped: {e}");
+    }
+}

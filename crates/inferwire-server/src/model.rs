@@ -1,0 +1,44 @@
+//! The contract between the server and a model runtime. The server never calls a model
+//! directly: it queues `Call`s for the executor thread, which runs `Model::call`.
+use inferwire_codec::protocol::seldon::reply::Output;
+use inferwire_codec::protocol::seldon::{Feedback, SeldonMessage};
+use serde_json::Value;
+
+/// One request for the model.
+#[derive(Debug)]
+pub enum Call {
+    Predict(SeldonMessage),
+    Feedback(Feedback),
+    HealthStatus,
+    Metadata,
+}
+
+/// What the model answered.
+#[derive(Debug)]
+pub enum Reply {
+    /// A complete message, encoded in the request's protocol.
+    Message(SeldonMessage),
+    /// `predict_raw`'s result, returned as the model gave it.
+    Raw(Output),
+    /// Metadata, as JSON.
+    Metadata(Value),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModelErrorKind {
+    /// The model raised: HTTP 500, gRPC INTERNAL.
+    Raised,
+    /// The model rejected its input (raised inferwire's BadRequest): 400 / INVALID_ARGUMENT.
+    BadInput,
+}
+
+#[derive(Debug, Clone)]
+pub struct ModelError {
+    pub kind: ModelErrorKind,
+    pub message: String,
+}
+
+/// A model runtime. `call` runs on the executor thread, one call at a time.
+pub trait Model: Send + Sync + 'static {
+    fn call(&self, call: Call) -> Result<Reply, ModelError>;
+}

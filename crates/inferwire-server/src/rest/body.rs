@@ -1,0 +1,62 @@
+//! Reading request bodies within the size limit, and building replies.
+use bytes::Bytes;
+use http::{header, HeaderValue, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+
+use crate::error::{Kind, ServeError};
+
+pub type Reply = Response<Full<Bytes>>;
+
+/// Collects the body into one buffer, refusing more than `limit` bytes (before reading
+/// anything when Content-Length already says so).
+pub async fn read(req: Request<Incoming>, limit: usize) -> Result<Bytes, ServeError> {
+    let declared = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return Err(too_large(limit));
+    }
+    match Limited::new(req.into_body(), limit).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(too_large(limit)),
+        Err(e) => Err(ServeError::new(Kind::BadRequest, format!("could not read the request body: {e}"))),
+    }
+}
+
+#[cold]
+fn too_large(limit: usize) -> ServeError {
+    ServeError::new(
+        Kind::TooLarge,
+        format!("request body is larger than the limit of {limit} bytes (see --max-body-bytes)"),
+    )
+}
+
+pub fn json(status: StatusCode, body: Vec<u8>) -> Reply {
+    with_type(status, body.into(), "application/json")
+}
+
+pub fn text(status: StatusCode, body: &'static str) -> Reply {
+    with_type(status, Bytes::from_static(body.as_bytes()), "text/plain; charset=utf-8")
+}
+
+pub fn with_type(status: StatusCode, body: Bytes, content_type: &'static str) -> Reply {
+    let mut r = Response::new(Full::new(body));
+    *r.status_mut() = status;
+    r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    r
+}
+
+/// An error as a Seldon FAILURE message.
+pub fn error(e: &ServeError) -> Reply {
+    let mut out = Vec::with_capacity(128);
+    let _ = inferwire_codec::protocol::seldon::json::encode_message(&e.to_message(), &mut out);
+    let status = StatusCode::from_u16(e.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut r = json(status, out);
+    if e.kind == Kind::Overloaded {
+        r.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    }
+    r
+}

@@ -1,0 +1,7 @@
+//! REST: HTTP/1.1 and h2c on one port, routed by path.
+mod body;
+mod routes;
+mod seldon;
+mod serve;
+
+pub use serve::serve;

@@ -1,0 +1,44 @@
+//! Accepting REST connections: HTTP/1.1 with keep-alive, or HTTP/2 with prior knowledge.
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use hyper_util::server::graceful::GracefulShutdown;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+use super::routes;
+use crate::app::App;
+
+/// Serves until `stop` flips to true, then lets open requests finish within `grace`.
+pub async fn serve(app: Arc<App>, listener: TcpListener, mut stop: watch::Receiver<bool>, grace: Duration) {
+    let builder = auto::Builder::new(TokioExecutor::new());
+    let graceful = GracefulShutdown::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let Ok((stream, _)) = accepted else { continue };
+                // Small replies must not wait for Nagle's algorithm.
+                let _ = stream.set_nodelay(true);
+                let app = app.clone();
+                let svc = service_fn(move |req| {
+                    let app = app.clone();
+                    async move { Ok::<_, Infallible>(routes::handle(app, req).await) }
+                });
+                let conn = builder.serve_connection(TokioIo::new(stream), svc).into_owned();
+                let conn = graceful.watch(conn);
+                tokio::spawn(async move {
+                    let _ = conn.await;
+                });
+            }
+            _ = stop.changed() => break,
+        }
+    }
+    drop(listener);
+    if tokio::time::timeout(grace, graceful.shutdown()).await.is_err() {
+        tracing::warn!("REST: grace period over with requests still open; closing them");
+    }
+}
