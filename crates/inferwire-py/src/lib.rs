@@ -1,1 +1,18 @@
+//! `inferwire._core`: the glue between Python and the pure-Rust server.
+//!
+//! Nothing here decides protocol behaviour: it converts values, takes and releases the
+//! GIL, and maps errors. Python holds the user-facing API (CLI, settings, model loading,
+//! Seldon method semantics); Rust holds everything on the request path.
+mod config;
+mod convert;
+mod model;
+mod server;
 
+use pyo3::prelude::*;
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<server::Server>()?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -1,0 +1,68 @@
+"""The ``inferwire`` command."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from dataclasses import fields
+from typing import Any
+
+from . import __version__
+from .errors import InferwireError
+from .settings import Settings, env_name, from_sources
+
+
+def _serve_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "serve",
+        help="serve a model over REST and gRPC",
+        description="Serve a Seldon-style Python model class over REST (port 9000) and gRPC "
+        "(port 5000). MODEL is module:Class, module.Class, or a file path (file.py or "
+        "file.py:Class).",
+    )
+    p.add_argument("model", help="module:Class, module.Class, path/to/model.py[:Class]")
+    for f in fields(Settings):
+        option = f.metadata["option"]
+        envs = ", ".join((env_name(f.name), *option.env))
+        p.add_argument(
+            f"--{f.name.replace('_', '-')}",
+            dest=f.name,
+            default=None,
+            help=f"{option.help} (default: {f.default!r}; env: {envs})",
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="inferwire", description="A fast model server.")
+    parser.add_argument("--version", action="version", version=f"inferwire {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    _serve_parser(sub)
+    args = vars(parser.parse_args(argv))
+    command = args.pop("command")
+    if command == "serve":
+        spec = args.pop("model")
+        try:
+            settings = from_sources(args)
+        except InferwireError as e:
+            print(f"inferwire: {e}", file=sys.stderr)
+            return 2
+        logging.basicConfig(
+            level=settings.log_level.upper(),
+            format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+            stream=sys.stderr,
+        )
+        from .server import serve
+
+        try:
+            serve(spec, settings)
+        except InferwireError as e:
+            print(f"inferwire: {e}", file=sys.stderr)
+            return 1
+        except RuntimeError as e:
+            print(f"inferwire: {e}", file=sys.stderr)
+            return 1
+        except KeyboardInterrupt:
+            pass
+        return 0
+    return 2

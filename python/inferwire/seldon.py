@@ -1,0 +1,154 @@
+"""The Seldon model API: how a user's class is called, as the Seldon Python wrapper
+calls it. The Rust core calls these methods on its model thread, with the GIL held only
+for the call; everything around them (parsing, encoding, networking) stays in Rust."""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .errors import ModelLoadError
+
+log = logging.getLogger("inferwire.model")
+
+# (output, output names, tags, metrics): what the core turns into a reply.
+Result = tuple[Any, list[str] | None, dict[str, Any] | None, list[dict[str, Any]] | None]
+
+
+def _accepts_meta(fn: Callable[..., Any]) -> bool:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == "meta" or p.kind is p.VAR_KEYWORD for p in params)
+
+
+def _positional_count(fn: Callable[..., Any]) -> int:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return 2
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return 2
+    return sum(1 for p in params if p.kind in kinds)
+
+
+class SeldonAdapter:
+    """Wraps a user model with Seldon's calling conventions."""
+
+    def __init__(self, model: Any, name: str) -> None:
+        self.model = model
+        self.name = name
+        raw = getattr(model, "predict_raw", None)
+        predict = getattr(model, "predict", None)
+        self.has_predict_raw = callable(raw)
+        if not self.has_predict_raw and not callable(predict):
+            raise ModelLoadError(f"{type(model).__name__} has neither predict() nor predict_raw()")
+        self._predict: Callable[..., Any] = predict if callable(predict) else _no_predict
+        self.wants_meta = _accepts_meta(self._predict)
+        self._positional = _positional_count(self._predict)
+        self._tags = getattr(model, "tags", None)
+        self._metrics = getattr(model, "metrics", None)
+        self._metadata = self._init_metadata()
+
+    # -- called by the core ------------------------------------------------------------
+
+    def predict(self, X: Any, names: list[str], meta: dict[str, Any] | None) -> Result:
+        try:
+            if self.wants_meta:
+                out = self._predict(X, names, meta=meta)
+            elif self._positional >= 2:
+                out = self._predict(X, names)
+            else:
+                out = self._predict(X)
+            return out, self._class_names(out), self._call_tags(), self._call_metrics()
+        except Exception:
+            log.exception("%s.predict raised", self.name)
+            raise
+
+    def predict_raw(self, request: dict[str, Any]) -> Any:
+        try:
+            return self.model.predict_raw(request)
+        except Exception:
+            log.exception("%s.predict_raw raised", self.name)
+            raise
+
+    def send_feedback(
+        self, features: Any, names: list[str], reward: float, truth: Any, routing: dict[str, int]
+    ) -> Result:
+        fn = getattr(self.model, "send_feedback", None)
+        if not callable(fn):
+            return None, None, None, None
+        try:
+            out = fn(features, names, reward, truth, routing=routing or None)
+        except Exception:
+            log.exception("%s.send_feedback raised", self.name)
+            raise
+        return out, self._class_names(out), self._call_tags(), self._call_metrics()
+
+    def health_status(self) -> Result:
+        fn = getattr(self.model, "health_status", None)
+        if not callable(fn):
+            return {"status": "ok"}, None, None, None
+        out = fn()
+        return out, self._class_names(out), None, None
+
+    def metadata(self) -> dict[str, Any]:
+        return self._metadata
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def _class_names(self, out: Any) -> list[str] | None:
+        """Seldon's names for a 2-D result: the model's ``class_names``, else ``t:0..``."""
+        if not isinstance(out, (np.ndarray, list)):
+            return None
+        shape = np.shape(out) if isinstance(out, list) else out.shape
+        if len(shape) < 2:
+            return None
+        names = getattr(self.model, "class_names", None)
+        if callable(names):
+            names = names()
+        if names is not None:
+            return [str(n) for n in names]
+        return [f"t:{i}" for i in range(shape[1])]
+
+    def _call_tags(self) -> dict[str, Any] | None:
+        if not callable(self._tags):
+            return None
+        tags = self._tags()
+        if tags is not None and not isinstance(tags, dict):
+            raise TypeError(f"tags() must return a dict, not {type(tags).__name__}")
+        return tags
+
+    def _call_metrics(self) -> list[dict[str, Any]] | None:
+        if not callable(self._metrics):
+            return None
+        metrics = self._metrics()
+        if metrics is not None and not isinstance(metrics, list):
+            raise TypeError(f"metrics() must return a list of dicts, not {type(metrics).__name__}")
+        return metrics
+
+    def _init_metadata(self) -> dict[str, Any]:
+        meta: dict[str, Any] = {
+            "name": self.name,
+            "versions": [],
+            "platform": "inferwire",
+            "inputs": [],
+            "outputs": [],
+        }
+        fn = getattr(self.model, "init_metadata", None)
+        if callable(fn):
+            custom = fn()
+            if not isinstance(custom, dict):
+                raise ModelLoadError(f"init_metadata() must return a dict, not {type(custom).__name__}")
+            meta.update(custom)
+        return meta
+
+
+def _no_predict(*_args: Any, **_kwargs: Any) -> Any:
+    raise NotImplementedError("this model defines only predict_raw()")
