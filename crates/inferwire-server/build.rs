@@ -9,6 +9,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     tonic_prost_build::configure()
         .build_client(false)
         .build_transport(false)
+        .codec_path("crate::grpc::codec::SeldonCodec")
         .extern_path(".seldon.protos", "::inferwire_codec::pb::seldon::protos")
         .extern_path(".tensorflow", "::inferwire_codec::pb::tensorflow")
         .compile_fds(fds)?;

@@ -36,7 +36,7 @@ impl Limits {
 
     #[cold]
     fn too_many(&self, dims: &[i64]) -> CodecError {
-        CodecError::too_large(format!(
+        CodecError::bad_request(format!(
             "shape {dims:?} exceeds the limit of {} elements per tensor",
             self.max_elements
         ))

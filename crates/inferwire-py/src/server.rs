@@ -59,5 +59,11 @@ impl Server {
 fn init_logging(level: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("INFERWIRE_RUST_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("inferwire_server={level},inferwire_py={level},warn")));
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_target(false).with_writer(std::io::stderr).try_init();
+    use std::io::IsTerminal;
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_target(false)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_writer(std::io::stderr)
+        .try_init();
 }

@@ -152,7 +152,7 @@ impl Parser<'_> {
     fn leaf(&mut self) -> Step<()> {
         self.count += 1;
         if self.count > self.limits.max_elements {
-            return Err(Stop::Limit(CodecError::too_large(format!(
+            return Err(Stop::Limit(CodecError::bad_request(format!(
                 "array has more than the limit of {} elements",
                 self.limits.max_elements
             ))));

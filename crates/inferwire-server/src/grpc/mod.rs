@@ -1,4 +1,5 @@
 //! gRPC: `seldon.protos.Seldon` and `seldon.protos.Model`, plus health and reflection.
+pub mod codec;
 mod seldon;
 mod serve;
 

@@ -46,6 +46,7 @@ pub async fn serve(app: Arc<App>, listener: TcpListener, mut stop: watch::Receiv
         health.set_not_serving::<ModelServer<SeldonService>>().await;
     };
     let result = tonic::transport::Server::builder()
+        .layer(tower::util::MapResponseLayer::new(super::codec::oversize_is_resource_exhausted))
         .add_service(seldon)
         .add_service(model)
         .add_service(health_svc)

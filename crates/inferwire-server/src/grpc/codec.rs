@@ -1,0 +1,64 @@
+//! The protobuf codec for the Seldon services: prost, with a malformed request reported
+//! as INVALID_ARGUMENT naming the message (tonic's default says INTERNAL).
+use std::marker::PhantomData;
+
+use tonic::codec::{Codec, DecodeBuf, Decoder};
+use tonic::Status;
+use tonic_prost::ProstEncoder;
+
+#[derive(Debug, Clone)]
+pub struct SeldonCodec<T, U>(PhantomData<(T, U)>);
+
+impl<T, U> Default for SeldonCodec<T, U> {
+    fn default() -> Self {
+        Self(PhantomData)
+    }
+}
+
+impl<T, U> Codec for SeldonCodec<T, U>
+where
+    T: prost::Message + Send + 'static,
+    U: prost::Message + Default + Send + 'static,
+{
+    type Encode = T;
+    type Decode = U;
+    type Encoder = ProstEncoder<T>;
+    type Decoder = MessageDecoder<U>;
+
+    fn encoder(&mut self) -> Self::Encoder {
+        ProstEncoder::default()
+    }
+
+    fn decoder(&mut self) -> Self::Decoder {
+        MessageDecoder(PhantomData)
+    }
+}
+
+pub struct MessageDecoder<U>(PhantomData<U>);
+
+impl<U: prost::Message + Default> Decoder for MessageDecoder<U> {
+    type Item = U;
+    type Error = Status;
+
+    fn decode(&mut self, buf: &mut DecodeBuf<'_>) -> Result<Option<U>, Status> {
+        U::decode(buf).map(Some).map_err(|e| {
+            let name = std::any::type_name::<U>().rsplit("::").next().unwrap_or("message");
+            Status::invalid_argument(format!("malformed protobuf {name}: {e}"))
+        })
+    }
+}
+
+/// tonic refuses an oversized message with OUT_OF_RANGE before reading it; clients of
+/// gRPC servers expect RESOURCE_EXHAUSTED (as grpc-go and grpc-java send).
+pub fn oversize_is_resource_exhausted<B>(mut res: http::Response<B>) -> http::Response<B> {
+    let headers = res.headers_mut();
+    let oversize = headers.get("grpc-status").is_some_and(|s| s == "11")
+        && headers
+            .get("grpc-message")
+            .and_then(|m| m.to_str().ok())
+            .is_some_and(|m| m.contains("message%20length%20too%20large") || m.contains("message length too large"));
+    if oversize {
+        headers.insert("grpc-status", http::HeaderValue::from_static("8"));
+    }
+    res
+}

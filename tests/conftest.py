@@ -1,0 +1,126 @@
+"""Shared fixtures: real inferwire servers in subprocesses, and gRPC stubs generated from
+the repository's own ``proto/`` files."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import httpx
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+TESTS = ROOT / "tests"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Served:
+    """One `inferwire serve` subprocess on 127.0.0.1."""
+
+    def __init__(self, spec: str, *args: str, env: dict[str, str] | None = None) -> None:
+        self.http_port = free_port()
+        self.grpc_port = free_port()
+        self.url = f"http://127.0.0.1:{self.http_port}"
+        self.grpc_target = f"127.0.0.1:{self.grpc_port}"
+        self.log_path = Path(os.environ.get("TMPDIR", "/tmp")) / f"inferwire-{self.http_port}.log"
+        cmd = [
+            sys.executable, "-m", "inferwire", "serve", spec,
+            "--host", "127.0.0.1",
+            "--http-port", str(self.http_port),
+            "--grpc-port", str(self.grpc_port),
+            *args,
+        ]
+        self._log = open(self.log_path, "w")  # noqa: SIM115
+        self.proc = subprocess.Popen(
+            cmd, cwd=TESTS, stdout=self._log, stderr=subprocess.STDOUT,
+            env={**os.environ, **(env or {})},
+        )
+        self._wait_ready()
+
+    def _wait_ready(self, timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited with {self.proc.returncode}:\n{self.log()}")
+            try:
+                if httpx.get(f"{self.url}/health/ping", timeout=1).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.05)
+        self.stop()
+        raise RuntimeError(f"server did not start within {timeout}s:\n{self.log()}")
+
+    def log(self) -> str:
+        self._log.flush()
+        return self.log_path.read_text()
+
+    def channel(self) -> grpc.Channel:
+        return grpc.insecure_channel(self.grpc_target)
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 15.0) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._log.close()
+        return self.proc.returncode
+
+
+@pytest.fixture(scope="session")
+def serve() -> Iterator[Any]:
+    """Starts servers on demand; every one is stopped at the end of the session."""
+    started: list[Served] = []
+
+    def start(spec: str, *args: str, env: dict[str, str] | None = None) -> Served:
+        s = Served(spec, *args, env=env)
+        started.append(s)
+        return s
+
+    yield start
+    for s in started:
+        s.stop()
+
+
+@pytest.fixture(scope="session")
+def pb(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """Python protobuf + gRPC modules generated from proto/ (as a Seldon client has them)."""
+    from grpc_tools import protoc
+
+    out = tmp_path_factory.mktemp("pb")
+    protos = ["prediction.proto", *(
+        str(p.relative_to(ROOT / "proto")) for p in (ROOT / "proto/tensorflow").rglob("*.proto")
+    )]
+    import grpc_tools
+
+    include = Path(grpc_tools.__file__).parent / "_proto"
+    rc = protoc.main([
+        "protoc", f"-I{ROOT / 'proto'}", f"-I{include}",
+        f"--python_out={out}", f"--grpc_python_out={out}", *protos,
+    ])
+    assert rc == 0, "protoc failed"
+    sys.path.insert(0, str(out))
+    import prediction_pb2
+    import prediction_pb2_grpc
+
+    class Modules:
+        msgs = prediction_pb2
+        grpc = prediction_pb2_grpc
+
+    return Modules

@@ -1,0 +1,105 @@
+"""Models the end-to-end tests serve (plain classes, as Seldon users write them)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from inferwire import BadRequest
+
+
+class Echo:
+    def predict(self, X: Any, features_names: list[str] | None = None) -> Any:
+        return X
+
+
+class EchoRaw:
+    def predict_raw(self, request: dict[str, Any]) -> dict[str, Any]:
+        return request
+
+
+class Noop:
+    """The notebook's no-op model: whatever comes in, ``[1]`` goes out."""
+
+    def predict(self, X: Any, features_names: list[str] | None = None) -> Any:
+        return np.array([1])
+
+
+class NoopRaw:
+    def predict_raw(self, request: dict[str, Any]) -> Any:
+        return [1]
+
+
+class Failing:
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def predict(self, X: Any, features_names: list[str] | None = None) -> Any:
+        self.calls += 1
+        if isinstance(X, str) and X == "ok":
+            return "fine"
+        raise ValueError("model exploded: bad luck")
+
+
+class Rejecting:
+    def predict(self, X: Any, features_names: list[str] | None = None) -> Any:
+        raise BadRequest("feature 'age' must be positive")
+
+
+class Annotated:
+    """Uses every optional Seldon method."""
+
+    class_names = ["no", "yes"]
+
+    def __init__(self, threshold: float = 0.5, label: str = "x") -> None:
+        self.threshold = threshold
+        self.label = label
+        self.feedback: list[Any] = []
+        self.loaded = False
+
+    def load(self) -> None:
+        self.loaded = True
+
+    def predict(self, X: Any, features_names: list[str] | None = None, meta: Any = None) -> Any:
+        X = np.asarray(X, dtype=float)
+        p = (X.sum(axis=1, keepdims=True) > self.threshold).astype(float)
+        return np.hstack([1 - p, p])
+
+    def tags(self) -> dict[str, Any]:
+        return {"label": self.label, "threshold": self.threshold, "loaded": self.loaded}
+
+    def metrics(self) -> list[dict[str, Any]]:
+        return [
+            {"type": "COUNTER", "key": "calls", "value": 1},
+            {"type": "GAUGE", "key": "threshold", "value": self.threshold},
+        ]
+
+    def send_feedback(
+        self, features: Any, feature_names: Any, reward: float, truth: Any, routing: Any = None
+    ) -> Any:
+        self.feedback.append(reward)
+        return np.array([[len(self.feedback), reward]])
+
+    def health_status(self) -> Any:
+        return {"healthy": True, "feedback_seen": len(self.feedback)}
+
+    def init_metadata(self) -> dict[str, Any]:
+        return {
+            "versions": ["v7"],
+            "inputs": [{"messagetype": "tensor", "schema": {"names": ["a", "b"]}}],
+        }
+
+
+class MetaEcho:
+    """Returns what it was given besides X, to check names and meta reach the model."""
+
+    def predict(self, X: Any, features_names: list[str] | None = None, meta: Any = None) -> Any:
+        return {"names": features_names, "meta": meta, "dtype": str(np.asarray(X).dtype)}
+
+
+class Types:
+    """Reports the type and dtype the model received, as strData."""
+
+    def predict(self, X: Any, features_names: list[str] | None = None) -> Any:
+        return f"{type(X).__name__}:{getattr(X, 'dtype', '')}:{getattr(X, 'shape', '')}"
