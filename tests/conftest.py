@@ -37,15 +37,25 @@ class Served:
         self.grpc_target = f"127.0.0.1:{self.grpc_port}"
         self.log_path = Path(os.environ.get("TMPDIR", "/tmp")) / f"inferwire-{self.http_port}.log"
         cmd = [
-            sys.executable, "-m", "inferwire", "serve", spec,
-            "--host", "127.0.0.1",
-            "--http-port", str(self.http_port),
-            "--grpc-port", str(self.grpc_port),
+            sys.executable,
+            "-m",
+            "inferwire",
+            "serve",
+            spec,
+            "--host",
+            "127.0.0.1",
+            "--http-port",
+            str(self.http_port),
+            "--grpc-port",
+            str(self.grpc_port),
             *args,
         ]
-        self._log = open(self.log_path, "w")  # noqa: SIM115
+        self._log = open(self.log_path, "w")
         self.proc = subprocess.Popen(
-            cmd, cwd=TESTS, stdout=self._log, stderr=subprocess.STDOUT,
+            cmd,
+            cwd=TESTS,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
             env={**os.environ, **(env or {})},
         )
         self._wait_ready()
@@ -104,16 +114,23 @@ def pb(tmp_path_factory: pytest.TempPathFactory) -> Any:
     from grpc_tools import protoc
 
     out = tmp_path_factory.mktemp("pb")
-    protos = ["prediction.proto", *(
-        str(p.relative_to(ROOT / "proto")) for p in (ROOT / "proto/tensorflow").rglob("*.proto")
-    )]
+    protos = [
+        "prediction.proto",
+        *(str(p.relative_to(ROOT / "proto")) for p in (ROOT / "proto/tensorflow").rglob("*.proto")),
+    ]
     import grpc_tools
 
     include = Path(grpc_tools.__file__).parent / "_proto"
-    rc = protoc.main([
-        "protoc", f"-I{ROOT / 'proto'}", f"-I{include}",
-        f"--python_out={out}", f"--grpc_python_out={out}", *protos,
-    ])
+    rc = protoc.main(
+        [
+            "protoc",
+            f"-I{ROOT / 'proto'}",
+            f"-I{include}",
+            f"--python_out={out}",
+            f"--grpc_python_out={out}",
+            *protos,
+        ]
+    )
     assert rc == 0, "protoc failed"
     sys.path.insert(0, str(out))
     import prediction_pb2

@@ -12,15 +12,32 @@ import numpy as np
 from google.protobuf import json_format
 
 TF_DTYPES = {
-    "DT_FLOAT": np.float32, "DT_DOUBLE": np.float64, "DT_INT32": np.int32,
-    "DT_UINT8": np.uint8, "DT_INT16": np.int16, "DT_INT8": np.int8, "DT_INT64": np.int64,
-    "DT_BOOL": np.bool_, "DT_UINT16": np.uint16, "DT_HALF": np.float16,
-    "DT_UINT32": np.uint32, "DT_UINT64": np.uint64,
+    "DT_FLOAT": np.float32,
+    "DT_DOUBLE": np.float64,
+    "DT_INT32": np.int32,
+    "DT_UINT8": np.uint8,
+    "DT_INT16": np.int16,
+    "DT_INT8": np.int8,
+    "DT_INT64": np.int64,
+    "DT_BOOL": np.bool_,
+    "DT_UINT16": np.uint16,
+    "DT_HALF": np.float16,
+    "DT_UINT32": np.uint32,
+    "DT_UINT64": np.uint64,
 }
 TYPED_FIELD = {
-    "DT_FLOAT": "floatVal", "DT_DOUBLE": "doubleVal", "DT_INT32": "intVal", "DT_UINT8": "intVal",
-    "DT_INT16": "intVal", "DT_INT8": "intVal", "DT_UINT16": "intVal", "DT_INT64": "int64Val",
-    "DT_BOOL": "boolVal", "DT_UINT32": "uint32Val", "DT_UINT64": "uint64Val", "DT_HALF": "halfVal",
+    "DT_FLOAT": "floatVal",
+    "DT_DOUBLE": "doubleVal",
+    "DT_INT32": "intVal",
+    "DT_UINT8": "intVal",
+    "DT_INT16": "intVal",
+    "DT_INT8": "intVal",
+    "DT_UINT16": "intVal",
+    "DT_INT64": "int64Val",
+    "DT_BOOL": "boolVal",
+    "DT_UINT32": "uint32Val",
+    "DT_UINT64": "uint64Val",
+    "DT_HALF": "halfVal",
 }
 
 
@@ -62,7 +79,9 @@ def to_numpy(data: dict[str, Any]) -> np.ndarray:
     values = t.get(field, [])
     if t["dtype"] == "DT_HALF":
         return np.array(values, dtype=np.uint16).view(np.float16).reshape(shape)
-    return np.array([int(v) if isinstance(v, str) else v for v in values], dtype=dtype).reshape(shape)
+    return np.array([int(v) if isinstance(v, str) else v for v in values], dtype=dtype).reshape(
+        shape
+    )
 
 
 def rest(url: str, body: Any, path: str = "/api/v1.0/predictions", **kw: Any) -> httpx.Response:
@@ -72,7 +91,10 @@ def rest(url: str, body: Any, path: str = "/api/v1.0/predictions", **kw: Any) ->
 
 
 def grpc_call(
-    channel: grpc.Channel, pb: Any, body: dict[str, Any], service: str = "Seldon",
+    channel: grpc.Channel,
+    pb: Any,
+    body: dict[str, Any],
+    service: str = "Seldon",
     method: str = "Predict",
 ) -> dict[str, Any]:
     """Sends ``body`` as a SeldonMessage (or Feedback) and returns the reply as a dict."""

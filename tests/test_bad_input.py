@@ -16,22 +16,61 @@ BAD_JSON = [
     (b"{", "application/json", 400, "invalid JSON"),
     (b"[1, 2]", "application/json", 400, "must be a JSON object"),
     (b'{"data": {"ndarray": [1, 2}}', "application/json", 400, "invalid JSON"),
-    (b'{"data": {"tensor": {"shape": [2, 2], "values": [1, 2, 3]}}}', "application/json", 400,
-     "data.tensor: shape [2, 2] needs 4 values but 3 were given"),
-    (b'{"data": {"tensor": {"shape": [1], "values": ["x"]}}}', "application/json", 400,
-     "data.tensor: values: must be a flat list of numbers"),
-    (b'{"data": {"tensor": {"shape": "1x2", "values": [1]}}}', "application/json", 400, "data.tensor.shape"),
+    (
+        b'{"data": {"tensor": {"shape": [2, 2], "values": [1, 2, 3]}}}',
+        "application/json",
+        400,
+        "data.tensor: shape [2, 2] needs 4 values but 3 were given",
+    ),
+    (
+        b'{"data": {"tensor": {"shape": [1], "values": ["x"]}}}',
+        "application/json",
+        400,
+        "data.tensor: values: must be a flat list of numbers",
+    ),
+    (
+        b'{"data": {"tensor": {"shape": "1x2", "values": [1]}}}',
+        "application/json",
+        400,
+        "data.tensor.shape",
+    ),
     (b'{"data": {"tensor": {"shape": [-3], "values": [1]}}}', "application/json", 400, "negative"),
-    (b'{"data": {"tensor": {"shape": [4294967296, 4294967296, 4294967296], "values": [1]}}}',
-     "application/json", 400, "limit"),
-    (b'{"data": {"tftensor": {"dtype": "DT_BANANA"}}}', "application/json", 400,
-     "data.tftensor.dtype: unknown dtype"),
-    (b'{"data": {"tftensor": {"dtype": "DT_COMPLEX64"}}}', "application/json", 400, "not supported"),
-    (b'{"data": {"tftensor": {"dtype": "DT_FLOAT", "tensorShape": {"dim": [{"size": "99999999999999"}]}}}}',
-     "application/json", 400, "limit"),
-    (b'{"data": {"tftensor": {"dtype": "DT_INT64", "tensorShape": {"dim": [{"size": "3"}]}, "tensorContent": "AAAA"}}}',
-     "application/json", 400, "tensor_content"),
-    (b'{"data": {"ndarray": "nope"}}', "application/json", 400, "data.ndarray: must be a (nested) list"),
+    (
+        b'{"data": {"tensor": {"shape": [4294967296, 4294967296, 4294967296], "values": [1]}}}',
+        "application/json",
+        400,
+        "limit",
+    ),
+    (
+        b'{"data": {"tftensor": {"dtype": "DT_BANANA"}}}',
+        "application/json",
+        400,
+        "data.tftensor.dtype: unknown dtype",
+    ),
+    (
+        b'{"data": {"tftensor": {"dtype": "DT_COMPLEX64"}}}',
+        "application/json",
+        400,
+        "not supported",
+    ),
+    (
+        b'{"data": {"tftensor": {"dtype": "DT_FLOAT", "tensorShape": {"dim": [{"size": "99999999999999"}]}}}}',
+        "application/json",
+        400,
+        "limit",
+    ),
+    (
+        b'{"data": {"tftensor": {"dtype": "DT_INT64", "tensorShape": {"dim": [{"size": "3"}]}, "tensorContent": "AAAA"}}}',
+        "application/json",
+        400,
+        "tensor_content",
+    ),
+    (
+        b'{"data": {"ndarray": "nope"}}',
+        "application/json",
+        400,
+        "data.ndarray: must be a (nested) list",
+    ),
     (b'{"data": {}}', "application/json", 400, "one of ndarray, tensor, tftensor is required"),
     (b'{"binData": "not base64!"}', "application/json", 400, "binData: invalid base64"),
     (b'{"strData": 5}', "application/json", 400, "strData"),
@@ -45,7 +84,9 @@ def echo(serve: Any) -> Any:
     return serve("models.py:Echo", "--max-body-bytes", "4096", "--max-elements", "1000")
 
 
-@pytest.mark.parametrize(("body", "ctype", "status", "text"), BAD_JSON, ids=[c[3] for c in BAD_JSON])
+@pytest.mark.parametrize(
+    ("body", "ctype", "status", "text"), BAD_JSON, ids=[c[3] for c in BAD_JSON]
+)
 def test_rest_bad_input(body: bytes, ctype: str, status: int, text: str, echo: Any) -> None:
     r = rest(echo.url, body, headers={"Content-Type": ctype})
     assert r.status_code == status, r.text
@@ -93,9 +134,23 @@ def test_grpc_malformed_protobuf(echo: Any) -> None:
 
 
 GRPC_BAD = [
-    ({"data": {"tensor": {"shape": [2, 2], "values": [1, 2, 3]}}}, "data.tensor: shape [2, 2] needs 4 values"),
+    (
+        {"data": {"tensor": {"shape": [2, 2], "values": [1, 2, 3]}}},
+        "data.tensor: shape [2, 2] needs 4 values",
+    ),
     ({"data": {"tftensor": {"dtype": 999}}}, "data.tftensor: dtype: unknown DataType 999"),
-    ({"data": {"tftensor": {"dtype": "DT_INT64", "tensorShape": {"dim": [{"size": "3"}]}, "tensorContent": "AAAA"}}}, "tensor_content"),
+    (
+        {
+            "data": {
+                "tftensor": {
+                    "dtype": "DT_INT64",
+                    "tensorShape": {"dim": [{"size": "3"}]},
+                    "tensorContent": "AAAA",
+                }
+            }
+        },
+        "tensor_content",
+    ),
     ({"data": {"tensor": {"shape": [65536, 65536, 65536], "values": [1]}}}, "limit"),
     ({"data": {"names": ["a"]}}, "one of ndarray, tensor, tftensor is required"),
 ]
@@ -118,7 +173,9 @@ def test_grpc_message_over_the_limit(echo: Any, pb: Any) -> None:
 
 
 @pytest.mark.parametrize("protocol", ["rest", "grpc"])
-def test_failing_model_gets_500_and_server_keeps_serving(protocol: str, serve: Any, pb: Any) -> None:
+def test_failing_model_gets_500_and_server_keeps_serving(
+    protocol: str, serve: Any, pb: Any
+) -> None:
     server = serve("models.py:Failing")
     for _ in range(3):
         if protocol == "rest":

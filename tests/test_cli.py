@@ -19,12 +19,18 @@ from seldon_client import rest
 
 def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "inferwire", *args], cwd=TESTS, capture_output=True, text=True,
-        timeout=60, env={**os.environ, **(env or {})},
+        [sys.executable, "-m", "inferwire", *args],
+        cwd=TESTS,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **(env or {})},
     )
 
 
-@pytest.mark.parametrize("spec", ["models:Noop", "models.Noop", "models.py:Noop", str(TESTS / "models.py") + ":Noop"])
+@pytest.mark.parametrize(
+    "spec", ["models:Noop", "models.Noop", "models.py:Noop", str(TESTS / "models.py") + ":Noop"]
+)
 def test_model_specs(spec: str) -> None:
     s = Served(spec)
     try:
@@ -44,16 +50,25 @@ def test_file_without_class_name_picks_the_model(tmp_path: Path) -> None:
         s.stop()
 
 
-@pytest.mark.parametrize(("args", "text"), [
-    (["serve", "nope_missing.py"], "model file nope_missing.py does not exist"),
-    (["serve", "models:Missing"], "has no attribute 'Missing'"),
-    (["serve", "no_such_module:X"], "cannot import the model"),
-    (["serve", "models:Noop", "--http-port", "99999"], "http_port: 99999 is not a TCP port"),
-    (["serve", "models:Noop", "--http-port", "abc"], "--http-port: 'abc' is not a valid int"),
-    (["serve", "models:Noop", "--http-port", "7001", "--grpc-port", "7001"], "give them different ports"),
-    (["serve", "models:Noop", "--parameters", "[{\"name\": 1}]"], "parameters[0]: needs name and value"),
-    (["serve", "models:Noop", "--log-level", "loud"], "log_level"),
-])
+@pytest.mark.parametrize(
+    ("args", "text"),
+    [
+        (["serve", "nope_missing.py"], "model file nope_missing.py does not exist"),
+        (["serve", "models:Missing"], "has no attribute 'Missing'"),
+        (["serve", "no_such_module:X"], "cannot import the model"),
+        (["serve", "models:Noop", "--http-port", "99999"], "http_port: 99999 is not a TCP port"),
+        (["serve", "models:Noop", "--http-port", "abc"], "--http-port: 'abc' is not a valid int"),
+        (
+            ["serve", "models:Noop", "--http-port", "7001", "--grpc-port", "7001"],
+            "give them different ports",
+        ),
+        (
+            ["serve", "models:Noop", "--parameters", '[{"name": 1}]'],
+            "parameters[0]: needs name and value",
+        ),
+        (["serve", "models:Noop", "--log-level", "loud"], "log_level"),
+    ],
+)
 def test_bad_invocations_exit_with_a_clear_message(args: list[str], text: str) -> None:
     r = run_cli(*args)
     assert r.returncode != 0
@@ -64,8 +79,16 @@ def test_bad_invocations_exit_with_a_clear_message(args: list[str], text: str) -
 def test_port_in_use_is_reported() -> None:
     s = Served("models:Noop")
     try:
-        r = run_cli("serve", "models:Noop", "--host", "127.0.0.1", "--http-port", str(s.http_port),
-                    "--grpc-port", str(free_port()))
+        r = run_cli(
+            "serve",
+            "models:Noop",
+            "--host",
+            "127.0.0.1",
+            "--http-port",
+            str(s.http_port),
+            "--grpc-port",
+            str(free_port()),
+        )
         assert r.returncode == 1
         assert f"cannot listen for REST on 127.0.0.1:{s.http_port}" in r.stderr
     finally:
@@ -74,23 +97,36 @@ def test_port_in_use_is_reported() -> None:
 
 def test_env_vars_and_seldon_env_vars() -> None:
     http, grpc_port = free_port(), free_port()
-    env = {"INFERWIRE_HOST": "127.0.0.1", "PREDICTIVE_UNIT_HTTP_SERVICE_PORT": str(http),
-           "INFERWIRE_GRPC_PORT": str(grpc_port), "PREDICTIVE_UNIT_ID": "classifier",
-           "PREDICTIVE_UNIT_IMAGE": "seldonio/seldontest_predict:1.10.0-dev"}
-    proc = subprocess.Popen([sys.executable, "-m", "inferwire", "serve", "models:Noop"], cwd=TESTS,
-                            env={**os.environ, **env}, stderr=subprocess.PIPE, text=True)
+    env = {
+        "INFERWIRE_HOST": "127.0.0.1",
+        "PREDICTIVE_UNIT_HTTP_SERVICE_PORT": str(http),
+        "INFERWIRE_GRPC_PORT": str(grpc_port),
+        "PREDICTIVE_UNIT_ID": "classifier",
+        "PREDICTIVE_UNIT_IMAGE": "seldonio/seldontest_predict:1.10.0-dev",
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "inferwire", "serve", "models:Noop"],
+        cwd=TESTS,
+        env={**os.environ, **env},
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             try:
-                r = httpx.post(f"http://127.0.0.1:{http}/api/v1.0/predictions",
-                               json={"data": {"ndarray": [[0]]}})
+                r = httpx.post(
+                    f"http://127.0.0.1:{http}/api/v1.0/predictions",
+                    json={"data": {"ndarray": [[0]]}},
+                )
                 break
             except httpx.TransportError:
                 time.sleep(0.1)
         # The notebook's reply, byte for byte.
-        assert r.text == ('{"data":{"names":[],"ndarray":[1]},"meta":{"requestPath":'
-                          '{"classifier":"seldonio/seldontest_predict:1.10.0-dev"}}}')
+        assert r.text == (
+            '{"data":{"names":[],"ndarray":[1]},"meta":{"requestPath":'
+            '{"classifier":"seldonio/seldontest_predict:1.10.0-dev"}}}'
+        )
     finally:
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=15)

@@ -11,8 +11,12 @@ import httpx
 import pytest
 from seldon_client import grpc_call, rest, send
 
-PARAMS = json.dumps([{"name": "threshold", "value": "2.5", "type": "FLOAT"},
-                     {"name": "label", "value": "seldon", "type": "STRING"}])
+PARAMS = json.dumps(
+    [
+        {"name": "threshold", "value": "2.5", "type": "FLOAT"},
+        {"name": "label", "value": "seldon", "type": "STRING"},
+    ]
+)
 
 
 @pytest.fixture(scope="module")
@@ -22,11 +26,16 @@ def annotated(serve: Any) -> Any:
 
 @pytest.mark.parametrize("protocol", ["rest", "grpc"])
 def test_tags_metrics_class_names_and_puid(protocol: str, annotated: Any, pb: Any) -> None:
-    body = {"meta": {"puid": "abc-123", "tags": {"from": "client"}},
-            "data": {"names": ["a", "b"], "ndarray": [[1, 1], [2, 2]]}}
+    body = {
+        "meta": {"puid": "abc-123", "tags": {"from": "client"}},
+        "data": {"names": ["a", "b"], "ndarray": [[1, 1], [2, 2]]},
+    }
     got = send(protocol, annotated, pb, body)
     assert got["data"]["names"] == ["no", "yes"]
-    assert [row[1] for row in got["data"]["ndarray"]] == [0.0, 1.0]  # threshold 2.5 from --parameters
+    assert [row[1] for row in got["data"]["ndarray"]] == [
+        0.0,
+        1.0,
+    ]  # threshold 2.5 from --parameters
     meta = got["meta"]
     assert meta["puid"] == "abc-123"
     assert meta["tags"] == {"from": "client", "label": "seldon", "threshold": 2.5, "loaded": True}
@@ -39,15 +48,26 @@ def test_tags_metrics_class_names_and_puid(protocol: str, annotated: Any, pb: An
 @pytest.mark.parametrize("protocol", ["rest", "grpc"])
 def test_names_and_meta_reach_the_model(protocol: str, serve: Any, pb: Any) -> None:
     server = serve("models.py:MetaEcho")
-    got = send(protocol, server, pb, {"meta": {"puid": "p9", "tags": {"t": "v"}},
-                                      "data": {"names": ["x", "y"], "ndarray": [[1, 2]]}})
+    got = send(
+        protocol,
+        server,
+        pb,
+        {
+            "meta": {"puid": "p9", "tags": {"t": "v"}},
+            "data": {"names": ["x", "y"], "ndarray": [[1, 2]]},
+        },
+    )
     assert got["jsonData"]["names"] == ["x", "y"]
     assert got["jsonData"]["meta"] == {"puid": "p9", "tags": {"t": "v"}}
 
 
 def test_feedback_rest_and_grpc(annotated: Any, pb: Any) -> None:
-    fb = {"request": {"data": {"ndarray": [[1, 2]]}}, "response": {"data": {"ndarray": [[0.1, 0.9]]}},
-          "reward": 1.0, "truth": {"data": {"ndarray": [[0, 1]]}}}
+    fb = {
+        "request": {"data": {"ndarray": [[1, 2]]}},
+        "response": {"data": {"ndarray": [[0.1, 0.9]]}},
+        "reward": 1.0,
+        "truth": {"data": {"ndarray": [[0, 1]]}},
+    }
     for path in ("/api/v1.0/feedback", "/send-feedback"):
         r = rest(annotated.url, fb, path=path)
         assert r.status_code == 200, r.text
@@ -64,7 +84,9 @@ def test_feedback_rest_and_grpc(annotated: Any, pb: Any) -> None:
 def test_metadata(annotated: Any, pb: Any) -> None:
     for path in ("/metadata", "/api/v1.0/metadata/classifier"):
         m = httpx.get(annotated.url + path).json()
-        assert m["name"] == "classifier" and m["versions"] == ["v7"] and m["platform"] == "inferwire"
+        assert (
+            m["name"] == "classifier" and m["versions"] == ["v7"] and m["platform"] == "inferwire"
+        )
         assert m["inputs"][0]["schema"] == {"names": ["a", "b"]}
     from google.protobuf import empty_pb2, json_format
 
@@ -86,7 +108,9 @@ def test_model_service_and_seldon_metadata_headers(annotated: Any, pb: Any) -> N
         stub = pb.grpc.ModelStub(ch)
         msg = pb.msgs.SeldonMessage(strData="x")
         msg.data.ndarray.values.add().list_value.values.add().number_value = 3
-        reply = stub.Predict(msg, metadata=(("seldon", "seldon-model"), ("namespace", "seldon")), timeout=10)
+        reply = stub.Predict(
+            msg, metadata=(("seldon", "seldon-model"), ("namespace", "seldon")), timeout=10
+        )
         assert list(reply.data.names) == ["no", "yes"]
 
 
@@ -100,26 +124,38 @@ def test_grpc_health_and_reflection(annotated: Any) -> None:
             r = health.Check(health_pb2.HealthCheckRequest(service=service), timeout=10)
             assert r.status == health_pb2.HealthCheckResponse.SERVING
         stub = reflection_pb2_grpc.ServerReflectionStub(ch)
-        replies = list(stub.ServerReflectionInfo(iter([reflection_pb2.ServerReflectionRequest(list_services="")]), timeout=10))
+        replies = list(
+            stub.ServerReflectionInfo(
+                iter([reflection_pb2.ServerReflectionRequest(list_services="")]), timeout=10
+            )
+        )
         names = {s.name for s in replies[0].list_services_response.service}
         assert {"seldon.protos.Seldon", "seldon.protos.Model", "grpc.health.v1.Health"} <= names
 
 
 def test_rest_over_http2_prior_knowledge(annotated: Any) -> None:
     with httpx.Client(http1=False, http2=True) as client:
-        r = client.post(annotated.url + "/api/v1.0/predictions", json={"data": {"ndarray": [[3, 3]]}})
+        r = client.post(
+            annotated.url + "/api/v1.0/predictions", json={"data": {"ndarray": [[3, 3]]}}
+        )
         assert r.http_version == "HTTP/2"
         assert r.json()["data"]["names"] == ["no", "yes"]
 
 
 def test_seldon_ingress_paths_and_form_bodies(annotated: Any) -> None:
     body = '{"data": {"ndarray": [[3, 3]]}}'
-    r = httpx.post(annotated.url + "/seldon/seldon/seldon-model/api/v1.0/predictions",
-                   content=body, headers={"Content-Type": "application/json"})
+    r = httpx.post(
+        annotated.url + "/seldon/seldon/seldon-model/api/v1.0/predictions",
+        content=body,
+        headers={"Content-Type": "application/json"},
+    )
     assert r.status_code == 200
     # curl -d without -H sends a form content type; Seldon accepts it, so do we.
-    r = httpx.post(annotated.url + "/api/v1.0/predictions", content=body,
-                   headers={"Content-Type": "application/x-www-form-urlencoded"})
+    r = httpx.post(
+        annotated.url + "/api/v1.0/predictions",
+        content=body,
+        headers={"Content-Type": "application/x-www-form-urlencoded"},
+    )
     assert r.status_code == 200
     r = httpx.post(annotated.url + "/api/v1.0/predictions", data={"json": body})
     assert r.status_code == 200 and r.json()["data"]["names"] == ["no", "yes"]

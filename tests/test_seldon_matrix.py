@@ -12,7 +12,12 @@ from seldon_client import send, tftensor, to_numpy
 ARRAY = np.arange(6, dtype=np.float64).reshape(2, 3) * 1.5
 PAYLOADS: dict[str, dict[str, Any]] = {
     "ndarray": {"data": {"names": ["a", "b", "c"], "ndarray": ARRAY.tolist()}},
-    "tensor": {"data": {"names": ["a", "b", "c"], "tensor": {"shape": [2, 3], "values": ARRAY.ravel().tolist()}}},
+    "tensor": {
+        "data": {
+            "names": ["a", "b", "c"],
+            "tensor": {"shape": [2, 3], "values": ARRAY.ravel().tolist()},
+        }
+    },
     "tftensor": {"data": {"names": ["a", "b", "c"], "tftensor": tftensor(ARRAY)}},
     "binData": {"binData": base64.b64encode(b"\x00\x01\xffbinary").decode()},
     "strData": {"strData": "hello, inferwire ✓"},
@@ -46,7 +51,9 @@ def assert_same_payload(sent: dict[str, Any], got: dict[str, Any], names: list[s
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 @pytest.mark.parametrize("kind", list(PAYLOADS))
-def test_predict_replies_in_the_request_encoding(protocol: str, kind: str, echo: Any, pb: Any) -> None:
+def test_predict_replies_in_the_request_encoding(
+    protocol: str, kind: str, echo: Any, pb: Any
+) -> None:
     got = send(protocol, echo, pb, PAYLOADS[kind])
     # Seldon names 2-D results t:0..t:n when the model has no class_names.
     assert_same_payload(PAYLOADS[kind], got, ["t:0", "t:1", "t:2"])
@@ -55,7 +62,9 @@ def test_predict_replies_in_the_request_encoding(protocol: str, kind: str, echo:
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 @pytest.mark.parametrize("kind", list(PAYLOADS))
-def test_predict_raw_gets_the_whole_message(protocol: str, kind: str, echo_raw: Any, pb: Any) -> None:
+def test_predict_raw_gets_the_whole_message(
+    protocol: str, kind: str, echo_raw: Any, pb: Any
+) -> None:
     got = send(protocol, echo_raw, pb, PAYLOADS[kind])
     assert_same_payload(PAYLOADS[kind], got, ["a", "b", "c"])
 
@@ -63,7 +72,10 @@ def test_predict_raw_gets_the_whole_message(protocol: str, kind: str, echo_raw: 
 def test_predict_raw_dict_is_the_rest_json(echo_raw: Any) -> None:
     from seldon_client import rest
 
-    body = {"data": {"names": ["x"], "ndarray": [[1, 2], [3, 4]]}, "meta": {"puid": "p-1", "tags": {"k": "v"}}}
+    body = {
+        "data": {"names": ["x"], "ndarray": [[1, 2], [3, 4]]},
+        "meta": {"puid": "p-1", "tags": {"k": "v"}},
+    }
     assert rest(echo_raw.url, body).json() == body
 
 
@@ -86,16 +98,30 @@ def test_notebook_payloads_100000_integers(protocol: str, serve: Any, pb: Any) -
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
-def test_numbers_reach_the_model_as_numpy_without_python_lists(protocol: str, serve: Any, pb: Any) -> None:
+def test_numbers_reach_the_model_as_numpy_without_python_lists(
+    protocol: str, serve: Any, pb: Any
+) -> None:
     server = serve("models.py:Types")
     cases = {
-        "ndarray": ({"data": {"ndarray": [[1, 2], [3, 4]]}}, "ndarray:int64:(2, 2)" if protocol == "rest" else "ndarray:float64:(2, 2)"),
+        "ndarray": (
+            {"data": {"ndarray": [[1, 2], [3, 4]]}},
+            "ndarray:int64:(2, 2)" if protocol == "rest" else "ndarray:float64:(2, 2)",
+        ),
         "ndarray-float": ({"data": {"ndarray": [[1.5, 2]]}}, "ndarray:float64:(1, 2)"),
         "ndarray-bool": ({"data": {"ndarray": [True, False]}}, "ndarray:bool:(2,)"),
         "ndarray-strings": ({"data": {"ndarray": [["a", "b"]]}}, "ndarray:<U1:(1, 2)"),
-        "tensor": ({"data": {"tensor": {"shape": [3], "values": [1, 2, 3]}}}, "ndarray:int64:(3,)" if protocol == "rest" else "ndarray:float64:(3,)"),
-        "tftensor-f32": ({"data": {"tftensor": tftensor(np.ones((2, 2), np.float32))}}, "ndarray:float32:(2, 2)"),
-        "tftensor-u8-typed": ({"data": {"tftensor": tftensor(np.array([1, 2], np.uint8), typed=True)}}, "ndarray:uint8:(2,)"),
+        "tensor": (
+            {"data": {"tensor": {"shape": [3], "values": [1, 2, 3]}}},
+            "ndarray:int64:(3,)" if protocol == "rest" else "ndarray:float64:(3,)",
+        ),
+        "tftensor-f32": (
+            {"data": {"tftensor": tftensor(np.ones((2, 2), np.float32))}},
+            "ndarray:float32:(2, 2)",
+        ),
+        "tftensor-u8-typed": (
+            {"data": {"tftensor": tftensor(np.array([1, 2], np.uint8), typed=True)}},
+            "ndarray:uint8:(2,)",
+        ),
         "binData": ({"binData": "AAE="}, "bytes::"),
         "strData": ({"strData": "s"}, "str::"),
         "jsonData": ({"jsonData": {"a": 1}}, "dict::"),
@@ -105,7 +131,23 @@ def test_numbers_reach_the_model_as_numpy_without_python_lists(protocol: str, se
         assert got["strData"] == want, name
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool", "float16"])
+@pytest.mark.parametrize(
+    "dtype",
+    [
+        "float32",
+        "float64",
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "uint8",
+        "uint16",
+        "uint32",
+        "uint64",
+        "bool",
+        "float16",
+    ],
+)
 @pytest.mark.parametrize("typed", [False, True])
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_tftensor_every_dtype(dtype: str, typed: bool, protocol: str, echo: Any, pb: Any) -> None:

@@ -9,7 +9,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let fds = protox::compile(files, [&root])?;
     let out = PathBuf::from(std::env::var("OUT_DIR")?);
-    std::fs::write(out.join("descriptor.bin"), prost::Message::encode_to_vec(&fds))?;
+    std::fs::write(
+        out.join("descriptor.bin"),
+        prost::Message::encode_to_vec(&fds),
+    )?;
     let mut config = prost_build::Config::new();
     // Byte payloads stay `Bytes`: slices of the request body, not copies.
     config.bytes(["."]);

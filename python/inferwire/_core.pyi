@@ -1,14 +1,19 @@
 """Type stubs for the native module ``inferwire._core`` (crates/inferwire-py)."""
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, final
+
+from typing_extensions import Self
+
+__all__ = ["Server", "__version__"]
 
 __version__: str
 
+@final
 class Server:
     """The Rust REST + gRPC servers around a model adapter (``inferwire.seldon.SeldonAdapter``)."""
 
-    def __init__(self, config: dict[str, Any], adapter: Any) -> None: ...
+    def __new__(cls, config: dict[str, Any], adapter: Any) -> Self: ...
     def serve(self, on_bound: Callable[[int, int], None]) -> None:
         """Serve until SIGINT, SIGTERM or ``stop()``; the GIL is released meanwhile.
         Raises RuntimeError if a port cannot be bound."""

@@ -107,7 +107,7 @@ class SeldonAdapter:
         """Seldon's names for a 2-D result: the model's ``class_names``, else ``t:0..``."""
         if not isinstance(out, (np.ndarray, list)):
             return None
-        shape = np.shape(out) if isinstance(out, list) else out.shape
+        shape: tuple[int, ...] = np.shape(out) if isinstance(out, list) else out.shape
         if len(shape) < 2:
             return None
         names = getattr(self.model, "class_names", None)
@@ -145,7 +145,9 @@ class SeldonAdapter:
         if callable(fn):
             custom = fn()
             if not isinstance(custom, dict):
-                raise ModelLoadError(f"init_metadata() must return a dict, not {type(custom).__name__}")
+                raise ModelLoadError(
+                    f"init_metadata() must return a dict, not {type(custom).__name__}"
+                )
             meta.update(custom)
         return meta
 

@@ -16,7 +16,8 @@ def _describe(host: str, http_port: int, grpc_port: int) -> str:
     shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
     return (
         f"REST  http://{shown}:{http_port}/api/v1.0/predictions  (HTTP/1.1 and h2c)\n"
-        f"gRPC  {shown}:{grpc_port}  (seldon.protos.Seldon, seldon.protos.Model, health, reflection)"
+        f"gRPC  {shown}:{grpc_port}  "
+        "(seldon.protos.Seldon, seldon.protos.Model, health, reflection)"
     )
 
 
@@ -33,8 +34,12 @@ def serve(model: Any, settings: Settings | None = None, *, spec: str | None = No
     server = _core.Server(core_settings, SeldonAdapter(model, name))
 
     def on_bound(http_port: int, grpc_port: int) -> None:
-        log.info("serving %s as %r\n%s", spec or type(model).__name__, name,
-                 _describe(settings.host, http_port, grpc_port))
+        log.info(
+            "serving %s as %r\n%s",
+            spec or type(model).__name__,
+            name,
+            _describe(settings.host, http_port, grpc_port),
+        )
 
     server.serve(on_bound)
     log.info("stopped")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -27,19 +28,21 @@ def _opt(default: Any, help: str, *seldon_env: str) -> Any:
 @dataclass
 class Settings:
     host: str = _opt("0.0.0.0", "address to listen on")
-    http_port: int = _opt(
-        9000, "REST port (HTTP/1.1 and h2c)", "PREDICTIVE_UNIT_HTTP_SERVICE_PORT"
-    )
+    http_port: int = _opt(9000, "REST port (HTTP/1.1 and h2c)", "PREDICTIVE_UNIT_HTTP_SERVICE_PORT")
     grpc_port: int = _opt(5000, "gRPC port", "PREDICTIVE_UNIT_GRPC_SERVICE_PORT")
     model_name: str = _opt(
-        "", "model name in replies' meta.requestPath (default: the class name)", "PREDICTIVE_UNIT_ID"
+        "",
+        "model name in replies' meta.requestPath (default: the class name)",
+        "PREDICTIVE_UNIT_ID",
     )
     model_image: str = _opt(
-        "", "value beside the name in meta.requestPath (Seldon puts the image there)",
+        "",
+        "value beside the name in meta.requestPath (Seldon puts the image there)",
         "PREDICTIVE_UNIT_IMAGE",
     )
     parameters: str = _opt(
-        "", "constructor arguments, Seldon style: JSON list of {name, value, type}",
+        "",
+        "constructor arguments, Seldon style: JSON list of {name, value, type}",
         "PREDICTIVE_UNIT_PARAMETERS",
     )
     max_body_bytes: int = _opt(64 * 1024 * 1024, "largest REST body or gRPC message, bytes")
@@ -65,7 +68,9 @@ class Settings:
         if self.grace_period < 0:
             raise SettingsError(f"grace_period: must not be negative, got {self.grace_period}")
         if self.log_level.lower() not in ("debug", "info", "warning", "error"):
-            raise SettingsError(f"log_level: {self.log_level!r} is not debug, info, warning or error")
+            raise SettingsError(
+                f"log_level: {self.log_level!r} is not debug, info, warning or error"
+            )
         self.constructor_parameters()
         return self
 
@@ -79,14 +84,22 @@ class Settings:
             raise SettingsError(f"parameters: not JSON: {e}") from e
         if not isinstance(items, list):
             raise SettingsError("parameters: must be a JSON list of {name, value, type}")
-        kinds = {"INT": int, "FLOAT": float, "DOUBLE": float, "STRING": str, "BOOL": _bool}
+        kinds: dict[str, Callable[[Any], Any]] = {
+            "INT": int,
+            "FLOAT": float,
+            "DOUBLE": float,
+            "STRING": str,
+            "BOOL": _bool,
+        }
         out: dict[str, Any] = {}
         for i, p in enumerate(items):
             if not isinstance(p, dict) or "name" not in p or "value" not in p:
                 raise SettingsError(f"parameters[{i}]: needs name and value")
             kind = str(p.get("type", "STRING")).upper()
             if kind not in kinds:
-                raise SettingsError(f"parameters[{i}].type: {kind} is not one of {', '.join(kinds)}")
+                raise SettingsError(
+                    f"parameters[{i}].type: {kind} is not one of {', '.join(kinds)}"
+                )
             try:
                 out[p["name"]] = kinds[kind](p["value"])
             except (TypeError, ValueError) as e:
@@ -126,9 +139,21 @@ def from_sources(flags: dict[str, Any], environ: dict[str, str] | None = None) -
                     break
         if raw is None:
             continue
-        kind = type(f.default)
+        kind: type = type(f.default)
         try:
             values[f.name] = kind(raw)
         except (TypeError, ValueError) as e:
             raise SettingsError(f"{source}: {raw!r} is not a valid {kind.__name__}") from e
     return Settings(**values).validate()
+
+
+def markdown_table() -> str:
+    """The settings reference table (docs/reference/configuration.md embeds it; a test
+    checks the two agree)."""
+    rows = ["| flag | environment | default | meaning |", "|---|---|---|---|"]
+    for f in fields(Settings):
+        option: Option = f.metadata["option"]
+        envs = ", ".join(f"`{e}`" for e in (env_name(f.name), *option.env))
+        flag = f"`--{f.name.replace('_', '-')}`"
+        rows.append(f"| {flag} | {envs} | `{f.default!r}` | {option.help} |")
+    return "\n".join(rows) + "\n"

@@ -21,17 +21,26 @@ pub struct CodecError {
 impl CodecError {
     #[cold]
     pub fn bad_request(message: impl Into<String>) -> Self {
-        Self { kind: ErrorKind::BadRequest, message: message.into() }
+        Self {
+            kind: ErrorKind::BadRequest,
+            message: message.into(),
+        }
     }
 
     #[cold]
     pub fn too_large(message: impl Into<String>) -> Self {
-        Self { kind: ErrorKind::TooLarge, message: message.into() }
+        Self {
+            kind: ErrorKind::TooLarge,
+            message: message.into(),
+        }
     }
 
     #[cold]
     pub fn bad_output(message: impl Into<String>) -> Self {
-        Self { kind: ErrorKind::BadOutput, message: message.into() }
+        Self {
+            kind: ErrorKind::BadOutput,
+            message: message.into(),
+        }
     }
 
     /// Prefixes the message with the field it concerns, e.g. `data.tensor: ...`.

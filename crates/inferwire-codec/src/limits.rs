@@ -11,7 +11,10 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Self { max_elements: 64 * 1024 * 1024, max_depth: 32 }
+        Self {
+            max_elements: 64 * 1024 * 1024,
+            max_depth: 32,
+        }
     }
 }
 
@@ -26,7 +29,9 @@ impl Limits {
                     "shape {dims:?} has a negative dimension"
                 )));
             }
-            n = n.checked_mul(d as usize).ok_or_else(|| self.too_many(dims))?;
+            n = n
+                .checked_mul(d as usize)
+                .ok_or_else(|| self.too_many(dims))?;
         }
         if n > self.max_elements {
             return Err(self.too_many(dims));

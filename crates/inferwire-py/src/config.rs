@@ -40,6 +40,10 @@ pub fn from_dict(d: &Bound<'_, PyDict>) -> PyResult<ServerConfig> {
         model_image: get_str(d, "model_image", base.model_image)?,
         max_queue: get_usize(d, "max_queue", base.max_queue)?,
         io_threads: get_usize(d, "io_threads", base.io_threads)?,
-        grace_period: Duration::from_secs_f64(get_f64(d, "grace_period", base.grace_period.as_secs_f64())?),
+        grace_period: Duration::from_secs_f64(get_f64(
+            d,
+            "grace_period",
+            base.grace_period.as_secs_f64(),
+        )?),
     })
 }

@@ -15,10 +15,16 @@ use serde_json::{Map, Number, Value};
 static NUMPY: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
 
 fn numpy(py: Python<'_>) -> PyResult<&Bound<'_, PyModule>> {
-    NUMPY.get_or_try_init(py, || py.import("numpy").map(Bound::unbind)).map(|m| m.bind(py))
+    NUMPY
+        .get_or_try_init(py, || py.import("numpy").map(Bound::unbind))
+        .map(|m| m.bind(py))
 }
 
-fn vec_to_numpy<'py, T: Element>(py: Python<'py>, v: Vec<T>, shape: &[usize]) -> PyResult<Bound<'py, PyAny>> {
+fn vec_to_numpy<'py, T: Element>(
+    py: Python<'py>,
+    v: Vec<T>,
+    shape: &[usize],
+) -> PyResult<Bound<'py, PyAny>> {
     // `from_vec` hands the Vec to numpy as the array's base: no copy of the elements.
     let flat = PyArray1::from_vec(py, v);
     if shape.len() == 1 {
@@ -55,9 +61,15 @@ pub fn tensor_to_numpy<'py>(py: Python<'py>, t: Tensor) -> PyResult<Bound<'py, P
 pub fn payload_to_py<'py>(py: Python<'py>, p: &Payload) -> PyResult<Bound<'py, PyAny>> {
     Ok(match p {
         Payload::None => py.None().into_bound(py),
-        Payload::Data { array: Array::Numeric(t), .. } => tensor_to_numpy(py, t.clone())?,
+        Payload::Data {
+            array: Array::Numeric(t),
+            ..
+        } => tensor_to_numpy(py, t.clone())?,
         // Strings or mixed lists: numpy decides the dtype, as in Seldon.
-        Payload::Data { array: Array::Json(v), .. } => numpy(py)?.getattr("array")?.call1((json_to_py(py, v)?,))?,
+        Payload::Data {
+            array: Array::Json(v),
+            ..
+        } => numpy(py)?.getattr("array")?.call1((json_to_py(py, v)?,))?,
         Payload::Bin(b) | Payload::Custom { value: b, .. } => PyBytes::new(py, b).into_any(),
         Payload::Str(s) => PyString::new(py, s).into_any(),
         Payload::Json(v) => json_to_py(py, v)?,
@@ -79,7 +91,10 @@ pub fn json_to_py<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>
         }
         Value::String(s) => PyString::new(py, s).into_any(),
         Value::Array(a) => {
-            let items = a.iter().map(|x| json_to_py(py, x)).collect::<PyResult<Vec<_>>>()?;
+            let items = a
+                .iter()
+                .map(|x| json_to_py(py, x))
+                .collect::<PyResult<Vec<_>>>()?;
             PyList::new(py, items)?.into_any()
         }
         Value::Object(o) => {
@@ -122,7 +137,10 @@ pub fn meta_to_py<'py>(py: Python<'py>, m: &Meta) -> PyResult<Bound<'py, PyDict>
 }
 
 fn flat_list<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyAny>> {
-    let flat = Tensor { shape: vec![t.len()], data: t.data.clone() };
+    let flat = Tensor {
+        shape: vec![t.len()],
+        data: t.data.clone(),
+    };
     tensor_to_numpy(py, flat)?.call_method0("tolist")
 }
 
@@ -132,31 +150,44 @@ pub fn message_to_py<'py>(py: Python<'py>, m: &SeldonMessage) -> PyResult<Bound<
     let d = PyDict::new(py);
     match &m.payload {
         Payload::None => {}
-        Payload::Data { names, encoding, array } => {
+        Payload::Data {
+            names,
+            encoding,
+            array,
+        } => {
             let data = PyDict::new(py);
             data.set_item("names", PyList::new(py, names)?)?;
             match (encoding, array) {
                 (_, Array::Json(v)) => data.set_item("ndarray", json_to_py(py, v)?)?,
-                (Encoding::Ndarray, Array::Numeric(t)) => {
-                    data.set_item("ndarray", tensor_to_numpy(py, t.clone())?.call_method0("tolist")?)?
-                }
+                (Encoding::Ndarray, Array::Numeric(t)) => data.set_item(
+                    "ndarray",
+                    tensor_to_numpy(py, t.clone())?.call_method0("tolist")?,
+                )?,
                 (Encoding::Tensor, Array::Numeric(t)) => {
                     let td = PyDict::new(py);
                     td.set_item("shape", PyList::new(py, &t.shape)?)?;
                     td.set_item("values", flat_list(py, t)?)?;
                     data.set_item("tensor", td)?;
                 }
-                (Encoding::TfTensor, Array::Numeric(t)) => data.set_item("tftensor", json_to_py(py, &tftensor_value(t))?)?,
+                (Encoding::TfTensor, Array::Numeric(t)) => {
+                    data.set_item("tftensor", json_to_py(py, &tftensor_value(t))?)?
+                }
             }
             d.set_item("data", data)?;
         }
-        Payload::Bin(b) => d.set_item("binData", base64::engine::general_purpose::STANDARD.encode(b))?,
+        Payload::Bin(b) => d.set_item(
+            "binData",
+            base64::engine::general_purpose::STANDARD.encode(b),
+        )?,
         Payload::Str(s) => d.set_item("strData", s)?,
         Payload::Json(v) => d.set_item("jsonData", json_to_py(py, v)?)?,
         Payload::Custom { type_url, value } => {
             let c = PyDict::new(py);
             c.set_item("@type", type_url)?;
-            c.set_item("value", base64::engine::general_purpose::STANDARD.encode(value))?;
+            c.set_item(
+                "value",
+                base64::engine::general_purpose::STANDARD.encode(value),
+            )?;
             d.set_item("customData", c)?;
         }
     }
@@ -169,12 +200,16 @@ pub fn message_to_py<'py>(py: Python<'py>, m: &SeldonMessage) -> PyResult<Bound<
 
 fn numpy_to_tensor(arr: &Bound<'_, PyUntypedArray>) -> PyResult<Option<Tensor>> {
     fn take<T: Element>(arr: &Bound<'_, PyUntypedArray>) -> PyResult<Option<Vec<T>>> {
-        let Ok(typed) = arr.cast::<PyArrayDyn<T>>() else { return Ok(None) };
+        let Ok(typed) = arr.cast::<PyArrayDyn<T>>() else {
+            return Ok(None);
+        };
         // `to_vec` copies; a non-contiguous view is made contiguous first.
         match typed.to_vec() {
             Ok(v) => Ok(Some(v)),
             Err(_) => {
-                let c = numpy(arr.py())?.getattr("ascontiguousarray")?.call1((typed,))?;
+                let c = numpy(arr.py())?
+                    .getattr("ascontiguousarray")?
+                    .call1((typed,))?;
                 Ok(Some(c.cast::<PyArrayDyn<T>>()?.to_vec()?))
             }
         }
@@ -219,7 +254,9 @@ fn array_output(arr: &Bound<'_, PyUntypedArray>) -> PyResult<Output> {
     if let Some(t) = numpy_to_tensor(arr)? {
         return Ok(Output::Array(Array::Numeric(t)));
     }
-    Ok(Output::Array(Array::Json(py_to_json(&arr.call_method0("tolist")?)?)))
+    Ok(Output::Array(Array::Json(py_to_json(
+        &arr.call_method0("tolist")?,
+    )?)))
 }
 
 /// Any JSON-like Python value (numpy arrays and scalars included) → JSON.
@@ -257,14 +294,18 @@ pub fn py_to_json(obj: &Bound<'_, PyAny>) -> PyResult<Value> {
         return Ok(Value::Object(m));
     }
     if let Ok(b) = obj.cast::<PyBytes>() {
-        return Ok(Value::String(base64::engine::general_purpose::STANDARD.encode(b.as_bytes())));
+        return Ok(Value::String(
+            base64::engine::general_purpose::STANDARD.encode(b.as_bytes()),
+        ));
     }
     if obj.cast::<PyUntypedArray>().is_ok() || obj.hasattr("item")? && obj.hasattr("dtype")? {
         // numpy arrays and numpy scalars
         return py_to_json(&obj.call_method0("tolist")?);
     }
     if let Ok(iter) = obj.try_iter() {
-        return Ok(Value::Array(iter.map(|x| py_to_json(&x?)).collect::<PyResult<_>>()?));
+        return Ok(Value::Array(
+            iter.map(|x| py_to_json(&x?)).collect::<PyResult<_>>()?,
+        ));
     }
     Err(PyTypeError::new_err(format!(
         "cannot encode a {} as JSON; return numbers, strings, lists, dicts or numpy arrays",

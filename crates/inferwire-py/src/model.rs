@@ -22,9 +22,16 @@ impl PyModel {
         let has_raw: bool = adapter.getattr("has_predict_raw")?.extract()?;
         Ok(Self {
             predict: adapter.getattr("predict")?.unbind(),
-            predict_raw: if has_raw { Some(adapter.getattr("predict_raw")?.unbind()) } else { None },
+            predict_raw: if has_raw {
+                Some(adapter.getattr("predict_raw")?.unbind())
+            } else {
+                None
+            },
             wants_meta: adapter.getattr("wants_meta")?.extract()?,
-            bad_request: py.import("inferwire.errors")?.getattr("BadRequest")?.unbind(),
+            bad_request: py
+                .import("inferwire.errors")?
+                .getattr("BadRequest")?
+                .unbind(),
             adapter: adapter.unbind(),
         })
     }
@@ -32,24 +39,46 @@ impl PyModel {
     fn error(&self, py: Python<'_>, e: PyErr) -> ModelError {
         let value = e.value(py);
         if e.is_instance(py, self.bad_request.bind(py)) {
-            return ModelError { kind: ModelErrorKind::BadInput, message: value.to_string() };
+            return ModelError {
+                kind: ModelErrorKind::BadInput,
+                message: value.to_string(),
+            };
         }
-        let name = value.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "Exception".into());
-        ModelError { kind: ModelErrorKind::Raised, message: format!("{name}: {value}") }
+        let name = value
+            .get_type()
+            .name()
+            .map(|n| n.to_string())
+            .unwrap_or_else(|_| "Exception".into());
+        ModelError {
+            kind: ModelErrorKind::Raised,
+            message: format!("{name}: {value}"),
+        }
     }
 
     /// Reads the adapter's `(output, names, tags, metrics)` into a reply message.
-    fn message(&self, request: &Payload, request_meta: &Meta, result: &Bound<'_, PyAny>) -> PyResult<SeldonMessage> {
+    fn message(
+        &self,
+        request: &Payload,
+        request_meta: &Meta,
+        result: &Bound<'_, PyAny>,
+    ) -> PyResult<SeldonMessage> {
         let t = result.cast::<PyTuple>()?;
         let output = t.get_item(0)?;
         let payload = if output.is_none() {
             Payload::None
         } else {
             let names_obj = t.get_item(1)?;
-            let names: Vec<String> = if names_obj.is_none() { Vec::new() } else { names_obj.extract()? };
+            let names: Vec<String> = if names_obj.is_none() {
+                Vec::new()
+            } else {
+                names_obj.extract()?
+            };
             predict_payload(request, py_to_output(&output)?, names)
         };
-        let mut meta = Meta { tags: request_meta.tags.clone(), ..Meta::default() };
+        let mut meta = Meta {
+            tags: request_meta.tags.clone(),
+            ..Meta::default()
+        };
         let tags = t.get_item(2)?;
         if !tags.is_none() {
             if let serde_json::Value::Object(o) = py_to_json(&tags)? {
@@ -60,7 +89,11 @@ impl PyModel {
         if !metrics.is_none() {
             meta.metrics = metrics_from(&metrics)?;
         }
-        Ok(SeldonMessage { status: None, meta, payload })
+        Ok(SeldonMessage {
+            status: None,
+            meta,
+            payload,
+        })
     }
 
     fn run(&self, py: Python<'_>, call: Call) -> PyResult<Reply> {
@@ -77,11 +110,20 @@ impl PyModel {
                     Payload::Data { names, .. } => PyList::new(py, names)?,
                     _ => PyList::empty(py),
                 };
-                let meta = if self.wants_meta { meta_to_py(py, &msg.meta)?.into_any() } else { py.None().into_bound(py) };
+                let meta = if self.wants_meta {
+                    meta_to_py(py, &msg.meta)?.into_any()
+                } else {
+                    py.None().into_bound(py)
+                };
                 let result = self.predict.bind(py).call1((x, names, meta))?;
-                Ok(Reply::Message(self.message(&msg.payload, &msg.meta, &result)?))
+                Ok(Reply::Message(self.message(
+                    &msg.payload,
+                    &msg.meta,
+                    &result,
+                )?))
             }
             Call::Feedback(f) => {
+                let f = *f;
                 let request = f.request.unwrap_or_default();
                 let features = payload_to_py(py, &request.payload)?;
                 let names = match &request.payload {
@@ -98,14 +140,25 @@ impl PyModel {
                         routing.set_item(k, v)?;
                     }
                 }
-                let result = adapter.call_method1("send_feedback", (features, names, f.reward, truth, routing))?;
-                Ok(Reply::Message(self.message(&request.payload, &Meta::default(), &result)?))
+                let result = adapter
+                    .call_method1("send_feedback", (features, names, f.reward, truth, routing))?;
+                Ok(Reply::Message(self.message(
+                    &request.payload,
+                    &Meta::default(),
+                    &result,
+                )?))
             }
             Call::HealthStatus => {
                 let result = adapter.call_method0("health_status")?;
-                Ok(Reply::Message(self.message(&Payload::None, &Meta::default(), &result)?))
+                Ok(Reply::Message(self.message(
+                    &Payload::None,
+                    &Meta::default(),
+                    &result,
+                )?))
             }
-            Call::Metadata => Ok(Reply::Metadata(py_to_json(&adapter.call_method0("metadata")?)?)),
+            Call::Metadata => Ok(Reply::Metadata(py_to_json(
+                &adapter.call_method0("metadata")?,
+            )?)),
         }
     }
 }
@@ -115,17 +168,36 @@ fn metrics_from(obj: &Bound<'_, PyAny>) -> PyResult<Vec<Metric>> {
     for item in obj.try_iter()? {
         let item = item?;
         let d = item.cast::<PyDict>()?;
-        let key: String = d.get_item("key")?.map(|k| k.extract()).transpose()?.unwrap_or_default();
-        let kind: String = d.get_item("type")?.map(|k| k.extract()).transpose()?.unwrap_or_else(|| "COUNTER".into());
-        let value: f32 = d.get_item("value")?.map(|k| k.extract()).transpose()?.unwrap_or_default();
+        let key: String = d
+            .get_item("key")?
+            .map(|k| k.extract())
+            .transpose()?
+            .unwrap_or_default();
+        let kind: String = d
+            .get_item("type")?
+            .map(|k| k.extract())
+            .transpose()?
+            .unwrap_or_else(|| "COUNTER".into());
+        let value: f32 = d
+            .get_item("value")?
+            .map(|k| k.extract())
+            .transpose()?
+            .unwrap_or_default();
         let tags = match d.get_item("tags")? {
             Some(t) if !t.is_none() => t.extract()?,
             _ => Default::default(),
         };
         let kind = MetricType::from_name(&kind).ok_or_else(|| {
-            pyo3::exceptions::PyValueError::new_err(format!("metrics(): type {kind:?} must be COUNTER, GAUGE or TIMER"))
+            pyo3::exceptions::PyValueError::new_err(format!(
+                "metrics(): type {kind:?} must be COUNTER, GAUGE or TIMER"
+            ))
         })?;
-        out.push(Metric { key, kind, value, tags });
+        out.push(Metric {
+            key,
+            kind,
+            value,
+            tags,
+        });
     }
     Ok(out)
 }

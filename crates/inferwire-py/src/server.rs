@@ -57,8 +57,12 @@ impl Server {
 }
 
 fn init_logging(level: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("INFERWIRE_RUST_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("inferwire_server={level},inferwire_py={level},warn")));
+    let filter =
+        tracing_subscriber::EnvFilter::try_from_env("INFERWIRE_RUST_LOG").unwrap_or_else(|_| {
+            tracing_subscriber::EnvFilter::new(format!(
+                "inferwire_server={level},inferwire_py={level},warn"
+            ))
+        });
     use std::io::IsTerminal;
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)

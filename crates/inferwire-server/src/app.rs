@@ -17,7 +17,11 @@ pub struct App {
 
 impl App {
     pub fn new(config: ServerConfig, executor: Executor) -> Self {
-        Self { config, executor, ready: AtomicBool::new(true) }
+        Self {
+            config,
+            executor,
+            ready: AtomicBool::new(true),
+        }
     }
 
     pub fn is_ready(&self) -> bool {
@@ -42,8 +46,12 @@ impl App {
     }
 
     pub async fn feedback(&self, f: Feedback) -> Result<SeldonMessage, ServeError> {
-        let puid = f.request.as_ref().map(|r| r.meta.puid.clone()).unwrap_or_default();
-        match self.executor.call(Call::Feedback(f)).await? {
+        let puid = f
+            .request
+            .as_ref()
+            .map(|r| r.meta.puid.clone())
+            .unwrap_or_default();
+        match self.executor.call(Call::Feedback(Box::new(f))).await? {
             Reply::Message(mut m) => {
                 self.complete_meta(&mut m.meta, puid);
                 Ok(m)
@@ -82,5 +90,8 @@ impl App {
 
 #[cold]
 fn unexpected(reply: Reply) -> ServeError {
-    ServeError::new(Kind::Internal, format!("the model runtime gave an unexpected reply: {reply:?}"))
+    ServeError::new(
+        Kind::Internal,
+        format!("the model runtime gave an unexpected reply: {reply:?}"),
+    )
 }

@@ -25,7 +25,10 @@ pub struct ServeError {
 impl ServeError {
     #[cold]
     pub fn new(kind: Kind, message: impl Into<String>) -> Self {
-        Self { kind, message: message.into() }
+        Self {
+            kind,
+            message: message.into(),
+        }
     }
 
     pub fn http_status(&self) -> u16 {
@@ -66,7 +69,11 @@ impl ServeError {
 
     /// The Seldon FAILURE message REST clients get as the body.
     pub fn to_message(&self) -> SeldonMessage {
-        SeldonMessage::failure(i32::from(self.http_status()), self.reason(), self.message.clone())
+        SeldonMessage::failure(
+            i32::from(self.http_status()),
+            self.reason(),
+            self.message.clone(),
+        )
     }
 
     pub fn to_status(&self) -> tonic::Status {
@@ -81,7 +88,10 @@ impl From<CodecError> for ServeError {
             ErrorKind::TooLarge => Kind::TooLarge,
             ErrorKind::BadOutput => Kind::Model,
         };
-        Self { kind, message: e.message }
+        Self {
+            kind,
+            message: e.message,
+        }
     }
 }
 
@@ -91,7 +101,10 @@ impl From<ModelError> for ServeError {
             ModelErrorKind::Raised => Kind::Model,
             ModelErrorKind::BadInput => Kind::BadRequest,
         };
-        Self { kind, message: e.message }
+        Self {
+            kind,
+            message: e.message,
+        }
     }
 }
 

@@ -29,16 +29,21 @@ impl ExecutorThread {
 }
 
 impl Executor {
-    pub fn start(model: Arc<dyn Model>, max_queue: usize) -> std::io::Result<(Self, ExecutorThread)> {
+    pub fn start(
+        model: Arc<dyn Model>,
+        max_queue: usize,
+    ) -> std::io::Result<(Self, ExecutorThread)> {
         let (tx, mut rx) = mpsc::channel::<Job>(max_queue.max(1));
-        let thread = std::thread::Builder::new().name("inferwire-model".into()).spawn(move || {
-            while let Some(job) = rx.blocking_recv() {
-                if job.done.is_closed() {
-                    continue; // the client went away: don't compute for nobody
+        let thread = std::thread::Builder::new()
+            .name("inferwire-model".into())
+            .spawn(move || {
+                while let Some(job) = rx.blocking_recv() {
+                    if job.done.is_closed() {
+                        continue; // the client went away: don't compute for nobody
+                    }
+                    let _ = job.done.send(model.call(job.call));
                 }
-                let _ = job.done.send(model.call(job.call));
-            }
-        })?;
+            })?;
         Ok((Self { tx }, ExecutorThread(thread)))
     }
 

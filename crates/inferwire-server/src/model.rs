@@ -5,15 +5,20 @@ use inferwire_codec::protocol::seldon::{Feedback, SeldonMessage};
 use serde_json::Value;
 
 /// One request for the model.
+// `Predict` is the common case and the largest; see `Reply`.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum Call {
     Predict(SeldonMessage),
-    Feedback(Feedback),
+    /// Boxed: rare, and three messages large.
+    Feedback(Box<Feedback>),
     HealthStatus,
     Metadata,
 }
 
 /// What the model answered.
+// `Message` is the common case and the largest: boxing it would cost an allocation per request.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum Reply {
     /// A complete message, encoded in the request's protocol.

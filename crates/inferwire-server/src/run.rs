@@ -42,7 +42,10 @@ impl Default for StopHandle {
 
 async fn bind(host: &str, port: u16, what: &str) -> Result<TcpListener, ServeError> {
     TcpListener::bind((host, port)).await.map_err(|e| {
-        ServeError::new(Kind::Internal, format!("cannot listen for {what} on {host}:{port}: {e}"))
+        ServeError::new(
+            Kind::Internal,
+            format!("cannot listen for {what} on {host}:{port}: {e}"),
+        )
     })
 }
 
@@ -60,17 +63,27 @@ pub fn serve(
         .thread_name("inferwire-io")
         .enable_all()
         .build()
-        .map_err(|e| ServeError::new(Kind::Internal, format!("cannot start the I/O runtime: {e}")))?;
-    let (executor, model_thread) = Executor::start(model, config.max_queue)
-        .map_err(|e| ServeError::new(Kind::Internal, format!("cannot start the model thread: {e}")))?;
+        .map_err(|e| {
+            ServeError::new(Kind::Internal, format!("cannot start the I/O runtime: {e}"))
+        })?;
+    let (executor, model_thread) = Executor::start(model, config.max_queue).map_err(|e| {
+        ServeError::new(
+            Kind::Internal,
+            format!("cannot start the model thread: {e}"),
+        )
+    })?;
     let grace = config.grace_period;
 
     let result = runtime.block_on(async move {
         let http = bind(&config.host, config.http_port, "REST").await?;
         let grpc_listener = bind(&config.host, config.grpc_port, "gRPC").await?;
         let bound = Bound {
-            http: http.local_addr().map_err(|e| ServeError::new(Kind::Internal, e.to_string()))?,
-            grpc: grpc_listener.local_addr().map_err(|e| ServeError::new(Kind::Internal, e.to_string()))?,
+            http: http
+                .local_addr()
+                .map_err(|e| ServeError::new(Kind::Internal, e.to_string()))?,
+            grpc: grpc_listener
+                .local_addr()
+                .map_err(|e| ServeError::new(Kind::Internal, e.to_string()))?,
         };
         let app = Arc::new(App::new(config, executor));
         let (stop_tx, stop_rx) = watch::channel(false);

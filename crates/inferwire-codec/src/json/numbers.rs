@@ -189,7 +189,10 @@ impl Parser<'_> {
         let mut acc: u64 = 0;
         let mut overflow = false;
         while let Some(c @ b'0'..=b'9') = self.peek() {
-            match acc.checked_mul(10).and_then(|a| a.checked_add(u64::from(c - b'0'))) {
+            match acc
+                .checked_mul(10)
+                .and_then(|a| a.checked_add(u64::from(c - b'0')))
+            {
                 Some(a) => acc = a,
                 None => overflow = true,
             }
@@ -306,7 +309,10 @@ mod tests {
 
     #[test]
     fn element_limit() {
-        let limits = Limits { max_elements: 2, ..Limits::default() };
+        let limits = Limits {
+            max_elements: 2,
+            ..Limits::default()
+        };
         assert!(parse_array(b"[1, 2, 3]", limits).is_err());
     }
 }

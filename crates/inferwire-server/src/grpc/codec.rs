@@ -42,7 +42,10 @@ impl<U: prost::Message + Default> Decoder for MessageDecoder<U> {
 
     fn decode(&mut self, buf: &mut DecodeBuf<'_>) -> Result<Option<U>, Status> {
         U::decode(buf).map(Some).map_err(|e| {
-            let name = std::any::type_name::<U>().rsplit("::").next().unwrap_or("message");
+            let name = std::any::type_name::<U>()
+                .rsplit("::")
+                .next()
+                .unwrap_or("message");
             Status::invalid_argument(format!("malformed protobuf {name}: {e}"))
         })
     }
@@ -56,7 +59,10 @@ pub fn oversize_is_resource_exhausted<B>(mut res: http::Response<B>) -> http::Re
         && headers
             .get("grpc-message")
             .and_then(|m| m.to_str().ok())
-            .is_some_and(|m| m.contains("message%20length%20too%20large") || m.contains("message length too large"));
+            .is_some_and(|m| {
+                m.contains("message%20length%20too%20large")
+                    || m.contains("message length too large")
+            });
     if oversize {
         headers.insert("grpc-status", http::HeaderValue::from_static("8"));
     }

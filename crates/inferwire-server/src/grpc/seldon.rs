@@ -25,7 +25,9 @@ impl SeldonService {
             let reply = app.predict(msg).await?;
             reply_to_pb(reply)
         };
-        run.await.map(Response::new).map_err(|e: ServeError| e.to_status())
+        run.await
+            .map(Response::new)
+            .map_err(|e: ServeError| e.to_status())
     }
 
     async fn feedback(&self, req: Request<pb::Feedback>) -> Result<pb::SeldonMessage> {
@@ -35,7 +37,9 @@ impl SeldonService {
             let reply = app.feedback(f).await?;
             Ok(proto::to_pb(reply)?)
         };
-        run.await.map(Response::new).map_err(|e: ServeError| e.to_status())
+        run.await
+            .map(Response::new)
+            .map_err(|e: ServeError| e.to_status())
     }
 
     async fn metadata(&self) -> Result<pb::SeldonModelMetadata> {
@@ -57,31 +61,59 @@ fn reply_to_pb(reply: Reply) -> std::result::Result<pb::SeldonMessage, ServeErro
                 )
             })?
         }
-        Reply::Raw(Output::Json(v)) | Reply::Raw(Output::Array(Array::Json(v))) => {
-            SeldonMessage { payload: Payload::Json(v), ..Default::default() }
-        }
-        Reply::Raw(Output::Array(Array::Numeric(t))) => {
-            SeldonMessage { payload: Payload::Json(proto::tensor_to_json(&t)), ..Default::default() }
-        }
-        Reply::Raw(Output::Str(s)) => SeldonMessage { payload: Payload::Str(s), ..Default::default() },
-        Reply::Raw(Output::Bin(b)) => SeldonMessage { payload: Payload::Bin(b), ..Default::default() },
-        Reply::Metadata(v) => SeldonMessage { payload: Payload::Json(v), ..Default::default() },
+        Reply::Raw(Output::Json(v)) | Reply::Raw(Output::Array(Array::Json(v))) => SeldonMessage {
+            payload: Payload::Json(v),
+            ..Default::default()
+        },
+        Reply::Raw(Output::Array(Array::Numeric(t))) => SeldonMessage {
+            payload: Payload::Json(proto::tensor_to_json(&t)),
+            ..Default::default()
+        },
+        Reply::Raw(Output::Str(s)) => SeldonMessage {
+            payload: Payload::Str(s),
+            ..Default::default()
+        },
+        Reply::Raw(Output::Bin(b)) => SeldonMessage {
+            payload: Payload::Bin(b),
+            ..Default::default()
+        },
+        Reply::Metadata(v) => SeldonMessage {
+            payload: Payload::Json(v),
+            ..Default::default()
+        },
     };
     Ok(proto::to_pb(msg)?)
 }
 
 fn metadata_to_pb(v: &Value) -> pb::SeldonModelMetadata {
-    let s = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
+    let s = |k: &str| {
+        v.get(k)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
     let tensors = |k: &str| -> Vec<pb::SeldonMessageMetadata> {
         v.get(k)
             .and_then(Value::as_array)
             .map(|a| {
                 a.iter()
                     .map(|t| pb::SeldonMessageMetadata {
-                        messagetype: t.get("messagetype").and_then(Value::as_str).unwrap_or_default().into(),
+                        messagetype: t
+                            .get("messagetype")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .into(),
                         schema: t.get("schema").map(proto::json_to_value),
-                        name: t.get("name").and_then(Value::as_str).unwrap_or_default().into(),
-                        datatype: t.get("datatype").and_then(Value::as_str).unwrap_or_default().into(),
+                        name: t
+                            .get("name")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .into(),
+                        datatype: t
+                            .get("datatype")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .into(),
                         shape: t
                             .get("shape")
                             .and_then(Value::as_array)
@@ -97,7 +129,11 @@ fn metadata_to_pb(v: &Value) -> pb::SeldonModelMetadata {
         versions: v
             .get("versions")
             .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_owned)).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|x| x.as_str().map(str::to_owned))
+                    .collect()
+            })
             .unwrap_or_default(),
         platform: s("platform"),
         inputs: tensors("inputs"),
@@ -115,7 +151,10 @@ impl seldon_server::Seldon for SeldonService {
         self.feedback(req).await
     }
 
-    async fn model_metadata(&self, _req: Request<pb::SeldonModelMetadataRequest>) -> Result<pb::SeldonModelMetadata> {
+    async fn model_metadata(
+        &self,
+        _req: Request<pb::SeldonModelMetadataRequest>,
+    ) -> Result<pb::SeldonModelMetadata> {
         self.metadata().await
     }
 
@@ -125,7 +164,9 @@ impl seldon_server::Seldon for SeldonService {
             name: self.0.config.model_name.clone(),
             inputs: model.inputs.clone(),
             outputs: model.outputs.clone(),
-            models: [(self.0.config.model_name.clone(), model)].into_iter().collect(),
+            models: [(self.0.config.model_name.clone(), model)]
+                .into_iter()
+                .collect(),
         }))
     }
 }

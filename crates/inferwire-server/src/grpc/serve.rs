@@ -17,7 +17,9 @@ pub async fn serve(app: Arc<App>, listener: TcpListener, mut stop: watch::Receiv
     let seldon = SeldonServer::new(svc.clone())
         .max_decoding_message_size(limit)
         .max_encoding_message_size(usize::MAX);
-    let model = ModelServer::new(svc).max_decoding_message_size(limit).max_encoding_message_size(usize::MAX);
+    let model = ModelServer::new(svc)
+        .max_decoding_message_size(limit)
+        .max_encoding_message_size(usize::MAX);
 
     let (health, health_svc) = tonic_health::server::health_reporter();
     health.set_serving::<SeldonServer<SeldonService>>().await;
@@ -42,11 +44,15 @@ pub async fn serve(app: Arc<App>, listener: TcpListener, mut stop: watch::Receiv
     });
     let shutdown = async move {
         let _ = stop.changed().await;
-        health.set_not_serving::<SeldonServer<SeldonService>>().await;
+        health
+            .set_not_serving::<SeldonServer<SeldonService>>()
+            .await;
         health.set_not_serving::<ModelServer<SeldonService>>().await;
     };
     let result = tonic::transport::Server::builder()
-        .layer(tower::util::MapResponseLayer::new(super::codec::oversize_is_resource_exhausted))
+        .layer(tower::util::MapResponseLayer::new(
+            super::codec::oversize_is_resource_exhausted,
+        ))
         .add_service(seldon)
         .add_service(model)
         .add_service(health_svc)

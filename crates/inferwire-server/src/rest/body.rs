@@ -22,7 +22,10 @@ pub async fn read(req: Request<Incoming>, limit: usize) -> Result<Bytes, ServeEr
     match Limited::new(req.into_body(), limit).collect().await {
         Ok(collected) => Ok(collected.to_bytes()),
         Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(too_large(limit)),
-        Err(e) => Err(ServeError::new(Kind::BadRequest, format!("could not read the request body: {e}"))),
+        Err(e) => Err(ServeError::new(
+            Kind::BadRequest,
+            format!("could not read the request body: {e}"),
+        )),
     }
 }
 
@@ -39,13 +42,18 @@ pub fn json(status: StatusCode, body: Vec<u8>) -> Reply {
 }
 
 pub fn text(status: StatusCode, body: &'static str) -> Reply {
-    with_type(status, Bytes::from_static(body.as_bytes()), "text/plain; charset=utf-8")
+    with_type(
+        status,
+        Bytes::from_static(body.as_bytes()),
+        "text/plain; charset=utf-8",
+    )
 }
 
 pub fn with_type(status: StatusCode, body: Bytes, content_type: &'static str) -> Reply {
     let mut r = Response::new(Full::new(body));
     *r.status_mut() = status;
-    r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    r.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     r
 }
 
@@ -56,7 +64,8 @@ pub fn error(e: &ServeError) -> Reply {
     let status = StatusCode::from_u16(e.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut r = json(status, out);
     if e.kind == Kind::Overloaded {
-        r.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        r.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
     }
     r
 }

@@ -20,13 +20,23 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Reply {
         ("/api/v1.0/feedback" | "/api/v0.1/feedback" | "/send-feedback", &Method::POST) => {
             seldon::feedback(&app, req).await
         }
-        ("/health/ping" | "/api/v1.0/health/ping", &Method::GET) => Ok(body::text(StatusCode::OK, "pong")),
-        ("/health/status" | "/api/v1.0/health/status", &Method::GET) => seldon::health_status(&app).await,
-        ("/live", &Method::GET) => Ok(body::json(StatusCode::OK, b"{\"status\":\"alive\"}".to_vec())),
+        ("/health/ping" | "/api/v1.0/health/ping", &Method::GET) => {
+            Ok(body::text(StatusCode::OK, "pong"))
+        }
+        ("/health/status" | "/api/v1.0/health/status", &Method::GET) => {
+            seldon::health_status(&app).await
+        }
+        ("/live", &Method::GET) => Ok(body::json(
+            StatusCode::OK,
+            b"{\"status\":\"alive\"}".to_vec(),
+        )),
         ("/ready", &Method::GET) => Ok(if app.is_ready() {
             body::json(StatusCode::OK, b"{\"status\":\"ready\"}".to_vec())
         } else {
-            body::json(StatusCode::SERVICE_UNAVAILABLE, b"{\"status\":\"not ready\"}".to_vec())
+            body::json(
+                StatusCode::SERVICE_UNAVAILABLE,
+                b"{\"status\":\"not ready\"}".to_vec(),
+            )
         }),
         (p, &Method::GET) if p == "/metadata" || p.starts_with("/api/v1.0/metadata") => {
             seldon::metadata(&app).await
@@ -35,7 +45,10 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Reply {
             Kind::MethodNotAllowed,
             format!("{method} is not allowed on {p}"),
         )),
-        (p, _) => Err(ServeError::new(Kind::NotFound, format!("no route for {method} {p}"))),
+        (p, _) => Err(ServeError::new(
+            Kind::NotFound,
+            format!("no route for {method} {p}"),
+        )),
     };
     result.unwrap_or_else(|e| body::error(&e))
 }
@@ -59,7 +72,9 @@ fn is_known(p: &str) -> bool {
 
 /// `/seldon/ns/name/api/v1.0/predictions` → `/api/v1.0/predictions`.
 fn strip_ingress_prefix(path: &str) -> &str {
-    let Some(rest) = path.strip_prefix("/seldon/") else { return path };
+    let Some(rest) = path.strip_prefix("/seldon/") else {
+        return path;
+    };
     let mut parts = rest.splitn(3, '/');
     match (parts.next(), parts.next(), parts.next()) {
         (Some(_ns), Some(_name), Some(tail)) => &path[path.len() - tail.len() - 1..],
@@ -77,7 +92,10 @@ mod tests {
             strip_ingress_prefix("/seldon/seldon/seldon-model/api/v1.0/predictions"),
             "/api/v1.0/predictions"
         );
-        assert_eq!(strip_ingress_prefix("/api/v1.0/predictions"), "/api/v1.0/predictions");
+        assert_eq!(
+            strip_ingress_prefix("/api/v1.0/predictions"),
+            "/api/v1.0/predictions"
+        );
         assert_eq!(strip_ingress_prefix("/seldon/x"), "/seldon/x");
     }
 }

@@ -29,7 +29,10 @@ pub async fn health_status(app: &App) -> Result<Reply, ServeError> {
 
 pub async fn metadata(app: &App) -> Result<Reply, ServeError> {
     let v = app.metadata().await?;
-    Ok(body::json(StatusCode::OK, serde_json::to_vec(&v).unwrap_or_default()))
+    Ok(body::json(
+        StatusCode::OK,
+        serde_json::to_vec(&v).unwrap_or_default(),
+    ))
 }
 
 fn encode_reply(reply: ModelReply) -> Result<Reply, ServeError> {
@@ -50,7 +53,11 @@ fn encode_reply(reply: ModelReply) -> Result<Reply, ServeError> {
         }
         ModelReply::Raw(Output::Str(s)) => serde_json::to_vec(&s).unwrap_or_default(),
         ModelReply::Raw(Output::Bin(b)) => {
-            return Ok(body::with_type(StatusCode::OK, b, "application/octet-stream"));
+            return Ok(body::with_type(
+                StatusCode::OK,
+                b,
+                "application/octet-stream",
+            ));
         }
         ModelReply::Metadata(v) => serde_json::to_vec(&v).unwrap_or_default(),
     };
@@ -64,7 +71,9 @@ async fn json_body(app: &App, req: Request<Incoming>) -> Result<Bytes, ServeErro
         .headers()
         .get(header::CONTENT_TYPE)
         .map(|v| v.to_str().unwrap_or("").to_ascii_lowercase());
-    let media = ctype.as_deref().map(|c| c.split(';').next().unwrap_or("").trim().to_owned());
+    let media = ctype
+        .as_deref()
+        .map(|c| c.split(';').next().unwrap_or("").trim().to_owned());
     let form = media.as_deref() == Some("application/x-www-form-urlencoded");
     let ok = match media.as_deref() {
         None | Some("") | Some("application/json") | Some("text/json") | Some("text/plain") => true,

@@ -14,7 +14,12 @@ use super::routes;
 use crate::app::App;
 
 /// Serves until `stop` flips to true, then lets open requests finish within `grace`.
-pub async fn serve(app: Arc<App>, listener: TcpListener, mut stop: watch::Receiver<bool>, grace: Duration) {
+pub async fn serve(
+    app: Arc<App>,
+    listener: TcpListener,
+    mut stop: watch::Receiver<bool>,
+    grace: Duration,
+) {
     let builder = auto::Builder::new(TokioExecutor::new());
     let graceful = GracefulShutdown::new();
     loop {
@@ -38,7 +43,10 @@ pub async fn serve(app: Arc<App>, listener: TcpListener, mut stop: watch::Receiv
         }
     }
     drop(listener);
-    if tokio::time::timeout(grace, graceful.shutdown()).await.is_err() {
+    if tokio::time::timeout(grace, graceful.shutdown())
+        .await
+        .is_err()
+    {
         tracing::warn!("REST: grace period over with requests still open; closing them");
     }
 }

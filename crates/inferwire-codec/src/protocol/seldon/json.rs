@@ -172,7 +172,9 @@ impl<'de> Deserialize<'de> for DTypeIn {
                 .and_then(|n| i32::try_from(n).ok())
                 .map(DTypeIn)
                 .ok_or_else(|| de::Error::custom(format!("unknown dtype {n}"))),
-            other => Err(de::Error::custom(format!("dtype must be a name like \"DT_FLOAT\", not {other}"))),
+            other => Err(de::Error::custom(format!(
+                "dtype must be a name like \"DT_FLOAT\", not {other}"
+            ))),
         }
     }
 }
@@ -260,7 +262,9 @@ fn b64(s: &str, field: &str) -> Result<Bytes> {
 /// Parses a JSON document with serde, reporting the path of the offending field.
 fn parse<'a, T: Deserialize<'a>>(body: &'a [u8]) -> Result<T> {
     if body.iter().all(u8::is_ascii_whitespace) {
-        return Err(CodecError::bad_request("empty body: send a JSON SeldonMessage"));
+        return Err(CodecError::bad_request(
+            "empty body: send a JSON SeldonMessage",
+        ));
     }
     if body.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
         return Err(CodecError::bad_request(
@@ -277,7 +281,8 @@ fn parse<'a, T: Deserialize<'a>>(body: &'a [u8]) -> Result<T> {
             CodecError::bad_request(format!("{path}: {inner}"))
         }
     })?;
-    de.end().map_err(|e| CodecError::bad_request(format!("invalid JSON: {e}")))?;
+    de.end()
+        .map_err(|e| CodecError::bad_request(format!("invalid JSON: {e}")))?;
     Ok(value)
 }
 
@@ -302,7 +307,8 @@ pub fn decode_feedback(body: &[u8], limits: &Limits) -> Result<Feedback> {
     }
     let f: FeedbackIn = parse(body)?;
     let conv = |m: Option<MessageIn>, field: &str| {
-        m.map(|m| message_from(m, limits).map_err(|e| e.in_field(field))).transpose()
+        m.map(|m| message_from(m, limits).map_err(|e| e.in_field(field)))
+            .transpose()
     };
     Ok(Feedback {
         request: conv(f.request, "request")?,
@@ -327,7 +333,10 @@ fn message_from(m: MessageIn, limits: &Limits) -> Result<SeldonMessage> {
         payloads.push(Payload::Json(v));
     }
     if let Some(a) = m.custom_data {
-        payloads.push(Payload::Custom { type_url: a.type_url, value: b64(&a.value, "customData.value")? });
+        payloads.push(Payload::Custom {
+            type_url: a.type_url,
+            value: b64(&a.value, "customData.value")?,
+        });
     }
     if payloads.len() > 1 {
         let kinds: Vec<&str> = payloads.iter().map(Payload::kind).collect();
@@ -366,14 +375,29 @@ fn meta_from(m: MetaIn) -> Result<Meta> {
                     "meta.metrics[{i}].type: must be COUNTER, GAUGE or TIMER"
                 ))
             })?;
-            Ok(Metric { key: x.key, kind, value: x.value, tags: x.tags })
+            Ok(Metric {
+                key: x.key,
+                kind,
+                value: x.value,
+                tags: x.tags,
+            })
         })
         .collect::<Result<_>>()?;
-    Ok(Meta { puid: m.puid, tags: m.tags, routing: m.routing, request_path: m.request_path, metrics })
+    Ok(Meta {
+        puid: m.puid,
+        tags: m.tags,
+        routing: m.routing,
+        request_path: m.request_path,
+        metrics,
+    })
 }
 
 fn data_from(d: DataIn, limits: &Limits) -> Result<Payload> {
-    let set = [d.ndarray.is_some(), d.tensor.is_some(), d.tftensor.is_some()];
+    let set = [
+        d.ndarray.is_some(),
+        d.tensor.is_some(),
+        d.tftensor.is_some(),
+    ];
     if set.iter().filter(|&&x| x).count() > 1 {
         return Err(CodecError::bad_request(
             "data: only one of ndarray, tensor, tftensor may be set",
@@ -382,18 +406,34 @@ fn data_from(d: DataIn, limits: &Limits) -> Result<Payload> {
     let (encoding, array) = if let Some(raw) = d.ndarray {
         (Encoding::Ndarray, ndarray_from(raw, limits)?)
     } else if let Some(t) = d.tensor {
-        (Encoding::Tensor, Array::Numeric(tensor_from(t, limits).map_err(|e| e.in_field("data.tensor"))?))
+        (
+            Encoding::Tensor,
+            Array::Numeric(tensor_from(t, limits).map_err(|e| e.in_field("data.tensor"))?),
+        )
     } else if let Some(t) = d.tftensor {
         let proto = tftensor_proto(t)?;
-        (Encoding::TfTensor, Array::Numeric(tftensor::to_tensor(proto, limits).map_err(|e| e.in_field("data.tftensor"))?))
+        (
+            Encoding::TfTensor,
+            Array::Numeric(
+                tftensor::to_tensor(proto, limits).map_err(|e| e.in_field("data.tftensor"))?,
+            ),
+        )
     } else {
-        return Err(CodecError::bad_request("data: one of ndarray, tensor, tftensor is required"));
+        return Err(CodecError::bad_request(
+            "data: one of ndarray, tensor, tftensor is required",
+        ));
     };
-    Ok(Payload::Data { names: d.names, encoding, array })
+    Ok(Payload::Data {
+        names: d.names,
+        encoding,
+        array,
+    })
 }
 
 fn ndarray_from(raw: &RawValue, limits: &Limits) -> Result<Array> {
-    if let Some(t) = numbers::parse_array(raw.get().as_bytes(), *limits).map_err(|e| e.in_field("data.ndarray"))? {
+    if let Some(t) = numbers::parse_array(raw.get().as_bytes(), *limits)
+        .map_err(|e| e.in_field("data.ndarray"))?
+    {
         return Ok(Array::Numeric(t));
     }
     match serde_json::from_str::<Value>(raw.get()) {
@@ -418,7 +458,9 @@ fn kind_of(v: &Value) -> &'static str {
 }
 
 fn tensor_from(t: TensorIn, limits: &Limits) -> Result<Tensor> {
-    let raw = t.values.ok_or_else(|| CodecError::bad_request("values: required"))?;
+    let raw = t
+        .values
+        .ok_or_else(|| CodecError::bad_request("values: required"))?;
     let parsed = numbers::parse_array(raw.get().as_bytes(), *limits)?
         .filter(|v| v.shape.len() == 1)
         .ok_or_else(|| CodecError::bad_request("values: must be a flat list of numbers"))?;
@@ -438,7 +480,14 @@ fn tftensor_proto(t: TfTensorIn) -> Result<TensorProto> {
     Ok(TensorProto {
         dtype: t.dtype.map_or(0, |d| d.0),
         tensor_shape: Some(TensorShapeProto {
-            dim: shape.dim.into_iter().map(|d| Dim { size: d.size.0, name: d.name }).collect(),
+            dim: shape
+                .dim
+                .into_iter()
+                .map(|d| Dim {
+                    size: d.size.0,
+                    name: d.name,
+                })
+                .collect(),
             unknown_rank: shape.unknown_rank,
         }),
         version_number: t.version_number.0,
@@ -484,7 +533,11 @@ pub fn encode_message(m: &SeldonMessage, out: &mut Vec<u8>) -> Result<()> {
     }
     match &m.payload {
         Payload::None => {}
-        Payload::Data { names, encoding, array } => {
+        Payload::Data {
+            names,
+            encoding,
+            array,
+        } => {
             key(out, "data");
             write_data(names, *encoding, array, out)?;
         }
@@ -522,7 +575,11 @@ fn write_status(s: &Status, out: &mut Vec<u8>) {
     write::string(&s.info, out);
     out.extend_from_slice(b",\"reason\":");
     write::string(&s.reason, out);
-    out.extend_from_slice(if s.failure { b",\"status\":\"FAILURE\"}" } else { b",\"status\":\"SUCCESS\"}" });
+    out.extend_from_slice(if s.failure {
+        b",\"status\":\"FAILURE\"}"
+    } else {
+        b",\"status\":\"SUCCESS\"}"
+    });
 }
 
 fn write_meta(m: &Meta, out: &mut Vec<u8>) {
@@ -535,10 +592,16 @@ fn write_meta(m: &Meta, out: &mut Vec<u8>) {
         fields.push(("tags", Value::Object(m.tags.clone())));
     }
     if !m.routing.is_empty() {
-        fields.push(("routing", serde_json::to_value(&m.routing).unwrap_or_default()));
+        fields.push((
+            "routing",
+            serde_json::to_value(&m.routing).unwrap_or_default(),
+        ));
     }
     if !m.request_path.is_empty() {
-        fields.push(("requestPath", serde_json::to_value(&m.request_path).unwrap_or_default()));
+        fields.push((
+            "requestPath",
+            serde_json::to_value(&m.request_path).unwrap_or_default(),
+        ));
     }
     if !m.metrics.is_empty() {
         let metrics = m
@@ -548,7 +611,10 @@ fn write_meta(m: &Meta, out: &mut Vec<u8>) {
                 let mut o = Map::new();
                 o.insert("key".into(), Value::String(x.key.clone()));
                 if !x.tags.is_empty() {
-                    o.insert("tags".into(), serde_json::to_value(&x.tags).unwrap_or_default());
+                    o.insert(
+                        "tags".into(),
+                        serde_json::to_value(&x.tags).unwrap_or_default(),
+                    );
                 }
                 o.insert("type".into(), Value::String(x.kind.name().into()));
                 o.insert("value".into(), serde_json::json!(x.value));
@@ -569,7 +635,12 @@ fn write_meta(m: &Meta, out: &mut Vec<u8>) {
     out.push(b'}');
 }
 
-fn write_data(names: &[String], encoding: Encoding, array: &Array, out: &mut Vec<u8>) -> Result<()> {
+fn write_data(
+    names: &[String],
+    encoding: Encoding,
+    array: &Array,
+    out: &mut Vec<u8>,
+) -> Result<()> {
     out.extend_from_slice(b"{\"names\":");
     let _ = serde_json::to_writer(&mut *out, names);
     match (encoding, array) {
@@ -631,7 +702,11 @@ fn write_flat_values(t: &Tensor, out: &mut Vec<u8>) -> Result<()> {
 pub fn write_tftensor(t: &Tensor, out: &mut Vec<u8>) {
     let p = tftensor::from_tensor(t);
     out.extend_from_slice(b"{\"dtype\":\"");
-    out.extend_from_slice(DataType::try_from(p.dtype).map_or("DT_INVALID", |d| d.as_str_name()).as_bytes());
+    out.extend_from_slice(
+        DataType::try_from(p.dtype)
+            .map_or("DT_INVALID", |d| d.as_str_name())
+            .as_bytes(),
+    );
     out.extend_from_slice(b"\",\"tensorShape\":{\"dim\":[");
     for (i, &d) in t.shape.iter().enumerate() {
         if i > 0 {

@@ -48,7 +48,10 @@ pub enum Payload {
     Str(String),
     Json(Value),
     /// `customData` (a `google.protobuf.Any`): passed through, never interpreted.
-    Custom { type_url: String, value: Bytes },
+    Custom {
+        type_url: String,
+        value: Bytes,
+    },
 }
 
 impl Payload {

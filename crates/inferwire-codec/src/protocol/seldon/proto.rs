@@ -19,7 +19,10 @@ pub fn from_pb(m: pb::SeldonMessage, limits: &Limits) -> Result<SeldonMessage> {
         Some(DataOneof::BinData(b)) => Payload::Bin(b),
         Some(DataOneof::StrData(s)) => Payload::Str(s),
         Some(DataOneof::JsonData(v)) => Payload::Json(value_to_json(v)),
-        Some(DataOneof::CustomData(a)) => Payload::Custom { type_url: a.type_url, value: a.value.into() },
+        Some(DataOneof::CustomData(a)) => Payload::Custom {
+            type_url: a.type_url,
+            value: a.value.into(),
+        },
     };
     Ok(SeldonMessage {
         status: m.status.map(|s| Status {
@@ -35,7 +38,8 @@ pub fn from_pb(m: pb::SeldonMessage, limits: &Limits) -> Result<SeldonMessage> {
 
 pub fn feedback_from_pb(f: pb::Feedback, limits: &Limits) -> Result<Feedback> {
     let conv = |m: Option<pb::SeldonMessage>, field: &str| {
-        m.map(|m| from_pb(m, limits).map_err(|e| e.in_field(field))).transpose()
+        m.map(|m| from_pb(m, limits).map_err(|e| e.in_field(field)))
+            .transpose()
     };
     Ok(Feedback {
         request: conv(f.request, "request")?,
@@ -48,7 +52,11 @@ pub fn feedback_from_pb(f: pb::Feedback, limits: &Limits) -> Result<Feedback> {
 fn meta_from(m: pb::Meta) -> Meta {
     Meta {
         puid: m.puid,
-        tags: m.tags.into_iter().map(|(k, v)| (k, value_to_json(v))).collect(),
+        tags: m
+            .tags
+            .into_iter()
+            .map(|(k, v)| (k, value_to_json(v)))
+            .collect(),
         routing: m.routing.into_iter().collect(),
         request_path: m.request_path.into_iter().collect(),
         metrics: m
@@ -67,25 +75,38 @@ fn meta_from(m: pb::Meta) -> Meta {
 fn data_from(d: pb::DefaultData, limits: &Limits) -> Result<Payload> {
     use pb::default_data::DataOneof;
     let (encoding, array) = match d.data_oneof {
-        None => return Err(CodecError::bad_request("data: one of ndarray, tensor, tftensor is required")),
+        None => {
+            return Err(CodecError::bad_request(
+                "data: one of ndarray, tensor, tftensor is required",
+            ))
+        }
         Some(DataOneof::Ndarray(l)) => (Encoding::Ndarray, ndarray_from(l, limits)?),
         Some(DataOneof::Tensor(t)) => {
             let dims: Vec<i64> = t.shape.iter().map(|&d| i64::from(d)).collect();
             let shape = if dims.is_empty() {
                 vec![t.values.len()]
             } else {
-                limits.element_count(&dims).map_err(|e| e.in_field("data.tensor.shape"))?;
+                limits
+                    .element_count(&dims)
+                    .map_err(|e| e.in_field("data.tensor.shape"))?;
                 dims.iter().map(|&d| d as usize).collect()
             };
-            let t = Tensor::new(shape, TensorData::F64(t.values)).map_err(|e| e.in_field("data.tensor"))?;
+            let t = Tensor::new(shape, TensorData::F64(t.values))
+                .map_err(|e| e.in_field("data.tensor"))?;
             (Encoding::Tensor, Array::Numeric(t))
         }
         Some(DataOneof::Tftensor(t)) => (
             Encoding::TfTensor,
-            Array::Numeric(tftensor::to_tensor(t, limits).map_err(|e| e.in_field("data.tftensor"))?),
+            Array::Numeric(
+                tftensor::to_tensor(t, limits).map_err(|e| e.in_field("data.tftensor"))?,
+            ),
         ),
     };
-    Ok(Payload::Data { names: d.names, encoding, array })
+    Ok(Payload::Data {
+        names: d.names,
+        encoding,
+        array,
+    })
 }
 
 /// A `ListValue` that is a rectangular array of numbers (or of booleans) becomes a typed
@@ -101,13 +122,21 @@ fn ndarray_from(l: ListValue, limits: &Limits) -> Result<Array> {
         }
     }
     let dims: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
-    let n = limits.element_count(&dims).map_err(|e| e.in_field("data.ndarray"))?;
+    let n = limits
+        .element_count(&dims)
+        .map_err(|e| e.in_field("data.ndarray"))?;
     if shape.len() > limits.max_depth {
-        return Err(CodecError::bad_request(format!("data.ndarray: nested deeper than {}", limits.max_depth)));
+        return Err(CodecError::bad_request(format!(
+            "data.ndarray: nested deeper than {}",
+            limits.max_depth
+        )));
     }
     let mut numbers = Vec::with_capacity(n);
     if collect_numbers(&l, &shape, &mut numbers) {
-        return Ok(Array::Numeric(Tensor::new(shape, TensorData::F64(numbers))?));
+        return Ok(Array::Numeric(Tensor::new(
+            shape,
+            TensorData::F64(numbers),
+        )?));
     }
     let mut bools = Vec::with_capacity(n);
     if collect_bools(&l, &shape, &mut bools) {
@@ -160,9 +189,12 @@ pub fn value_to_json(v: PValue) -> Value {
         Some(Kind::NumberValue(x)) => Number::from_f64(x).map_or(Value::Null, Value::Number),
         Some(Kind::StringValue(s)) => Value::String(s),
         Some(Kind::BoolValue(b)) => Value::Bool(b),
-        Some(Kind::StructValue(s)) => {
-            Value::Object(s.fields.into_iter().map(|(k, v)| (k, value_to_json(v))).collect())
-        }
+        Some(Kind::StructValue(s)) => Value::Object(
+            s.fields
+                .into_iter()
+                .map(|(k, v)| (k, value_to_json(v)))
+                .collect(),
+        ),
         Some(Kind::ListValue(l)) => list_to_json(l),
     }
 }
@@ -177,27 +209,46 @@ pub fn json_to_value(v: &Value) -> PValue {
         Value::Bool(b) => Kind::BoolValue(*b),
         Value::Number(n) => Kind::NumberValue(n.as_f64().unwrap_or(f64::NAN)),
         Value::String(s) => Kind::StringValue(s.clone()),
-        Value::Array(a) => Kind::ListValue(ListValue { values: a.iter().map(json_to_value).collect() }),
+        Value::Array(a) => Kind::ListValue(ListValue {
+            values: a.iter().map(json_to_value).collect(),
+        }),
         Value::Object(o) => Kind::StructValue(Struct {
-            fields: o.iter().map(|(k, v)| (k.clone(), json_to_value(v))).collect(),
+            fields: o
+                .iter()
+                .map(|(k, v)| (k.clone(), json_to_value(v)))
+                .collect(),
         }),
     };
     PValue { kind: Some(kind) }
 }
 
 fn number(x: f64) -> PValue {
-    PValue { kind: Some(Kind::NumberValue(x)) }
+    PValue {
+        kind: Some(Kind::NumberValue(x)),
+    }
 }
 
 /// Builds nested `ListValue`s of the tensor's shape.
 fn tensor_to_list(t: &Tensor) -> Result<ListValue> {
     let leaves: Vec<PValue> = match &t.data {
-        TensorData::Bool(v) => v.iter().map(|&b| PValue { kind: Some(Kind::BoolValue(b)) }).collect(),
+        TensorData::Bool(v) => v
+            .iter()
+            .map(|&b| PValue {
+                kind: Some(Kind::BoolValue(b)),
+            })
+            .collect(),
         TensorData::Bytes(v) => v
             .iter()
-            .map(|b| PValue { kind: Some(Kind::StringValue(String::from_utf8_lossy(b).into_owned())) })
+            .map(|b| PValue {
+                kind: Some(Kind::StringValue(String::from_utf8_lossy(b).into_owned())),
+            })
             .collect(),
-        other => other.to_f64_vec().unwrap_or_default().into_iter().map(number).collect(),
+        other => other
+            .to_f64_vec()
+            .unwrap_or_default()
+            .into_iter()
+            .map(number)
+            .collect(),
     };
     if t.shape.is_empty() {
         return Ok(ListValue { values: leaves });
@@ -213,7 +264,12 @@ fn nest_values(shape: &[usize], flat: Vec<PValue>) -> ListValue {
     let mut it = flat.into_iter();
     ListValue {
         values: (0..shape[0])
-            .map(|_| PValue { kind: Some(Kind::ListValue(nest_values(&shape[1..], it.by_ref().take(step).collect()))) })
+            .map(|_| PValue {
+                kind: Some(Kind::ListValue(nest_values(
+                    &shape[1..],
+                    it.by_ref().take(step).collect(),
+                ))),
+            })
             .collect(),
     }
 }
@@ -223,20 +279,29 @@ pub fn to_pb(m: SeldonMessage) -> Result<pb::SeldonMessage> {
     use pb::seldon_message::DataOneof;
     let data_oneof = match m.payload {
         Payload::None => None,
-        Payload::Data { names, encoding, array } => Some(DataOneof::Data(data_to_pb(names, encoding, array)?)),
+        Payload::Data {
+            names,
+            encoding,
+            array,
+        } => Some(DataOneof::Data(data_to_pb(names, encoding, array)?)),
         Payload::Bin(b) => Some(DataOneof::BinData(b)),
         Payload::Str(s) => Some(DataOneof::StrData(s)),
         Payload::Json(v) => Some(DataOneof::JsonData(json_to_value(&v))),
-        Payload::Custom { type_url, value } => {
-            Some(DataOneof::CustomData(prost_types::Any { type_url, value: value.to_vec() }))
-        }
+        Payload::Custom { type_url, value } => Some(DataOneof::CustomData(prost_types::Any {
+            type_url,
+            value: value.to_vec(),
+        })),
     };
     Ok(pb::SeldonMessage {
         status: m.status.map(|s| pb::Status {
             code: s.code,
             info: s.info,
             reason: s.reason,
-            status: if s.failure { pb::status::StatusFlag::Failure as i32 } else { 0 },
+            status: if s.failure {
+                pb::status::StatusFlag::Failure as i32
+            } else {
+                0
+            },
         }),
         meta: Some(meta_to_pb(m.meta)),
         data_oneof,
@@ -246,13 +311,22 @@ pub fn to_pb(m: SeldonMessage) -> Result<pb::SeldonMessage> {
 fn meta_to_pb(m: Meta) -> pb::Meta {
     pb::Meta {
         puid: m.puid,
-        tags: m.tags.iter().map(|(k, v)| (k.clone(), json_to_value(v))).collect(),
+        tags: m
+            .tags
+            .iter()
+            .map(|(k, v)| (k.clone(), json_to_value(v)))
+            .collect(),
         routing: m.routing.into_iter().collect(),
         request_path: m.request_path.into_iter().collect(),
         metrics: m
             .metrics
             .into_iter()
-            .map(|x| pb::Metric { key: x.key, r#type: x.kind as i32, value: x.value, tags: x.tags.into_iter().collect() })
+            .map(|x| pb::Metric {
+                key: x.key,
+                r#type: x.kind as i32,
+                value: x.value,
+                tags: x.tags.into_iter().collect(),
+            })
             .collect(),
     }
 }
@@ -284,7 +358,10 @@ fn data_to_pb(names: Vec<String>, encoding: Encoding, array: Array) -> Result<pb
             )))
         }
     };
-    Ok(pb::DefaultData { names, data_oneof: Some(data_oneof) })
+    Ok(pb::DefaultData {
+        names,
+        data_oneof: Some(data_oneof),
+    })
 }
 
 /// Converts generic JSON (a predict_raw dict) into a message, via its JSON encoding.
@@ -297,7 +374,10 @@ pub fn json_object_to_message(v: &Map<String, Value>, limits: &Limits) -> Result
 pub fn tensor_to_json(t: &Tensor) -> Value {
     let flat: Vec<Value> = match &t.data {
         TensorData::Bool(v) => v.iter().map(|&b| Value::Bool(b)).collect(),
-        TensorData::Bytes(v) => v.iter().map(|b| Value::String(String::from_utf8_lossy(b).into_owned())).collect(),
+        TensorData::Bytes(v) => v
+            .iter()
+            .map(|b| Value::String(String::from_utf8_lossy(b).into_owned()))
+            .collect(),
         TensorData::F16(_) | TensorData::F32(_) | TensorData::F64(_) => t
             .data
             .to_f64_vec()
@@ -305,7 +385,12 @@ pub fn tensor_to_json(t: &Tensor) -> Value {
             .into_iter()
             .map(|x| Number::from_f64(x).map_or(Value::Null, Value::Number))
             .collect(),
-        other => other.to_f64_vec().unwrap_or_default().into_iter().map(|x| Value::from(x as i64)).collect(),
+        other => other
+            .to_f64_vec()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|x| Value::from(x as i64))
+            .collect(),
     };
     nest(&t.shape, flat)
 }

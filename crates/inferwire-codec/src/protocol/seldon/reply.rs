@@ -33,7 +33,11 @@ pub fn predict_payload(request: &Payload, output: Output, names: Vec<String>) ->
                 Payload::Data { encoding, .. } => *encoding,
                 _ => Encoding::Ndarray,
             };
-            Payload::Data { names, encoding, array }
+            Payload::Data {
+                names,
+                encoding,
+                array,
+            }
         }
     }
 }
@@ -44,7 +48,9 @@ mod tests {
     use crate::tensor::{Tensor, TensorData};
 
     fn one() -> Output {
-        Output::Array(Array::Numeric(Tensor::new(vec![1], TensorData::I64(vec![1])).unwrap()))
+        Output::Array(Array::Numeric(
+            Tensor::new(vec![1], TensorData::I64(vec![1])).unwrap(),
+        ))
     }
 
     #[test]
@@ -55,14 +61,28 @@ mod tests {
             array: Array::Json(Value::Null),
         };
         match predict_payload(&req, one(), vec!["a".into()]) {
-            Payload::Data { encoding, names, .. } => {
+            Payload::Data {
+                encoding, names, ..
+            } => {
                 assert_eq!(encoding, Encoding::TfTensor);
                 assert_eq!(names, vec!["a".to_string()]);
             }
             other => panic!("{other:?}"),
         }
-        assert_eq!(predict_payload(&Payload::Json(Value::Null), one(), vec![]), Payload::Json(serde_json::json!([1])));
-        assert!(matches!(predict_payload(&Payload::Str("x".into()), one(), vec![]), Payload::Data { encoding: Encoding::Ndarray, .. }));
-        assert_eq!(predict_payload(&Payload::None, Output::Str("s".into()), vec![]), Payload::Str("s".into()));
+        assert_eq!(
+            predict_payload(&Payload::Json(Value::Null), one(), vec![]),
+            Payload::Json(serde_json::json!([1]))
+        );
+        assert!(matches!(
+            predict_payload(&Payload::Str("x".into()), one(), vec![]),
+            Payload::Data {
+                encoding: Encoding::Ndarray,
+                ..
+            }
+        ));
+        assert_eq!(
+            predict_payload(&Payload::None, Output::Str("s".into()), vec![]),
+            Payload::Str("s".into())
+        );
     }
 }

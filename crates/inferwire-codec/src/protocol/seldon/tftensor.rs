@@ -11,10 +11,14 @@ use crate::tensor::{DType, Tensor, TensorData};
 pub fn to_tensor(mut p: TensorProto, limits: &Limits) -> Result<Tensor> {
     let shape_proto = p.tensor_shape.take().unwrap_or_default();
     if shape_proto.unknown_rank {
-        return Err(CodecError::bad_request("tensor_shape: unknown_rank is not allowed"));
+        return Err(CodecError::bad_request(
+            "tensor_shape: unknown_rank is not allowed",
+        ));
     }
     let dims: Vec<i64> = shape_proto.dim.iter().map(|d| d.size).collect();
-    let n = limits.element_count(&dims).map_err(|e| e.in_field("tensor_shape"))?;
+    let n = limits
+        .element_count(&dims)
+        .map_err(|e| e.in_field("tensor_shape"))?;
     let shape: Vec<usize> = dims.iter().map(|&d| d as usize).collect();
     let dtype = DataType::try_from(p.dtype)
         .map_err(|_| CodecError::bad_request(format!("dtype: unknown DataType {}", p.dtype)))?;
@@ -52,10 +56,18 @@ fn from_content(dtype: DataType, content: &[u8], n: usize) -> Result<TensorData>
         DataType::DtUint32 => TensorData::U32(pod(content, n, dtype)?),
         DataType::DtUint64 => TensorData::U64(pod(content, n, dtype)?),
         DataType::DtHalf => TensorData::F16(pod(content, n, dtype)?),
-        DataType::DtBool => TensorData::Bool(pod::<u8>(content, n, dtype)?.iter().map(|&b| b != 0).collect()),
+        DataType::DtBool => TensorData::Bool(
+            pod::<u8>(content, n, dtype)?
+                .iter()
+                .map(|&b| b != 0)
+                .collect(),
+        ),
         // numpy has no bfloat16: widen to float32, which holds every bfloat16 exactly.
         DataType::DtBfloat16 => TensorData::F32(
-            pod::<u16>(content, n, dtype)?.into_iter().map(|b| bf16::from_bits(b).to_f32()).collect(),
+            pod::<u16>(content, n, dtype)?
+                .into_iter()
+                .map(|b| bf16::from_bits(b).to_f32())
+                .collect(),
         ),
         other => return Err(unsupported(other)),
     })
@@ -80,19 +92,45 @@ fn from_vals(dtype: DataType, p: TensorProto, n: usize) -> Result<TensorData> {
         DataType::DtFloat => TensorData::F32(fill(p.float_val, n, "float_val")?),
         DataType::DtDouble => TensorData::F64(fill(p.double_val, n, "double_val")?),
         DataType::DtInt32 => TensorData::I32(fill(p.int_val, n, "int_val")?),
-        DataType::DtInt16 => TensorData::I16(fill(p.int_val, n, "int_val")?.into_iter().map(|x| x as i16).collect()),
-        DataType::DtInt8 => TensorData::I8(fill(p.int_val, n, "int_val")?.into_iter().map(|x| x as i8).collect()),
-        DataType::DtUint8 => TensorData::U8(fill(p.int_val, n, "int_val")?.into_iter().map(|x| x as u8).collect()),
-        DataType::DtUint16 => TensorData::U16(fill(p.int_val, n, "int_val")?.into_iter().map(|x| x as u16).collect()),
+        DataType::DtInt16 => TensorData::I16(
+            fill(p.int_val, n, "int_val")?
+                .into_iter()
+                .map(|x| x as i16)
+                .collect(),
+        ),
+        DataType::DtInt8 => TensorData::I8(
+            fill(p.int_val, n, "int_val")?
+                .into_iter()
+                .map(|x| x as i8)
+                .collect(),
+        ),
+        DataType::DtUint8 => TensorData::U8(
+            fill(p.int_val, n, "int_val")?
+                .into_iter()
+                .map(|x| x as u8)
+                .collect(),
+        ),
+        DataType::DtUint16 => TensorData::U16(
+            fill(p.int_val, n, "int_val")?
+                .into_iter()
+                .map(|x| x as u16)
+                .collect(),
+        ),
         DataType::DtInt64 => TensorData::I64(fill(p.int64_val, n, "int64_val")?),
         DataType::DtUint32 => TensorData::U32(fill(p.uint32_val, n, "uint32_val")?),
         DataType::DtUint64 => TensorData::U64(fill(p.uint64_val, n, "uint64_val")?),
         DataType::DtBool => TensorData::Bool(fill(p.bool_val, n, "bool_val")?),
         DataType::DtHalf => TensorData::F16(
-            fill(p.half_val, n, "half_val")?.into_iter().map(|b| f16::from_bits(b as u16)).collect(),
+            fill(p.half_val, n, "half_val")?
+                .into_iter()
+                .map(|b| f16::from_bits(b as u16))
+                .collect(),
         ),
         DataType::DtBfloat16 => TensorData::F32(
-            fill(p.half_val, n, "half_val")?.into_iter().map(|b| bf16::from_bits(b as u16).to_f32()).collect(),
+            fill(p.half_val, n, "half_val")?
+                .into_iter()
+                .map(|b| bf16::from_bits(b as u16).to_f32())
+                .collect(),
         ),
         DataType::DtString => TensorData::Bytes(fill(p.string_val, n, "string_val")?),
         other => return Err(unsupported(other)),
@@ -131,7 +169,14 @@ pub fn from_tensor(t: &Tensor) -> TensorProto {
     let mut p = TensorProto {
         dtype: data_type(t.dtype()) as i32,
         tensor_shape: Some(TensorShapeProto {
-            dim: t.shape.iter().map(|&d| Dim { size: d as i64, name: String::new() }).collect(),
+            dim: t
+                .shape
+                .iter()
+                .map(|&d| Dim {
+                    size: d as i64,
+                    name: String::new(),
+                })
+                .collect(),
             unknown_rank: false,
         }),
         ..TensorProto::default()
@@ -166,7 +211,13 @@ mod tests {
 
     fn shape(dims: &[i64]) -> Option<TensorShapeProto> {
         Some(TensorShapeProto {
-            dim: dims.iter().map(|&size| Dim { size, name: String::new() }).collect(),
+            dim: dims
+                .iter()
+                .map(|&size| Dim {
+                    size,
+                    name: String::new(),
+                })
+                .collect(),
             unknown_rank: false,
         })
     }
@@ -224,18 +275,37 @@ mod tests {
             tensor_content: Bytes::from_static(&[0; 16]),
             ..Default::default()
         };
-        assert!(to_tensor(too_short, &limits).unwrap_err().message.contains("need 24 bytes"));
-        let unknown = TensorProto { dtype: 999, ..Default::default() };
+        assert!(to_tensor(too_short, &limits)
+            .unwrap_err()
+            .message
+            .contains("need 24 bytes"));
+        let unknown = TensorProto {
+            dtype: 999,
+            ..Default::default()
+        };
         assert!(to_tensor(unknown, &limits).is_err());
         let huge = TensorProto {
             dtype: DataType::DtInt64 as i32,
             tensor_shape: shape(&[1 << 40, 1 << 40]),
             ..Default::default()
         };
-        assert!(to_tensor(huge, &limits).unwrap_err().message.contains("limit"));
-        let negative = TensorProto { dtype: 1, tensor_shape: shape(&[-1]), ..Default::default() };
+        assert!(to_tensor(huge, &limits)
+            .unwrap_err()
+            .message
+            .contains("limit"));
+        let negative = TensorProto {
+            dtype: 1,
+            tensor_shape: shape(&[-1]),
+            ..Default::default()
+        };
         assert!(to_tensor(negative, &limits).is_err());
-        let complex = TensorProto { dtype: DataType::DtComplex64 as i32, ..Default::default() };
-        assert!(to_tensor(complex, &limits).unwrap_err().message.contains("not supported"));
+        let complex = TensorProto {
+            dtype: DataType::DtComplex64 as i32,
+            ..Default::default()
+        };
+        assert!(to_tensor(complex, &limits)
+            .unwrap_err()
+            .message
+            .contains("not supported"));
     }
 }

@@ -12,7 +12,11 @@ fn encode(m: &SeldonMessage) -> String {
 
 fn numeric(m: &SeldonMessage) -> (&Tensor, Encoding) {
     match &m.payload {
-        Payload::Data { array: Array::Numeric(t), encoding, .. } => (t, *encoding),
+        Payload::Data {
+            array: Array::Numeric(t),
+            encoding,
+            ..
+        } => (t, *encoding),
         other => panic!("not numeric: {other:?}"),
     }
 }
@@ -49,14 +53,27 @@ fn reply_shapes_match_the_notebook() {
     let mut meta = Meta::default();
     meta.request_path.insert("classifier".into(), "noop".into());
     for (enc, want) in [
-        (Encoding::Ndarray, r#"{"data":{"names":[],"ndarray":[1]},"meta":{"requestPath":{"classifier":"noop"}}}"#),
-        (Encoding::Tensor, r#"{"data":{"names":[],"tensor":{"shape":[1],"values":[1]}},"meta":{"requestPath":{"classifier":"noop"}}}"#),
-        (Encoding::TfTensor, r#"{"data":{"names":[],"tftensor":{"dtype":"DT_INT64","tensorShape":{"dim":[{"size":"1"}]},"int64Val":["1"]}},"meta":{"requestPath":{"classifier":"noop"}}}"#),
+        (
+            Encoding::Ndarray,
+            r#"{"data":{"names":[],"ndarray":[1]},"meta":{"requestPath":{"classifier":"noop"}}}"#,
+        ),
+        (
+            Encoding::Tensor,
+            r#"{"data":{"names":[],"tensor":{"shape":[1],"values":[1]}},"meta":{"requestPath":{"classifier":"noop"}}}"#,
+        ),
+        (
+            Encoding::TfTensor,
+            r#"{"data":{"names":[],"tftensor":{"dtype":"DT_INT64","tensorShape":{"dim":[{"size":"1"}]},"int64Val":["1"]}},"meta":{"requestPath":{"classifier":"noop"}}}"#,
+        ),
     ] {
         let m = SeldonMessage {
             status: None,
             meta: meta.clone(),
-            payload: Payload::Data { names: vec![], encoding: enc, array: Array::Numeric(one.clone()) },
+            payload: Payload::Data {
+                names: vec![],
+                encoding: enc,
+                array: Array::Numeric(one.clone()),
+            },
         };
         assert_eq!(encode(&m), want);
     }
@@ -96,7 +113,10 @@ fn every_tftensor_dtype_round_trips_through_json() {
         TensorData::F16(vec![f16::from_f32(0.5), f16::from_f32(-1.0)]),
         TensorData::F32(vec![0.5, f32::NAN]),
         TensorData::F64(vec![0.1, f64::INFINITY]),
-        TensorData::Bytes(vec![bytes::Bytes::from_static(b"x"), bytes::Bytes::from_static(b"yz")]),
+        TensorData::Bytes(vec![
+            bytes::Bytes::from_static(b"x"),
+            bytes::Bytes::from_static(b"yz"),
+        ]),
     ];
     for data in datas {
         for n in [1usize, 2] {
@@ -104,7 +124,11 @@ fn every_tftensor_dtype_round_trips_through_json() {
             crate::with_data!(&mut d, v => v.truncate(n));
             let t = Tensor::new(vec![n], d).unwrap();
             let m = SeldonMessage {
-                payload: Payload::Data { names: vec![], encoding: Encoding::TfTensor, array: Array::Numeric(t.clone()) },
+                payload: Payload::Data {
+                    names: vec![],
+                    encoding: Encoding::TfTensor,
+                    array: Array::Numeric(t.clone()),
+                },
                 ..Default::default()
             };
             let back = decode(&encode(&m)).unwrap();
@@ -121,29 +145,66 @@ fn errors_name_the_field() {
         ("", "empty body"),
         ("{", "invalid JSON"),
         ("[1]", "invalid JSON"),
-        (r#"{"data":{"tensor":{"shape":[2,2],"values":[1,2,3]}}}"#, "data.tensor: shape [2, 2] needs 4 values but 3 were given"),
-        (r#"{"data":{"tensor":{"shape":"x","values":[1]}}}"#, "data.tensor.shape"),
-        (r#"{"data":{"tensor":{"shape":[1],"values":["a"]}}}"#, "data.tensor: values: must be a flat list of numbers"),
-        (r#"{"data":{"tensor":{"shape":[-1],"values":[1]}}}"#, "negative"),
-        (r#"{"data":{"ndarray":5}}"#, "data.ndarray: must be a (nested) list, got a number"),
-        (r#"{"data":{"tftensor":{"dtype":"DT_NOPE"}}}"#, "data.tftensor.dtype"),
-        (r#"{"data":{"tftensor":{"dtype":"DT_INT64","tensorShape":{"dim":[{"size":"2"}]},"tensorContent":"AAAA"}}}"#, "tensor_content"),
-        (r#"{"data":{"tftensor":{"dtype":"DT_INT64","tensorContent":"!!"}}}"#, "invalid base64"),
-        (r#"{"data":{}}"#, "one of ndarray, tensor, tftensor is required"),
+        (
+            r#"{"data":{"tensor":{"shape":[2,2],"values":[1,2,3]}}}"#,
+            "data.tensor: shape [2, 2] needs 4 values but 3 were given",
+        ),
+        (
+            r#"{"data":{"tensor":{"shape":"x","values":[1]}}}"#,
+            "data.tensor.shape",
+        ),
+        (
+            r#"{"data":{"tensor":{"shape":[1],"values":["a"]}}}"#,
+            "data.tensor: values: must be a flat list of numbers",
+        ),
+        (
+            r#"{"data":{"tensor":{"shape":[-1],"values":[1]}}}"#,
+            "negative",
+        ),
+        (
+            r#"{"data":{"ndarray":5}}"#,
+            "data.ndarray: must be a (nested) list, got a number",
+        ),
+        (
+            r#"{"data":{"tftensor":{"dtype":"DT_NOPE"}}}"#,
+            "data.tftensor.dtype",
+        ),
+        (
+            r#"{"data":{"tftensor":{"dtype":"DT_INT64","tensorShape":{"dim":[{"size":"2"}]},"tensorContent":"AAAA"}}}"#,
+            "tensor_content",
+        ),
+        (
+            r#"{"data":{"tftensor":{"dtype":"DT_INT64","tensorContent":"!!"}}}"#,
+            "invalid base64",
+        ),
+        (
+            r#"{"data":{}}"#,
+            "one of ndarray, tensor, tftensor is required",
+        ),
         (r#"{"data":{"ndarray":[1]},"strData":"x"}"#, "only one of"),
         (r#"{"binData":"***"}"#, "binData: invalid base64"),
-        (r#"{"meta":{"metrics":[{"key":"k","type":"NOPE"}]}}"#, "meta.metrics[0].type"),
+        (
+            r#"{"meta":{"metrics":[{"key":"k","type":"NOPE"}]}}"#,
+            "meta.metrics[0].type",
+        ),
     ];
     for (body, want) in cases {
         let e = decode(body).unwrap_err();
         assert_eq!(e.kind, crate::ErrorKind::BadRequest, "{body}");
-        assert!(e.message.contains(want), "{body}: {} does not contain {want}", e.message);
+        assert!(
+            e.message.contains(want),
+            "{body}: {} does not contain {want}",
+            e.message
+        );
     }
 }
 
 #[test]
 fn limits_are_checked_before_allocating() {
-    let limits = Limits { max_elements: 10, ..Limits::default() };
+    let limits = Limits {
+        max_elements: 10,
+        ..Limits::default()
+    };
     for body in [
         r#"{"data":{"tensor":{"shape":[1000000,1000000],"values":[1]}}}"#,
         r#"{"data":{"tensor":{"shape":[9223372036854775807,9223372036854775807],"values":[1]}}}"#,
@@ -151,7 +212,12 @@ fn limits_are_checked_before_allocating() {
         r#"{"data":{"ndarray":[1,2,3,4,5,6,7,8,9,10,11]}}"#,
     ] {
         let e = decode_message(body.as_bytes(), &limits).unwrap_err();
-        assert_eq!(e.kind, crate::ErrorKind::BadRequest, "{body}: {}", e.message);
+        assert_eq!(
+            e.kind,
+            crate::ErrorKind::BadRequest,
+            "{body}: {}",
+            e.message
+        );
         assert!(e.message.contains("limit"), "{}", e.message);
     }
 }

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs what the tests need and runs every test: Rust formatting, lints and unit and
+# property tests; Python lints, types and the stub check; then the end-to-end suite,
+# which starts real servers on 127.0.0.1 and drives them with httpx, grpcio, vegeta, ghz.
+source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
+cd "$ROOT"
+START=$SECONDS
+
+ensure_venv -r requirements-test.txt
+log "building load tools (vegeta, ghz) into .tools/bin"
+bash scripts/install-load-tools.sh
+
+log "cargo fmt --check"
+cargo fmt --all --check
+log "cargo clippy -D warnings"
+cargo clippy --workspace --all-targets --locked -q -- -D warnings
+log "cargo test"
+cargo test --workspace --exclude inferwire-py --locked -q 2>&1 | grep -v '^$'
+
+build_extension
+
+log "ruff, mypy, stubtest"
+"$VENV/bin/ruff" check python tests benchmarks examples
+"$VENV/bin/ruff" format --check python tests benchmarks examples
+"$VENV/bin/mypy"
+"$VENV/bin/python" -m mypy.stubtest inferwire._core
+
+log "pytest (end to end)"
+"$VENV/bin/python" -m pytest -q -p no:cacheprovider "$@"
+log "all tests passed in $((SECONDS - START)) s"
