@@ -19,4 +19,11 @@ class NoopPredictRaw:
     """``predict_raw`` that ignores its input and returns ``[1]``."""
 
     def predict_raw(self, request: Any) -> Any:
-        return [1]
+        if isinstance(request, dict):
+            return [1]
+        # The Seldon wrapper hands gRPC requests over as protobuf and needs one back.
+        from seldon_core.proto import prediction_pb2
+
+        reply = prediction_pb2.SeldonMessage()
+        reply.jsonData.list_value.values.add().number_value = 1
+        return reply
