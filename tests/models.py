@@ -102,3 +102,27 @@ class Types:
 
     def predict(self, X: Any, features_names: list[str] | None = None) -> Any:
         return f"{type(X).__name__}:{getattr(X, 'dtype', '')}:{getattr(X, 'shape', '')}"
+
+
+class Slow:
+    """Sleeps ``X`` seconds (strData) and reports how many calls overlapped it."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.lock = threading.Lock()
+        self.active = 0
+        self.max_active = 0
+
+    def predict(self, X: Any, features_names: list[str] | None = None) -> Any:
+        import time
+
+        with self.lock:
+            self.active += 1
+            self.max_active = max(self.max_active, self.active)
+        try:
+            time.sleep(float(X))
+        finally:
+            with self.lock:
+                self.active -= 1
+        return f"slept {X}; max concurrent calls {self.max_active}"

@@ -1,5 +1,8 @@
-"""The notebook's no-op models (seldontest_predict and seldontest_predict_raw): the same
-classes run under inferwire and under the Seldon Python wrapper."""
+"""The notebook's two no-op models (images seldontest_predict and seldontest_predict_raw),
+as inferwire serves them: ``inferwire serve benchmarks/models/noop.py:NoopPredict``.
+
+The Seldon wrapper runs the same classes from ``benchmarks/seldon_wrapper/noop.py``.
+"""
 
 from __future__ import annotations
 
@@ -9,21 +12,16 @@ import numpy as np
 
 
 class NoopPredict:
-    """``predict`` that ignores its input: the reply is ``[1]`` in the request's encoding."""
+    """``predict`` ignores its input and returns ``[1]``, which the server encodes in the
+    request's encoding: ``{"data":{"names":[],"ndarray":[1]},"meta":{...}}``."""
 
-    def predict(self, X: Any, features_names: Any = None, **kwargs: Any) -> Any:
+    def predict(self, X: Any, features_names: Any = None, **kwargs: Any) -> np.ndarray:
         return np.array([1])
 
 
 class NoopPredictRaw:
-    """``predict_raw`` that ignores its input and returns ``[1]``."""
+    """``predict_raw`` ignores the request and returns ``[1]`` (the JSON ``[1]`` over
+    REST, as in the notebook's smoke test)."""
 
-    def predict_raw(self, request: Any) -> Any:
-        if isinstance(request, dict):
-            return [1]
-        # The Seldon wrapper hands gRPC requests over as protobuf and needs one back.
-        from seldon_core.proto import prediction_pb2
-
-        reply = prediction_pb2.SeldonMessage()
-        reply.jsonData.list_value.values.add().number_value = 1
-        return reply
+    def predict_raw(self, request: Any) -> list[int]:
+        return [1]

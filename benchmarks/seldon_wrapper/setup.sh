@@ -1,30 +1,71 @@
 #!/usr/bin/env bash
-# Installs the Seldon Python wrapper (seldon-core-microservice) into .venv-seldon, the
-# baseline the benchmark compares inferwire with. seldon-core pins protobuf<4, which has
-# no CPython 3.11 wheel: Python 3.10 keeps protobuf's compiled implementation (with the
-# pure-Python one the wrapper is several times slower, which would flatter inferwire).
-# tensorflow-cpu is what the wrapper uses for tftensor; 2.12 is the last release whose
-# generated protos load with protobuf 3.20 (newer ones fail at import). Idempotent.
+# Installs the Seldon Python wrapper (seldon-core-microservice), the baseline the
+# benchmark compares inferwire with, into a Python 3.10 virtualenv at .venv-seldon
+# (SELDON_VENV overrides; PYTHON310 names the interpreter). Idempotent: a virtualenv that
+# already imports everything at the pinned versions is left alone.
+#
+# Why these pins:
+# - seldon-core pins protobuf<4. protobuf 3.20 ships its compiled (C++) implementation as
+#   CPython wheels up to 3.10 only; on 3.11 pip falls back to the pure-Python one and the
+#   wrapper becomes several times slower, which would flatter inferwire. Hence Python
+#   3.10, and the check below that api_implementation.Type() is "cpp".
+# - The wrapper needs tensorflow for tftensor; tensorflow-cpu 2.12.1 is what was verified
+#   here with protobuf 3.20.3.
+# - gunicorn 20.1 (seldon-core's pin) imports pkg_resources, which setuptools 81 removed.
 set -euo pipefail
+
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 VENV="${SELDON_VENV:-$ROOT/.venv-seldon}"
-PY310="${PYTHON310:-}"
-if [[ -z "$PY310" ]]; then
-    # pyenv's shim answers `command -v` even when 3.10 is not selected: test by running it.
-    for c in "$(pyenv root 2>/dev/null)/versions/3.10."*/bin/python3.10 python3.10; do
-        if "$c" -c "import sys" >/dev/null 2>&1; then PY310="$c"; break; fi
-    done
-fi
-[[ -n "$PY310" ]] || { echo "Python 3.10 is needed for the Seldon wrapper (pyenv install 3.10)" >&2; exit 1; }
+PACKAGES=("seldon-core==1.18.2" "tensorflow-cpu==2.12.1" "protobuf==3.20.3" "setuptools<81")
 
-if ! "$VENV/bin/python" -c "import seldon_core, tensorflow" >/dev/null 2>&1; then
-    [[ -x "$VENV/bin/python" ]] || "$PY310" -m venv "$VENV"
-    "$VENV/bin/pip" install -q --upgrade pip
-    "$VENV/bin/pip" install -q "seldon-core" "tensorflow-cpu>=2.12,<2.13" "setuptools<81"
+find_python310() {
+    # pyenv's shim answers `command -v` even when 3.10 is not selected: try each by running it.
+    local candidates=("${PYTHON310:-}" python3.10)
+    if command -v pyenv >/dev/null; then
+        candidates+=("$(pyenv root)"/versions/3.10.*/bin/python3.10)
+    fi
+    local c
+    for c in "${candidates[@]}"; do
+        if [[ -n "$c" ]] && "$c" -c 'import sys; assert sys.version_info[:2] == (3, 10)' 2>/dev/null; then
+            echo "$c"
+            return
+        fi
+    done
+    echo "Python 3.10 is needed for the Seldon wrapper (e.g. pyenv install 3.10; PYTHON310=...)" >&2
+    exit 1
+}
+
+installed() {
+    [[ -x "$VENV/bin/seldon-core-microservice" ]] &&
+        "$VENV/bin/python" - "${PACKAGES[@]}" <<'PY' 2>/dev/null
+import sys
+from importlib.metadata import version
+
+for spec in sys.argv[1:]:
+    if "==" in spec:
+        name, want = spec.split("==")
+        assert version(name) == want, (name, version(name), want)
+import pkg_resources, seldon_core.microservice, tensorflow  # noqa: F401, E401
+PY
+}
+
+if ! installed; then
+    if [[ ! -x "$VENV/bin/python" ]]; then
+        "$(find_python310)" -m venv "$VENV"
+    fi
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-input "${PACKAGES[@]}"
 fi
+
 "$VENV/bin/python" - <<'PY'
+from importlib.metadata import version
+
 from google.protobuf.internal import api_implementation
-import seldon_core, tensorflow as tf
-print(f"seldon-core {seldon_core.__version__ if hasattr(seldon_core, '__version__') else ''}"
-      f" tensorflow {tf.__version__} protobuf implementation {api_implementation.Type()}")
+
+impl = api_implementation.Type()
+print(
+    f"Seldon wrapper ready: seldon-core {version('seldon-core')}, "
+    f"tensorflow-cpu {version('tensorflow-cpu')}, protobuf {version('protobuf')} ({impl})"
+)
+if impl == "python":
+    raise SystemExit("protobuf runs its pure-Python implementation: the wrapper would be slow")
 PY

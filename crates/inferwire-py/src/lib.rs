@@ -7,6 +7,7 @@ mod config;
 mod convert;
 mod model;
 mod server;
+mod thread_state;
 
 use pyo3::prelude::*;
 

@@ -5,6 +5,8 @@ use inferwire_server::{Call, Model, ModelError, ModelErrorKind, Reply};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
+use crate::thread_state;
+
 use crate::convert::{message_to_py, meta_to_py, payload_to_py, py_to_json, py_to_output};
 
 /// The Python adapter (`inferwire.seldon.SeldonAdapter`) wrapping the user's model.
@@ -205,5 +207,13 @@ fn metrics_from(obj: &Bound<'_, PyAny>) -> PyResult<Vec<Metric>> {
 impl Model for PyModel {
     fn call(&self, call: Call) -> Result<Reply, ModelError> {
         Python::attach(|py| self.run(py, call).map_err(|e| self.error(py, e)))
+    }
+
+    fn thread_started(&self) {
+        thread_state::attach_for_life();
+    }
+
+    fn thread_stopping(&self) {
+        thread_state::release();
     }
 }

@@ -6,20 +6,20 @@ use serde_json::Value;
 
 use crate::config::ServerConfig;
 use crate::error::{Kind, ServeError};
-use crate::executor::Executor;
 use crate::model::{Call, Reply};
+use crate::runner::Runner;
 
 pub struct App {
     pub config: ServerConfig,
-    pub executor: Executor,
+    pub runner: Runner,
     ready: AtomicBool,
 }
 
 impl App {
-    pub fn new(config: ServerConfig, executor: Executor) -> Self {
+    pub fn new(config: ServerConfig, runner: Runner) -> Self {
         Self {
             config,
-            executor,
+            runner,
             ready: AtomicBool::new(true),
         }
     }
@@ -35,7 +35,7 @@ impl App {
     /// Runs `predict` (or `predict_raw`) and completes the reply's `meta`.
     pub async fn predict(&self, msg: SeldonMessage) -> Result<Reply, ServeError> {
         let puid = msg.meta.puid.clone();
-        let reply = self.executor.call(Call::Predict(msg)).await?;
+        let reply = self.runner.call(Call::Predict(msg)).await?;
         Ok(match reply {
             Reply::Message(mut m) => {
                 self.complete_meta(&mut m.meta, puid);
@@ -51,7 +51,7 @@ impl App {
             .as_ref()
             .map(|r| r.meta.puid.clone())
             .unwrap_or_default();
-        match self.executor.call(Call::Feedback(Box::new(f))).await? {
+        match self.runner.call(Call::Feedback(Box::new(f))).await? {
             Reply::Message(mut m) => {
                 self.complete_meta(&mut m.meta, puid);
                 Ok(m)
@@ -61,7 +61,7 @@ impl App {
     }
 
     pub async fn health_status(&self) -> Result<Reply, ServeError> {
-        match self.executor.call(Call::HealthStatus).await? {
+        match self.runner.call(Call::HealthStatus).await? {
             Reply::Message(mut m) => {
                 self.complete_meta(&mut m.meta, String::new());
                 Ok(Reply::Message(m))
@@ -71,7 +71,7 @@ impl App {
     }
 
     pub async fn metadata(&self) -> Result<Value, ServeError> {
-        match self.executor.call(Call::Metadata).await? {
+        match self.runner.call(Call::Metadata).await? {
             Reply::Metadata(v) => Ok(v),
             other => Err(unexpected(other)),
         }

@@ -17,6 +17,8 @@ pub struct ServerConfig {
     pub model_name: String,
     /// The value beside the name in `meta.requestPath` (Seldon puts the image there).
     pub model_image: String,
+    /// Model calls that may run at once (1: the model is never called concurrently).
+    pub max_concurrency: usize,
     /// Requests that may wait for the model before new ones get 503 / UNAVAILABLE.
     pub max_queue: usize,
     /// Tokio worker threads doing networking and encoding.
@@ -35,6 +37,7 @@ impl Default for ServerConfig {
             limits: Limits::default(),
             model_name: "model".into(),
             model_image: String::new(),
+            max_concurrency: 1,
             max_queue: 1024,
             io_threads: 2,
             grace_period: Duration::from_secs(30),

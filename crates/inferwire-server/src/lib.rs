@@ -4,11 +4,11 @@
 pub mod app;
 pub mod config;
 pub mod error;
-pub mod executor;
 pub mod grpc;
 pub mod model;
 pub mod rest;
 mod run;
+pub mod runner;
 
 pub use config::ServerConfig;
 pub use error::ServeError;

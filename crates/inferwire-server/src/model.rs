@@ -1,5 +1,5 @@
-//! The contract between the server and a model runtime. The server never calls a model
-//! directly: it queues `Call`s for the executor thread, which runs `Model::call`.
+//! The contract between the server and a model runtime: the server hands it `Call`s
+//! through `runner::Runner`, which bounds how many run and wait.
 use inferwire_codec::protocol::seldon::reply::Output;
 use inferwire_codec::protocol::seldon::{Feedback, SeldonMessage};
 use serde_json::Value;
@@ -43,7 +43,16 @@ pub struct ModelError {
     pub message: String,
 }
 
-/// A model runtime. `call` runs on the executor thread, one call at a time.
+/// A model runtime. `call` runs on the I/O thread that received the request (see
+/// `runner`), never on two threads at once unless the runtime allows it.
 pub trait Model: Send + Sync + 'static {
     fn call(&self, call: Call) -> Result<Reply, ModelError>;
+
+    /// Called on each server thread when it starts, before any `call` on it. A Python
+    /// runtime creates the thread's interpreter state here, once, so that each `call`
+    /// only takes the GIL instead of creating and destroying a thread state.
+    fn thread_started(&self) {}
+
+    /// Called on each server thread when it stops.
+    fn thread_stopping(&self) {}
 }

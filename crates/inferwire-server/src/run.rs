@@ -1,16 +1,20 @@
-//! Starting both servers, waiting for a stop signal, and draining.
+//! Starting the servers, waiting for a stop signal, and draining.
+//!
+//! Thread per core: each of `io_threads` threads runs its own single-threaded tokio
+//! runtime with REST and gRPC accept loops on the shared listeners, so a connection lives
+//! on one thread and a request costs no cross-thread wake-up (on a small VM those cost
+//! more CPU than parsing, encoding and a small model call together). A thread busy in a
+//! long model call stops polling, and new connections go to the others.
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
-use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use crate::app::App;
 use crate::config::ServerConfig;
 use crate::error::{Kind, ServeError};
-use crate::executor::Executor;
 use crate::model::Model;
+use crate::runner::Runner;
 use crate::{grpc, rest};
 
 /// The addresses actually bound (ports may have been 0).
@@ -40,12 +44,42 @@ impl Default for StopHandle {
     }
 }
 
-async fn bind(host: &str, port: u16, what: &str) -> Result<TcpListener, ServeError> {
-    TcpListener::bind((host, port)).await.map_err(|e| {
+fn bind(host: &str, port: u16, what: &str) -> Result<std::net::TcpListener, ServeError> {
+    let listener = std::net::TcpListener::bind((host, port)).map_err(|e| {
         ServeError::new(
             Kind::Internal,
             format!("cannot listen for {what} on {host}:{port}: {e}"),
         )
+    })?;
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| ServeError::new(Kind::Internal, e.to_string()))?;
+    Ok(listener)
+}
+
+fn internal(e: impl std::fmt::Display) -> ServeError {
+    ServeError::new(Kind::Internal, e.to_string())
+}
+
+/// One I/O thread: a single-threaded runtime serving REST and gRPC until `stop`.
+fn io_thread(
+    app: Arc<App>,
+    http: std::net::TcpListener,
+    grpc_listener: std::net::TcpListener,
+    stop: watch::Receiver<bool>,
+) -> Result<(), ServeError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(internal)?;
+    let grace = app.config.grace_period;
+    runtime.block_on(async move {
+        let http = tokio::net::TcpListener::from_std(http).map_err(internal)?;
+        let grpc_listener = tokio::net::TcpListener::from_std(grpc_listener).map_err(internal)?;
+        let rest_task = rest::serve(app.clone(), http, stop.clone(), grace);
+        let grpc_task = grpc::serve(app, grpc_listener, stop);
+        tokio::join!(rest_task, grpc_task);
+        Ok(())
     })
 }
 
@@ -58,56 +92,59 @@ pub fn serve(
     stop: StopHandle,
     on_bound: impl FnOnce(Bound),
 ) -> Result<(), ServeError> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(config.io_threads.max(1))
-        .thread_name("inferwire-io")
+    let http = bind(&config.host, config.http_port, "REST")?;
+    let grpc_listener = bind(&config.host, config.grpc_port, "gRPC")?;
+    let bound = Bound {
+        http: http.local_addr().map_err(internal)?,
+        grpc: grpc_listener.local_addr().map_err(internal)?,
+    };
+    let threads = config.io_threads.max(1);
+    let grace = config.grace_period;
+    let runner =
+        Runner::new(model.clone(), config.max_concurrency, config.max_queue).map_err(internal)?;
+    let app = Arc::new(App::new(config, runner));
+    let (stop_tx, stop_rx) = watch::channel(false);
+
+    let mut handles = Vec::with_capacity(threads);
+    for i in 0..threads {
+        let (app, stop_rx, model) = (app.clone(), stop_rx.clone(), model.clone());
+        let (http, grpc_listener) = (
+            http.try_clone().map_err(internal)?,
+            grpc_listener.try_clone().map_err(internal)?,
+        );
+        let handle = std::thread::Builder::new()
+            .name(format!("inferwire-io-{i}"))
+            .spawn(move || {
+                model.thread_started();
+                let result = io_thread(app, http, grpc_listener, stop_rx);
+                model.thread_stopping();
+                result
+            })
+            .map_err(internal)?;
+        handles.push(handle);
+    }
+    drop((http, grpc_listener));
+    on_bound(bound);
+
+    // The calling thread only waits for signals.
+    let signals = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| {
-            ServeError::new(Kind::Internal, format!("cannot start the I/O runtime: {e}"))
-        })?;
-    let (executor, model_thread) = Executor::start(model, config.max_queue).map_err(|e| {
-        ServeError::new(
-            Kind::Internal,
-            format!("cannot start the model thread: {e}"),
-        )
-    })?;
-    let grace = config.grace_period;
-
-    let result = runtime.block_on(async move {
-        let http = bind(&config.host, config.http_port, "REST").await?;
-        let grpc_listener = bind(&config.host, config.grpc_port, "gRPC").await?;
-        let bound = Bound {
-            http: http
-                .local_addr()
-                .map_err(|e| ServeError::new(Kind::Internal, e.to_string()))?,
-            grpc: grpc_listener
-                .local_addr()
-                .map_err(|e| ServeError::new(Kind::Internal, e.to_string()))?,
-        };
-        let app = Arc::new(App::new(config, executor));
-        let (stop_tx, stop_rx) = watch::channel(false);
-        let rest_task = tokio::spawn(rest::serve(app.clone(), http, stop_rx.clone(), grace));
-        let grpc_task = tokio::spawn(grpc::serve(app.clone(), grpc_listener, stop_rx));
-        on_bound(bound);
-
-        wait_for_stop(stop).await;
-        tracing::info!("stopping: no longer ready, draining open requests (grace {grace:?})");
-        app.set_not_ready();
-        let _ = stop_tx.send(true);
-        let drained = tokio::time::timeout(grace + Duration::from_millis(200), async {
-            let _ = rest_task.await;
-            let _ = grpc_task.await;
-        })
-        .await;
-        if drained.is_err() {
-            tracing::warn!("grace period over; closing remaining connections");
+        .map_err(internal)?;
+    signals.block_on(wait_for_stop(stop));
+    tracing::info!("stopping: no longer ready, draining open requests (grace {grace:?})");
+    app.set_not_ready();
+    let _ = stop_tx.send(true);
+    let mut result = Ok(());
+    for handle in handles {
+        match handle.join() {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => result = Err(e),
+            Err(_) => result = Err(ServeError::new(Kind::Internal, "an I/O thread panicked")),
         }
-        Ok::<_, ServeError>(())
-    });
-    runtime.shutdown_timeout(Duration::from_secs(1));
-    // Every `Executor` handle is gone with the runtime: the model thread finishes its queue.
-    model_thread.join();
+    }
+    // The last reference: stops the model thread after its queue (if it was ever used).
+    drop(app);
     result
 }
 
