@@ -37,6 +37,15 @@ type Step<T> = std::result::Result<T, Stop>;
 
 /// Parses `input` (one JSON value) as a rectangular numeric array.
 pub fn parse_array(input: &[u8], limits: Limits) -> Result<Option<Tensor>> {
+    Ok(match parse_array_prefix(input, limits)? {
+        Some((t, end)) if input[end..].iter().all(u8::is_ascii_whitespace) => Some(t),
+        _ => None,
+    })
+}
+
+/// Parses the array at the start of `input` (after optional whitespace) and returns it
+/// with the index just past its closing bracket; what follows is not looked at.
+pub fn parse_array_prefix(input: &[u8], limits: Limits) -> Result<Option<(Tensor, usize)>> {
     let mut p = Parser {
         b: input,
         i: 0,
@@ -55,10 +64,7 @@ pub fn parse_array(input: &[u8], limits: Limits) -> Result<Option<Tensor>> {
         Err(Stop::Fallback) => return Ok(None),
         Err(Stop::Limit(e)) => return Err(e),
     }
-    p.ws();
-    if p.i != p.b.len() {
-        return Ok(None);
-    }
+    let end = p.i;
     let rank = p.rank.unwrap_or(p.shape.len());
     p.shape.truncate(rank);
     let data = match p.leaves {
@@ -68,7 +74,7 @@ pub fn parse_array(input: &[u8], limits: Limits) -> Result<Option<Tensor>> {
         Leaves::Float(v) => TensorData::F64(v),
         Leaves::Bool(v) => TensorData::Bool(v),
     };
-    Ok(Tensor::new(p.shape, data).ok())
+    Ok(Tensor::new(p.shape, data).ok().map(|t| (t, end)))
 }
 
 impl Parser<'_> {
@@ -114,6 +120,14 @@ impl Parser<'_> {
                         Some(r) if r != depth + 1 => return Err(Stop::Fallback),
                         _ => {}
                     }
+                    // An integer run stops before an element that is not a plain integer,
+                    // which the general path below then parses.
+                    if matches!(self.leaves, Leaves::Int(_) | Leaves::Unknown)
+                        && matches!(self.peek(), Some(b'-' | b'0'..=b'9'))
+                        && self.int_run(&mut n)?
+                    {
+                        return self.close(depth, n, false);
+                    }
                     self.leaf()?;
                 }
                 None => return Err(Stop::Fallback),
@@ -146,6 +160,71 @@ impl Parser<'_> {
             return Err(Stop::Fallback); // ragged: numpy would make an object array
         }
         Ok(())
+    }
+
+    /// The hot loop: a run of plain integers (at most 18 digits) separated by commas.
+    /// Returns true when it consumed the array's closing bracket; false when it stopped
+    /// at the start of an element the general path must parse (`self.i` points there).
+    fn int_run(&mut self, n: &mut usize) -> Step<bool> {
+        if matches!(self.leaves, Leaves::Unknown) {
+            // A guess from the bytes left (numbers here average more than 4 bytes each).
+            let guess = ((self.b.len() - self.i) / 4).min(self.limits.max_elements);
+            self.leaves = Leaves::Int(Vec::with_capacity(guess));
+        }
+        let Leaves::Int(values) = &mut self.leaves else {
+            return Ok(false);
+        };
+        let b = self.b;
+        let mut i = self.i;
+        loop {
+            let start = i;
+            let neg = b.get(i) == Some(&b'-');
+            i += usize::from(neg);
+            let digits = i;
+            let mut acc: u64 = 0;
+            while let Some(&c) = b.get(i) {
+                let d = c.wrapping_sub(b'0');
+                if d > 9 || i - digits == 18 {
+                    break;
+                }
+                acc = acc * 10 + u64::from(d);
+                i += 1;
+            }
+            let nd = i - digits;
+            let plain = nd > 0
+                && !(nd > 1 && b[digits] == b'0')
+                && !matches!(b.get(i), Some(b'.' | b'e' | b'E' | b'0'..=b'9'));
+            if !plain {
+                self.i = start;
+                return Ok(false);
+            }
+            self.count += 1;
+            if self.count > self.limits.max_elements {
+                return Err(Stop::Limit(CodecError::bad_request(format!(
+                    "array has more than the limit of {} elements",
+                    self.limits.max_elements
+                ))));
+            }
+            // 18 digits always fit: no overflow check needed.
+            values.push(if neg { -(acc as i64) } else { acc as i64 });
+            *n += 1;
+            while let Some(b' ' | b'\n' | b'\r' | b'\t') = b.get(i) {
+                i += 1;
+            }
+            match b.get(i) {
+                Some(b',') => {
+                    i += 1;
+                    while let Some(b' ' | b'\n' | b'\r' | b'\t') = b.get(i) {
+                        i += 1;
+                    }
+                }
+                Some(b']') => {
+                    self.i = i + 1;
+                    return Ok(true);
+                }
+                _ => return Err(Stop::Fallback),
+            }
+        }
     }
 
     #[inline]
@@ -305,6 +384,39 @@ mod tests {
         ] {
             assert!(parse(s).is_none(), "{s}");
         }
+    }
+
+    #[test]
+    fn integer_runs_hand_over_to_the_general_path() {
+        let t = parse("[1, 2, 3.5, 4, 123456789012345678, 1234567890123456789, -0, 0]").unwrap();
+        assert_eq!(
+            t.data,
+            TensorData::F64(vec![
+                1.0,
+                2.0,
+                3.5,
+                4.0,
+                123456789012345678.0,
+                1234567890123456789.0,
+                0.0,
+                0.0
+            ])
+        );
+        let t = parse("[[ 1 , -2 ],[3,4 ] ]").unwrap();
+        assert_eq!(t.data, TensorData::I64(vec![1, -2, 3, 4]));
+        let t = parse("[1234567890123456789, -9223372036854775808]").unwrap();
+        assert_eq!(t.data, TensorData::I64(vec![1234567890123456789, i64::MIN]));
+        assert!(parse("[1, 2 3]").is_none());
+        assert!(parse("[1, -]").is_none());
+        assert!(parse("[1, 02]").is_none());
+    }
+
+    #[test]
+    fn prefix_reports_the_end() {
+        let (t, end) = parse_array_prefix(b" [1, 2] , 3", Limits::default())
+            .unwrap()
+            .unwrap();
+        assert_eq!((t.len(), end), (2, 7));
     }
 
     #[test]

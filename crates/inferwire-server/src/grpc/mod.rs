@@ -3,7 +3,7 @@ pub mod codec;
 mod seldon;
 mod serve;
 
-pub use serve::serve;
+pub use serve::{serve, CONNECTION_WINDOW, STREAM_WINDOW};
 
 #[allow(clippy::all)]
 pub(crate) mod generated {

@@ -10,6 +10,10 @@ use super::generated::{model_server::ModelServer, seldon_server::SeldonServer};
 use super::seldon::SeldonService;
 use crate::app::App;
 
+/// HTTP/2 flow-control windows (shared with REST's h2c): room for a large tensor.
+pub const STREAM_WINDOW: u32 = 4 * 1024 * 1024;
+pub const CONNECTION_WINDOW: u32 = 16 * 1024 * 1024;
+
 /// Serves until `stop` flips to true; tonic then drains open calls.
 pub async fn serve(app: Arc<App>, listener: TcpListener, mut stop: watch::Receiver<bool>) {
     let limit = app.config.max_body_bytes;
@@ -50,6 +54,10 @@ pub async fn serve(app: Arc<App>, listener: TcpListener, mut stop: watch::Receiv
         health.set_not_serving::<ModelServer<SeldonService>>().await;
     };
     let result = tonic::transport::Server::builder()
+        // HTTP/2's default 64 KiB windows make a client wait for WINDOW_UPDATEs a dozen
+        // times per 800 KB tensor: each a round trip and a wake-up on both sides.
+        .initial_stream_window_size(STREAM_WINDOW)
+        .initial_connection_window_size(CONNECTION_WINDOW)
         .layer(tower::util::MapResponseLayer::new(
             super::codec::oversize_is_resource_exhausted,
         ))

@@ -20,7 +20,11 @@ pub async fn serve(
     mut stop: watch::Receiver<bool>,
     grace: Duration,
 ) {
-    let builder = auto::Builder::new(TokioExecutor::new());
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http2()
+        .initial_stream_window_size(crate::grpc::STREAM_WINDOW)
+        .initial_connection_window_size(crate::grpc::CONNECTION_WINDOW);
     let graceful = GracefulShutdown::new();
     loop {
         tokio::select! {

@@ -288,8 +288,101 @@ fn parse<'a, T: Deserialize<'a>>(body: &'a [u8]) -> Result<T> {
 
 /// Decodes a REST request body into a `SeldonMessage`.
 pub fn decode_message(body: &[u8], limits: &Limits) -> Result<SeldonMessage> {
+    if let Some(m) = decode_fast(body, limits) {
+        return m;
+    }
     let m: MessageIn = parse(body)?;
     message_from(m, limits)
+}
+
+/// One pass over the common request shape, `{"data": {"names": [..], "ndarray": [..]
+/// | "tensor": {..} | "tftensor": {..}}, "meta": {..}}`: the numeric array is parsed
+/// where it lies instead of being scanned once by serde and again by the array parser.
+/// Anything else, including every error, returns `None` and takes the general path,
+/// which also words the error messages.
+fn decode_fast(body: &[u8], limits: &Limits) -> Option<Result<SeldonMessage>> {
+    use crate::json::scan::{object, skip_value, ws};
+    let start = ws(body, 0);
+    let mut meta: Option<MetaIn> = None;
+    let mut payload: Option<Payload> = None;
+    let end = object(body, start, |key, at| match key {
+        "data" if payload.is_none() => {
+            let mut names: Option<Vec<String>> = None;
+            let mut array: Option<(Encoding, Array)> = None;
+            let end = object(body, at, |key, at| match key {
+                "names" if names.is_none() => {
+                    let end = skip_value(body, at)?;
+                    names = Some(serde_json::from_slice(&body[at..end]).ok()?);
+                    Some(end)
+                }
+                "ndarray" if array.is_none() => {
+                    let (t, len) = numbers::parse_array_prefix(&body[at..], *limits).ok()??;
+                    array = Some((Encoding::Ndarray, Array::Numeric(t)));
+                    Some(at + len)
+                }
+                "tensor" if array.is_none() => {
+                    let mut shape: Option<Vec<i64>> = None;
+                    let mut values: Option<Tensor> = None;
+                    let end = object(body, at, |key, at| match key {
+                        "shape" if shape.is_none() => {
+                            let end = skip_value(body, at)?;
+                            shape = Some(serde_json::from_slice(&body[at..end]).ok()?);
+                            Some(end)
+                        }
+                        "values" if values.is_none() => {
+                            let (t, len) =
+                                numbers::parse_array_prefix(&body[at..], *limits).ok()??;
+                            (t.shape.len() == 1).then_some(())?;
+                            values = Some(t);
+                            Some(at + len)
+                        }
+                        _ => None,
+                    })?;
+                    let values = values?;
+                    let shape = match shape {
+                        Some(s) if !s.is_empty() => {
+                            limits.element_count(&s).ok()?;
+                            s.into_iter().map(|d| d as usize).collect()
+                        }
+                        _ => vec![values.len()],
+                    };
+                    let t = Tensor::new(shape, values.data).ok()?;
+                    array = Some((Encoding::Tensor, Array::Numeric(t)));
+                    Some(end)
+                }
+                "tftensor" if array.is_none() => {
+                    let end = skip_value(body, at)?;
+                    let t: TfTensorIn = serde_json::from_slice(&body[at..end]).ok()?;
+                    let t = tftensor::to_tensor(tftensor_proto(t).ok()?, limits).ok()?;
+                    array = Some((Encoding::TfTensor, Array::Numeric(t)));
+                    Some(end)
+                }
+                _ => None,
+            })?;
+            let (encoding, array) = array?;
+            payload = Some(Payload::Data {
+                names: names.unwrap_or_default(),
+                encoding,
+                array,
+            });
+            Some(end)
+        }
+        "meta" if meta.is_none() => {
+            let end = skip_value(body, at)?;
+            meta = Some(serde_json::from_slice(&body[at..end]).ok()?);
+            Some(end)
+        }
+        _ => None,
+    })?;
+    if ws(body, end) != body.len() {
+        return None;
+    }
+    let meta = meta_from(meta.unwrap_or_default()).ok()?;
+    Some(Ok(SeldonMessage {
+        status: None,
+        meta,
+        payload: payload?,
+    }))
 }
 
 /// Decodes a REST feedback body (`{"request": ..., "response": ..., "reward": ..., "truth": ...}`).

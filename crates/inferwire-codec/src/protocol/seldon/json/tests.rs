@@ -274,3 +274,78 @@ mod props {
         }
     }
 }
+
+fn slow(body: &str) -> Result<SeldonMessage> {
+    let m: MessageIn = parse(body.as_bytes())?;
+    message_from(m, &Limits::default())
+}
+
+#[test]
+fn fast_path_agrees_with_the_general_path() {
+    let bodies = [
+        r#"{"data": {"ndarray": [[0, 1, 2]]}}"#,
+        r#"{"data":{"tensor":{"shape":[1,3],"values":[0, 1, 2]}}}"#,
+        r#"{"data":{"tensor":{"values":[0.5, 1, 2]}}}"#,
+        r#"{"data":{"tftensor":{"dtype":"DT_INT64","tensorShape":{"dim":[{"size":"3"}]},"tensorContent":"AAAAAAAAAAABAAAAAAAAAAIAAAAAAAAA"}}}"#,
+        r#" {"meta": {"puid": "x", "tags": {"a": [1]}}, "data": {"names": ["a", "b\"c"], "ndarray": [[1.5, -2e3], [true, 4]]}} "#,
+        r#"{"data": {"names": ["a"], "ndarray": [["x", 1]]}}"#,
+        r#"{"meta": {"puid": "y"}, "data": {"names": ["a", "b\"c"], "ndarray": [[1.5, -2e3], [3, 4]]}}"#,
+        r#"{"data": {"ndarray": [[1, 2], [3]]}}"#,
+        r#"{"data": {"ndarray": [1, 2]}, "strData": "x"}"#,
+        r#"{"data": {"tensor": {"shape": [2, 2], "values": [1, 2, 3]}}}"#,
+        r#"{"data": {"ndarray": [1, 2]}} trailing"#,
+        r#"{"data": {"ndarray": [1, 2], "ndarray": [3]}}"#,
+        r#"{"data": {"ndarray": [1, 2]}, "meta": {"metrics": [{"key": "k", "type": "NOPE"}]}}"#,
+        r#"{"status": {"code": 1}, "data": {"ndarray": []}}"#,
+        r#"{"d\u0061ta": {"ndarray": [1]}}"#,
+    ];
+    for body in bodies {
+        let fast = decode_fast(body.as_bytes(), &Limits::default());
+        match (fast, slow(body)) {
+            (Some(Ok(f)), Ok(s)) => assert_eq!(f, s, "{body}"),
+            (Some(Err(_)), _) => panic!("the fast path must not word errors: {body}"),
+            (None, _) => {} // left to the general path
+            (Some(Ok(f)), Err(e)) => {
+                panic!("fast path accepted what the general path refuses: {body}: {f:?} vs {e}")
+            }
+        }
+    }
+    // The shapes the notebook sends do take the fast path.
+    for body in bodies[..4].iter().chain(&bodies[6..7]) {
+        assert!(
+            decode_fast(body.as_bytes(), &Limits::default()).is_some(),
+            "{body}"
+        );
+    }
+}
+
+mod fast_props {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn fast_and_general_agree_on_numeric_arrays(
+            rows in 1usize..4,
+            values in proptest::collection::vec(prop_oneof![
+                any::<i64>().prop_map(|x| x.to_string()),
+                (-1e9f64..1e9).prop_map(|x| format!("{x}")),
+                Just("1e5".to_string()),
+                Just("-0".to_string()),
+            ], 1..12),
+        ) {
+            let row = values.join(", ");
+            let nd = vec![format!("[{row}]"); rows].join(",");
+            for body in [
+                format!(r#"{{"data": {{"ndarray": [{nd}]}}}}"#),
+                format!(r#"{{"data": {{"tensor": {{"values": [{row}]}}}}}}"#),
+            ] {
+                let fast = decode_fast(body.as_bytes(), &Limits::default());
+                let s = slow(&body);
+                if let Some(f) = fast {
+                    prop_assert_eq!(f.unwrap(), s.unwrap());
+                }
+            }
+        }
+    }
+}
