@@ -1,13 +1,15 @@
-"""The Seldon "Python Wrapper Benchmarking" notebook's matrix, against inferwire and the
-Seldon Python wrapper side by side, in one run, on this machine.
+"""Seldon's "Python Wrapper Benchmarking" notebook, run against inferwire and the Seldon
+Python wrapper side by side on this machine.
 
-For predict and predict_raw (the notebook's no-op models), REST with vegeta and gRPC with
-ghz (the notebook's flags: one connection, no rate limit), ndarray / tensor / tftensor, at
-100,000 and 1 integers, it records each server's mean latency and throughput, the server
-process tree's CPU time per request (from /proc) and the load tool's CPU per request.
+For each cell of the notebook's matrix (predict and predict_raw no-op models, REST with
+vegeta and gRPC with ghz using the notebook's own command lines, ndarray / tensor /
+tftensor payloads of 100,000 and 1 integers; predict_raw only at 100,000 as in the
+notebook unless --all), every server runs the same load back to back. Recorded per cell:
+mean and median latency, throughput, success ratio, the server process tree's CPU time
+per request (from /proc) and the load tool's own CPU time per request (its rusage).
 
-    bash benchmarks/seldon_wrapper/setup.sh          # once: the Seldon wrapper in .venv-seldon
-    .venv/bin/python benchmarks/seldon_matrix.py --duration 10 --markdown results.md
+    bash scripts/install-load-tools.sh && bash benchmarks/seldon_wrapper/setup.sh
+    .venv/bin/python benchmarks/seldon_matrix.py --out results.json --markdown results.md
 """
 
 from __future__ import annotations
@@ -15,360 +17,421 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
-import shutil
+import platform
+import re
 import signal
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
+sys.path.append(str(Path(__file__).resolve().parent))
+import notebook_tools as tools
+import servers
+from notebook_payloads import ENCODINGS
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import notebook_payloads
-from proc_cpu import cpu_seconds
-
-ROOT = Path(__file__).resolve().parent.parent
-TOOLS = ROOT / ".tools/bin"
+ROOT = servers.ROOT
 MODELS = {"predict": "NoopPredict", "predict_raw": "NoopPredictRaw"}
-# Mean latency (ms) printed in the notebook (Seldon 1.10, Kubernetes + Istio).
-NOTEBOOK: dict[tuple[str, str, int, str], float] = {}
-for (method, proto, size), row in {
+PROTOCOLS = ("rest", "grpc")
+TOOL_OF = {"rest": "vegeta", "grpc": "ghz"}
+LABELS = {"seldon": "Seldon wrapper", "inferwire": "inferwire"}
+# The notebook's "Example results" tables: mean latency in ms for ndarray, tensor,
+# tftensor (Seldon 1.10 on Kubernetes behind Istio, one CPU for the model).
+NOTEBOOK_MS: dict[tuple[str, str, int], tuple[float, float, float]] = {
     ("predict", "rest", 100_000): (19.8, 19.7, 16.2),
     ("predict", "grpc", 100_000): (253.0, 8.4, 5.5),
     ("predict_raw", "rest", 100_000): (13.3, 13.3, 11.1),
     ("predict_raw", "grpc", 100_000): (46.0, 7.9, 5.0),
     ("predict", "rest", 1): (1.8, 1.8, 2.1),
     ("predict", "grpc", 1): (1.46, 1.49, 1.57),
-}.items():
-    for enc, ms in zip(notebook_payloads.ENCODINGS, row, strict=True):
-        NOTEBOOK[(method, proto, size, enc)] = ms
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class Server:
-    """A server under test, started as a subprocess on 127.0.0.1."""
-
-    def __init__(self, kind: str, model: str) -> None:
-        self.kind = kind
-        self.http_port, self.grpc_port = free_port(), free_port()
-        env = dict(os.environ)
-        if kind == "inferwire":
-            cmd = [
-                str(ROOT / ".venv/bin/inferwire"),
-                "serve",
-                f"noop.py:{model}",
-                "--host",
-                "127.0.0.1",
-                "--http-port",
-                str(self.http_port),
-                "--grpc-port",
-                str(self.grpc_port),
-                "--model-name",
-                "classifier",
-                "--log-level",
-                "warning",
-            ]
-        else:
-            # The notebook's deployment: one gunicorn worker, one thread.
-            env.update(GUNICORN_WORKERS="1", GUNICORN_THREADS="1")
-            cmd = [
-                str(ROOT / ".venv-seldon/bin/seldon-core-microservice"),
-                f"noop.{model}",
-                "--service-type",
-                "MODEL",
-                "--http-port",
-                str(self.http_port),
-                "--grpc-port",
-                str(self.grpc_port),
-                "--metrics-port",
-                str(free_port()),
-                "--log-level",
-                "WARNING",
-            ]
-        self.log = tempfile.NamedTemporaryFile("w+", suffix=f"-{kind}.log", delete=False)
-        self.proc = subprocess.Popen(
-            cmd,
-            cwd=ROOT / "benchmarks/models",
-            env=env,
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        self._wait()
-
-    def _wait(self) -> None:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"{self.kind} exited:\n{Path(self.log.name).read_text()}")
-            try:
-                if (
-                    httpx.get(
-                        f"http://127.0.0.1:{self.http_port}/health/ping", timeout=1
-                    ).status_code
-                    == 200
-                ):
-                    with socket.create_connection(("127.0.0.1", self.grpc_port), timeout=1):
-                        return
-            except (httpx.TransportError, OSError):
-                pass
-            time.sleep(0.2)
-        raise RuntimeError(f"{self.kind} did not start:\n{Path(self.log.name).read_text()}")
-
-    def stop(self) -> None:
-        os.killpg(self.proc.pid, signal.SIGTERM)
-        try:
-            self.proc.wait(20)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
+}
 
 
 @dataclass
-class Cell:
+class Result:
+    """One server's figures for one cell."""
+
     server: str
     method: str
     protocol: str
     size: int
     encoding: str
-    requests: int
-    mean_ms: float
-    p50_ms: float
-    p99_ms: float
-    throughput: float
-    success: float
-    server_cpu_us: float
-    tool_cpu_us: float
+    requests: int = 0
+    ok: int = 0
+    success: float = 0.0
+    mean_ms: float = 0.0
+    p50_ms: float = 0.0
+    p99_ms: float = 0.0
+    throughput: float = 0.0
+    server_cpu_us: float = 0.0
+    tool_cpu_us: float = 0.0
+    status_codes: dict[str, int] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+    failure: str | None = None  # the load run itself failed
+
+    @property
+    def cell(self) -> tuple[str, str, int, str]:
+        return (self.method, self.protocol, self.size, self.encoding)
 
 
-def _run_measured(cmd: list[str], cwd: Path, server: Server) -> tuple[str, float, float]:
-    """Runs a load tool; returns its stdout, the server's CPU seconds and the tool's."""
-    before_server = cpu_seconds(server.proc.pid)
-    before_tool = resource.getrusage(resource.RUSAGE_CHILDREN)
-    out = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=600)
-    after_tool = resource.getrusage(resource.RUSAGE_CHILDREN)
-    server_cpu = cpu_seconds(server.proc.pid) - before_server
-    if out.returncode != 0:
-        raise RuntimeError(f"{cmd[0]} failed: {out.stderr}")
-    tool_cpu = (after_tool.ru_utime + after_tool.ru_stime) - (
-        before_tool.ru_utime + before_tool.ru_stime
+# ---------------------------------------------------------------- running the matrix
+
+
+def blocks(methods: list[str], sizes: list[int], everything: bool) -> list[tuple[str, int]]:
+    """(method, size) in the notebook's order; predict_raw at 1 integer only with --all."""
+    out = []
+    for size in sorted(sizes, reverse=True):
+        for method in methods:
+            if everything or (method, size) != ("predict_raw", 1):
+                out.append((method, size))
+    return out
+
+
+@contextmanager
+def running(specs: list[servers.ServerSpec], model: str) -> Iterator[list[servers.ServerProcess]]:
+    with ExitStack() as stack:
+        started = []
+        for spec in specs:
+            print(f"starting {spec.name} with {model}", flush=True)
+            proc = servers.ServerProcess(spec, model)
+            stack.callback(proc.stop)
+            started.append(proc)
+        yield started
+
+
+def warm_up(server: servers.ServerProcess, work: Path, protocol: str, encoding: str) -> None:
+    """One request outside the measurement, so first-call costs are not counted."""
+    if protocol == "rest":
+        body = (work / f"data_{encoding}.json").read_bytes()
+        request = urllib.request.Request(
+            server.predictions_url, body, {"Content-Type": "application/json"}
+        )
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        with opener.open(request, timeout=60) as reply:
+            reply.read()
+    else:
+        tools.run_ghz(work, encoding, "0.3s", server.grpc_target, timeout=60)
+
+
+def measure(
+    server: servers.ServerProcess, work: Path, result: Result, duration: str, seconds: float
+) -> None:
+    """Runs the cell's load against ``server``, filling ``result``."""
+    timeout = seconds + 120
+    try:
+        warm_up(server, work, result.protocol, result.encoding)
+        before = server.cpu_seconds()
+        if result.protocol == "rest":
+            run = tools.run_vegeta(work, result.encoding, duration, timeout)
+        else:
+            run = tools.run_ghz(work, result.encoding, duration, server.grpc_target, timeout)
+        server_cpu = server.cpu_seconds() - before
+    except Exception as e:  # recorded; the other cells still run
+        result.failure = str(e)[-2000:]
+        return
+    n = max(run.requests, 1)
+    result.requests, result.ok, result.success = run.requests, run.ok, run.success
+    result.mean_ms, result.p50_ms, result.p99_ms = run.mean_ms, run.p50_ms, run.p99_ms
+    result.throughput = run.throughput
+    result.server_cpu_us = server_cpu / n * 1e6
+    result.tool_cpu_us = run.tool_cpu_s / n * 1e6
+    result.status_codes, result.errors = run.status_codes, run.errors
+
+
+def run_matrix(args: argparse.Namespace, specs: list[servers.ServerSpec]) -> list[Result]:
+    results: list[Result] = []
+    seconds = parse_seconds(args.duration)
+    for method, size in blocks(args.methods, args.sizes, args.all):
+        with running(specs, MODELS[method]) as procs, tempfile.TemporaryDirectory() as tmp:
+            works = {}
+            for proc in procs:
+                works[proc.spec.name] = Path(tmp) / proc.spec.name
+                tools.prepare(works[proc.spec.name], size, proc.predictions_url)
+            for protocol in args.protocols:
+                for encoding in args.encodings:
+                    for proc in procs:
+                        result = Result(proc.spec.name, method, protocol, size, encoding)
+                        measure(proc, works[proc.spec.name], result, args.duration, seconds)
+                        print(line(result), flush=True)
+                        results.append(result)
+    return results
+
+
+def parse_seconds(duration: str) -> float:
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)(ms|s|m)?", duration)
+    if not match:
+        raise SystemExit(f"--duration: {duration!r} is not like 10s, 2.5s, 500ms")
+    scale = {"ms": 0.001, "s": 1.0, "m": 60.0}[match.group(2) or "s"]
+    return float(match.group(1)) * scale
+
+
+# ---------------------------------------------------------------- reporting
+
+
+def fmt_time(ms: float) -> str:
+    if ms >= 100:
+        return f"{ms:.0f} ms"
+    if ms >= 1:
+        return f"{ms:.3g} ms"
+    return f"{ms * 1000:.3g} µs"
+
+
+def line(r: Result) -> str:
+    head = f"{r.server:9} {r.method:11} {r.protocol:4} {r.size:>6} {r.encoding:8}"
+    if r.failure:
+        return f"{head} FAILED: {r.failure}"
+    codes = " ".join(f"{k}:{v}" for k, v in sorted(r.status_codes.items()))
+    return (
+        f"{head} n={r.requests:<6} mean {fmt_time(r.mean_ms):>9}  p50 {fmt_time(r.p50_ms):>9}  "
+        f"{r.throughput:8.1f}/s  server CPU {fmt_time(r.server_cpu_us / 1000):>9}/req  "
+        f"{TOOL_OF[r.protocol]} CPU {fmt_time(r.tool_cpu_us / 1000):>9}/req  [{codes}]"
     )
-    return out.stdout, server_cpu, tool_cpu
 
 
-def run_vegeta(server: Server, work: Path, encoding: str, duration: int) -> dict[str, Any]:
-    results = work / f"results_{encoding}.bin"
-    attack = [
-        str(TOOLS / "vegeta"),
-        "attack",
-        "-format=json",
-        f"-duration={duration}s",
-        "-rate=0",
-        "-max-workers=1",
-        f"-targets=vegeta_{encoding}.json",
-        f"-output={results}",
+def ratio(a: float, b: float) -> str:
+    return f"{a / b:,.0f}×" if a / b >= 10 else f"{a / b:.1f}×"
+
+
+Cells = dict[tuple[str, tuple[str, str, int, str]], Result]
+
+
+def table(method: str, protocol: str, size: int, by: Cells) -> list[str]:
+    """The notebook's table for one (method, protocol, size), every server beside it."""
+    names = sorted({server for server, _ in by}, key=lambda s: (s != "seldon", s))
+
+    def get(server: str, encoding: str) -> Result | None:
+        return by.get((server, (method, protocol, size, encoding)))
+
+    def label(server: str) -> str:
+        return LABELS.get(server, server)
+
+    tool = TOOL_OF[protocol]
+    rows: list[tuple[str, list[str]]] = []
+    published = NOTEBOOK_MS.get((method, protocol, size))
+    if published:
+        rows.append(("notebook (Seldon 1.10, Kubernetes)", [fmt_time(ms) for ms in published]))
+    rows += [(f"{label(s)}, here", [cell_time(get(s, e)) for e in ENCODINGS]) for s in names]
+    both = {"seldon", "inferwire"} <= set(names)
+    if both:
+        rows.append(("Seldon wrapper / inferwire, latency", speedups(get, "mean_ms")))
+    rows += [(f"{label(s)} CPU / request", [cell_cpu(get(s, e)) for e in ENCODINGS]) for s in names]
+    if both:
+        rows.append(("Seldon wrapper / inferwire, CPU", speedups(get, "server_cpu_us")))
+    rows += [
+        (f"{tool} CPU / request vs {label(s)}", [cell_tool(get(s, e)) for e in ENCODINGS])
+        for s in names
     ]
-    _, server_cpu, tool_cpu = _run_measured(attack, work, server)
-    report = json.loads(
-        subprocess.run(
-            [str(TOOLS / "vegeta"), "report", "-type=json", str(results)],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
+    rows.append(
+        (
+            "answered OK: " + " · ".join(label(s) for s in names),
+            [" · ".join(answered(get(s, e)) for s in names) for e in ENCODINGS],
+        )
     )
-    lat = report["latencies"]
-    return {
-        "requests": report["requests"],
-        "mean_ms": lat["mean"] / 1e6,
-        "p50_ms": lat["50th"] / 1e6,
-        "p99_ms": lat["99th"] / 1e6,
-        "throughput": report["throughput"],
-        "success": report["success"],
-        "server_cpu": server_cpu,
-        "tool_cpu": tool_cpu,
-    }
-
-
-def run_ghz(server: Server, work: Path, encoding: str, duration: int) -> dict[str, Any]:
-    cmd = [
-        str(TOOLS / "ghz"),
-        "--insecure",
-        "--proto",
-        "proto/prediction.proto",
-        "--call",
-        "seldon.protos.Seldon/Predict",
-        f"--data-file=./data_{encoding}.json",
-        "--qps=0",
-        "--cpus=1",
-        "--concurrency=1",
-        f"--duration={duration}s",
-        "--format",
-        "json",
-        '--metadata={"seldon": "seldon-model", "namespace": "seldon"}',
-        f"127.0.0.1:{server.grpc_port}",
-    ]
-    stdout, server_cpu, tool_cpu = _run_measured(cmd, work, server)
-    r = json.loads(stdout)
-    dist = {d["percentage"]: d["latency"] for d in r.get("latencyDistribution") or []}
-    ok = r["statusCodeDistribution"].get("OK", 0)
-    return {
-        "requests": r["count"],
-        "mean_ms": r["average"] / 1e6,
-        "p50_ms": dist.get(50, 0) / 1e6,
-        "p99_ms": dist.get(99, 0) / 1e6,
-        "throughput": r["rps"],
-        "success": ok / max(r["count"], 1),
-        "server_cpu": server_cpu,
-        "tool_cpu": tool_cpu,
-    }
-
-
-def measure(servers: list[str], methods: list[str], sizes: list[int], duration: int) -> list[Cell]:
-    cells: list[Cell] = []
-    for method in methods:
-        running = {kind: Server(kind, MODELS[method]) for kind in servers}
-        try:
-            for size in sizes:
-                for protocol in ("rest", "grpc"):
-                    for encoding in notebook_payloads.ENCODINGS:
-                        # Each cell runs every server back to back: side by side.
-                        for kind, server in running.items():
-                            with tempfile.TemporaryDirectory() as tmp:
-                                work = Path(tmp)
-                                url = (
-                                    f"http://127.0.0.1:{server.http_port}"
-                                    "/seldon/seldon/seldon-model/api/v1.0/predictions"
-                                )
-                                notebook_payloads.write(work, size, url)
-                                shutil.copytree(ROOT / "proto", work / "proto")
-                                run = run_vegeta if protocol == "rest" else run_ghz
-                                r = run(server, work, encoding, duration)
-                            n = max(r["requests"], 1)
-                            cell = Cell(
-                                kind,
-                                method,
-                                protocol,
-                                size,
-                                encoding,
-                                r["requests"],
-                                r["mean_ms"],
-                                r["p50_ms"],
-                                r["p99_ms"],
-                                r["throughput"],
-                                r["success"],
-                                r["server_cpu"] / n * 1e6,
-                                r["tool_cpu"] / n * 1e6,
-                            )
-                            cells.append(cell)
-                            print(
-                                f"{kind:9} {method:11} {protocol:4} {size:>6} {encoding:8} "
-                                f"mean {cell.mean_ms:8.3f} ms  {cell.throughput:8.1f}/s  "
-                                f"server CPU {cell.server_cpu_us:9.1f} us/req  "
-                                f"success {cell.success:.2%}",
-                                flush=True,
-                            )
-        finally:
-            for server in running.values():
-                server.stop()
-    return cells
-
-
-def markdown(cells: list[Cell], duration: int) -> str:
-    by = {(c.server, c.method, c.protocol, c.size, c.encoding): c for c in cells}
-    keys = sorted(
-        {(c.method, c.protocol, c.size, c.encoding) for c in cells},
-        key=lambda k: (-k[2], k[0], k[1], notebook_payloads.ENCODINGS.index(k[3])),
-    )
-    lines = [
-        f"Mean latency over {duration} s per cell, one connection, no rate limit; CPU is the "
-        "server process tree's user+system time per request.",
+    noun = "integer" if size == 1 else "integers"
+    title = f"{method} · {'REST' if protocol == 'rest' else 'gRPC'} · {size:,} {noun} ({tool})"
+    return [
+        f"### {title}",
         "",
-        "| method | protocol | ints | encoding | notebook | Seldon wrapper | inferwire | faster | "
-        "Seldon CPU/req | inferwire CPU/req | CPU ratio | success (S / i) |",
-        "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| | " + " | ".join(ENCODINGS) + " |",
+        "|---|" + "---:|" * len(ENCODINGS),
+        *(f"| {name} | " + " | ".join(values) + " |" for name, values in rows),
+        "",
     ]
-    ratios, cpu_ratios = [], []
-    for method, protocol, size, enc in keys:
-        s = by.get(("seldon", method, protocol, size, enc))
-        i = by.get(("inferwire", method, protocol, size, enc))
-        nb = NOTEBOOK.get((method, protocol, size, enc))
 
-        def ms(c: Cell | None) -> str:
-            return f"{c.mean_ms:.3f} ms" if c else "–"
 
-        def us(c: Cell | None) -> str:
-            return f"{c.server_cpu_us:,.0f} µs" if c else "–"
+def usable(r: Result | None) -> bool:
+    return r is not None and r.failure is None and r.requests > 0
 
-        faster = cpu = "–"
-        if s and i and i.mean_ms > 0 and i.server_cpu_us > 0:
-            ratios.append(s.mean_ms / i.mean_ms)
-            cpu_ratios.append(s.server_cpu_us / i.server_cpu_us)
-            faster, cpu = f"{ratios[-1]:.1f}×", f"{cpu_ratios[-1]:.0f}×"
-        succ = (
-            f"{s.success:.0%} / {i.success:.0%}"
-            if s and i
-            else (f"– / {i.success:.0%}" if i else "–")
-        )
-        lines.append(
-            f"| {method} | {'REST' if protocol == 'rest' else 'gRPC'} | {size:,} | {enc} | "
-            f"{f'{nb} ms' if nb else '–'} | {ms(s)} | {ms(i)} | {faster} | "
-            f"{us(s)} | {us(i)} | {cpu} | {succ} |"
-        )
-    if ratios:
-        lines += [
-            "",
-            f"Median latency ratio {statistics.median(ratios):.1f}×, "
-            f"median server-CPU ratio {statistics.median(cpu_ratios):.0f}× "
-            f"(minimum {min(cpu_ratios):.0f}×) over {len(ratios)} cells.",
-        ]
-    tool = [c.tool_cpu_us for c in cells if c.server == "inferwire"]
-    if tool:
-        lines.append(
-            f"Load tools' own CPU per request against inferwire: median "
-            f"{statistics.median(tool):,.0f} µs (vegeta / ghz)."
-        )
+
+def speedups(get: Callable[[str, str], Result | None], key: str) -> list[str]:
+    """Seldon wrapper / inferwire for ``key`` in each encoding."""
+    out = []
+    for encoding in ENCODINGS:
+        seldon, ours = get("seldon", encoding), get("inferwire", encoding)
+        if seldon and ours and usable(seldon) and usable(ours) and getattr(ours, key) > 0:
+            out.append(ratio(getattr(seldon, key), getattr(ours, key)))
+        else:
+            out.append("–")
+    return out
+
+
+def cell_time(r: Result | None) -> str:
+    if r is None:
+        return "–"
+    return "failed" if r.failure else fmt_time(r.mean_ms)
+
+
+def cell_cpu(r: Result | None) -> str:
+    return fmt_time(r.server_cpu_us / 1000) if r and not r.failure else "–"
+
+
+def cell_tool(r: Result | None) -> str:
+    return fmt_time(r.tool_cpu_us / 1000) if r and not r.failure else "–"
+
+
+def answered(r: Result | None) -> str:
+    return f"{r.ok}/{r.requests}" if r and not r.failure else "–"
+
+
+def markdown(results: list[Result], settings: dict[str, object]) -> str:
+    by: Cells = {(r.server, r.cell): r for r in results}
+    lines = [
+        "## The Seldon notebook's matrix, side by side",
+        "",
+        f"{settings['date']}, {settings['machine']}; {settings['duration']} per cell, one "
+        "connection, no rate limit (the notebook's commands). Latency is the mean; CPU is "
+        'the server process tree\'s user+system time per request; "answered OK" counts the '
+        "requests answered OK (ghz cancels the call in flight when time is up).",
+        "",
+    ]
+    groups = dict.fromkeys((r.method, r.protocol, r.size) for r in results)
+    for method, protocol, size in groups:
+        lines += table(method, protocol, size, by)
+    lines += summary(results)
     return "\n".join(lines) + "\n"
 
 
-def main() -> None:
+def summary(results: list[Result]) -> list[str]:
+    by = {(r.server, r.cell): r for r in results if not r.failure and r.requests}
+    pairs = [
+        (by[("seldon", cell)], by[("inferwire", cell)])
+        for (server, cell) in by
+        if server == "seldon" and ("inferwire", cell) in by
+    ]
+    pairs = [(s, i) for s, i in pairs if i.mean_ms > 0 and i.server_cpu_us > 0]
+    if not pairs:
+        return []
+    lat = [s.mean_ms / i.mean_ms for s, i in pairs]
+    cpu = [s.server_cpu_us / i.server_cpu_us for s, i in pairs]
+    return [
+        f"Over {len(pairs)} cells, Seldon wrapper / inferwire: latency median "
+        f"{statistics.median(lat):.1f}× (lowest {min(lat):.1f}×), server CPU per request "
+        f"median {statistics.median(cpu):,.0f}× (lowest {min(cpu):,.0f}×).",
+        "",
+    ]
+
+
+def machine() -> str:
+    model = ""
+    try:
+        for text in Path("/proc/cpuinfo").read_text().splitlines():
+            if text.startswith("model name"):
+                model = text.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{os.cpu_count()} CPUs {model} ({platform.system()} {platform.release()})".strip()
+
+
+def tool_version(name: str) -> str:
+    out = subprocess.run(
+        [str(tools.TOOLS / name), "--version"], capture_output=True, text=True, check=False
+    )
+    return (out.stdout + out.stderr).strip().splitlines()[0]
+
+
+# ---------------------------------------------------------------- command line
+
+
+def server_specs(args: argparse.Namespace) -> list[servers.ServerSpec]:
+    specs = []
+    for name in args.servers:
+        if name == "inferwire":
+            exe = [args.inferwire] if args.inferwire else None
+            specs.append(servers.inferwire_spec(exe, args.inferwire_cmd))
+        elif name == "seldon":
+            specs.append(servers.seldon_spec(args.seldon_venv, args.seldon_cmd))
+        else:
+            raise SystemExit(f"--servers: unknown server {name!r} (inferwire, seldon)")
+    return specs
+
+
+def check_prerequisites(args: argparse.Namespace) -> None:
+    missing = tools.missing_tools()
+    if missing:
+        raise SystemExit(f"missing {', '.join(missing)}: run scripts/install-load-tools.sh")
+    venv = args.seldon_venv or ROOT / ".venv-seldon"
+    if "seldon" in args.servers and not args.seldon_cmd:
+        if not (venv / "bin/seldon-core-microservice").exists():
+            raise SystemExit("no Seldon wrapper: run benchmarks/seldon_wrapper/setup.sh")
+    if "inferwire" in args.servers and not args.inferwire_cmd:
+        if not Path(args.inferwire).exists():
+            raise SystemExit(f"no {args.inferwire}: build inferwire (or pass --inferwire)")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    def csv(kind: Callable[[str], Any] = str) -> Callable[[str], list[Any]]:
+        return lambda text: [kind(x) for x in text.split(",") if x]
+
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    p.add_argument("--duration", type=int, default=10, help="seconds per cell (notebook: 10)")
-    p.add_argument("--servers", default="seldon,inferwire")
-    p.add_argument("--methods", default="predict,predict_raw")
-    p.add_argument("--sizes", default="100000,1")
-    p.add_argument("--out", type=Path, help="write every cell as JSON")
-    p.add_argument("--markdown", type=Path, help="write the side-by-side table")
-    args = p.parse_args()
-    for tool in ("vegeta", "ghz"):
-        if not (TOOLS / tool).exists():
-            sys.exit(f"{tool} missing: run scripts/install-load-tools.sh")
-    servers = args.servers.split(",")
-    if "seldon" in servers and not (ROOT / ".venv-seldon/bin/seldon-core-microservice").exists():
-        sys.exit("the Seldon wrapper is missing: run benchmarks/seldon_wrapper/setup.sh")
-    cells = measure(
-        servers, args.methods.split(","), [int(s) for s in args.sizes.split(",")], args.duration
+    p.add_argument("--duration", default="10s", help="per cell and server (notebook: 10s)")
+    p.add_argument("--servers", type=csv(), default=["inferwire", "seldon"])
+    p.add_argument("--methods", type=csv(), default=list(MODELS))
+    p.add_argument("--sizes", type=csv(int), default=[100_000, 1])
+    p.add_argument("--protocols", type=csv(), default=list(PROTOCOLS))
+    p.add_argument("--encodings", type=csv(), default=list(ENCODINGS))
+    p.add_argument("--all", action="store_true", help="also predict_raw at 1 integer")
+    p.add_argument("--out", type=Path, help="write every result as JSON")
+    p.add_argument("--markdown", type=Path, help="write the tables (they are printed anyway)")
+    p.add_argument(
+        "--inferwire",
+        default=os.environ.get("INFERWIRE_BIN", str(ROOT / ".venv/bin/inferwire")),
+        help="inferwire executable (env INFERWIRE_BIN; default .venv/bin/inferwire)",
     )
-    table = markdown(cells, args.duration)
-    print(table)
+    p.add_argument("--seldon-venv", type=Path, help="the wrapper's virtualenv (.venv-seldon)")
+    p.add_argument(
+        "--inferwire-cmd", help=f"command template, default {servers.INFERWIRE_TEMPLATE!r}"
+    )
+    p.add_argument("--seldon-cmd", help=f"command template, default {servers.SELDON_TEMPLATE!r}")
+    args = p.parse_args(argv)
+    if args.duration.isdigit():
+        args.duration += "s"
+    for name, allowed in (
+        ("methods", MODELS),
+        ("protocols", PROTOCOLS),
+        ("encodings", ENCODINGS),
+    ):
+        unknown = set(getattr(args, name)) - set(allowed)
+        if unknown:
+            p.error(f"--{name}: unknown {', '.join(sorted(unknown))}")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    # SIGTERM (e.g. from `timeout`) unwinds like Ctrl-C, so the servers are stopped.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    args = parse_args(argv)
+    check_prerequisites(args)
+    specs = server_specs(args)
+    settings: dict[str, object] = {
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "machine": machine(),
+        "duration": args.duration,
+        "tools": {name: tool_version(name) for name in ("vegeta", "ghz")},
+        "servers": {spec.name: {"command": spec.template, "env": spec.env} for spec in specs},
+    }
+    results = run_matrix(args, specs)
+    report = markdown(results, settings)
+    print("\n" + report)
     if args.out:
-        args.out.write_text(json.dumps([asdict(c) for c in cells], indent=1))
+        payload = {"settings": settings, "results": [asdict(r) for r in results]}
+        args.out.write_text(json.dumps(payload, indent=1) + "\n")
     if args.markdown:
-        args.markdown.write_text(table)
+        args.markdown.write_text(report)
+    failed = [r for r in results if r.failure]
+    for r in failed:
+        print(f"FAILED {r.server} {r.cell}: {r.failure}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
