@@ -51,7 +51,7 @@ def server_spec() -> servers.ServerSpec:
     return servers.ServerSpec("custom", choice)
 
 
-def notebook_url(server: servers.Server) -> str:
+def notebook_url(server: servers.ServerProcess) -> str:
     """The notebook's URL with only host:port changed. The Seldon wrapper on its own (no
     Istio in front) serves the path without the ingress prefix."""
     if os.environ.get("NOTEBOOK_TOOLS_SERVER", "inferwire") == "inferwire":
