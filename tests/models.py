@@ -126,3 +126,19 @@ class Slow:
             with self.lock:
                 self.active -= 1
         return f"slept {X}; max concurrent calls {self.max_active}"
+
+
+class RawTypes:
+    """Reports the types predict_raw received for the array fields."""
+
+    def predict_raw(self, request: dict[str, Any]) -> Any:
+        data = request.get("data", {})
+        if "ndarray" in data:
+            value = data["ndarray"]
+        elif "tensor" in data:
+            value = data["tensor"]["values"]
+        else:
+            return {"strData": "none"}
+        kind = type(value).__name__
+        dtype = getattr(value, "dtype", "")
+        return {"strData": f"{kind}:{dtype}:{np.asarray(value).tolist()}"}

@@ -157,3 +157,24 @@ def test_tftensor_every_dtype(dtype: str, typed: bool, protocol: str, echo: Any,
     back = to_numpy(got["data"])
     assert back.dtype == arr.dtype
     np.testing.assert_array_equal(back, arr)
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+@pytest.mark.parametrize("mode", ["numpy", "list"])
+def test_predict_raw_arrays_are_numpy_or_lists(
+    protocol: str, mode: str, serve: Any, pb: Any
+) -> None:
+    server = serve("models.py:RawTypes", "--raw-arrays", mode)
+    got = send(protocol, server, pb, {"data": {"ndarray": [[1, 2], [3, 4]]}})["strData"]
+    got_t = send(protocol, server, pb, {"data": {"tensor": {"shape": [2], "values": [5, 6]}}})[
+        "strData"
+    ]
+    if mode == "numpy":
+        dtype = "int64" if protocol == "rest" else "float64"
+        assert (
+            got.startswith(f"ndarray:{dtype}:") and got.endswith("[[1, 2], [3, 4]]")
+        ) or got.endswith("[[1.0, 2.0], [3.0, 4.0]]")
+        assert got_t.startswith("ndarray:")
+    else:
+        assert got.startswith("list::")
+        assert got_t.startswith("list::")

@@ -41,9 +41,11 @@ def _positional_count(fn: Callable[..., Any]) -> int:
 class SeldonAdapter:
     """Wraps a user model with Seldon's calling conventions."""
 
-    def __init__(self, model: Any, name: str) -> None:
+    def __init__(self, model: Any, name: str, raw_arrays: str = "numpy") -> None:
         self.model = model
         self.name = name
+        # predict_raw's dict holds numpy arrays (no per-element objects) unless asked.
+        self.raw_arrays_as_lists = raw_arrays == "list"
         raw = getattr(model, "predict_raw", None)
         predict = getattr(model, "predict", None)
         self.has_predict_raw = callable(raw)

@@ -31,7 +31,7 @@ def serve(model: Any, settings: Settings | None = None, *, spec: str | None = No
     name = settings.model_name or type(model).__name__
     image = settings.model_image or spec or type(model).__name__
     core_settings = {**settings.to_core(), "model_name": name, "model_image": image}
-    server = _core.Server(core_settings, SeldonAdapter(model, name))
+    server = _core.Server(core_settings, SeldonAdapter(model, name, settings.raw_arrays))
 
     def on_bound(http_port: int, grpc_port: int) -> None:
         log.info(

@@ -45,6 +45,9 @@ class Settings:
         "constructor arguments, Seldon style: JSON list of {name, value, type}",
         "PREDICTIVE_UNIT_PARAMETERS",
     )
+    raw_arrays: str = _opt(
+        "numpy", "arrays in predict_raw's dict: numpy (no copy) or list (as Seldon's REST)"
+    )
     max_body_bytes: int = _opt(64 * 1024 * 1024, "largest REST body or gRPC message, bytes")
     max_elements: int = _opt(64 * 1024 * 1024, "largest number of elements in one tensor")
     max_json_depth: int = _opt(32, "deepest nesting of ndarray lists")
@@ -67,6 +70,8 @@ class Settings:
                 raise SettingsError(f"{name}: must be at least 1, got {getattr(self, name)}")
         if self.grace_period < 0:
             raise SettingsError(f"grace_period: must not be negative, got {self.grace_period}")
+        if self.raw_arrays not in ("numpy", "list"):
+            raise SettingsError(f"raw_arrays: {self.raw_arrays!r} is not numpy or list")
         if self.log_level.lower() not in ("debug", "info", "warning", "error"):
             raise SettingsError(
                 f"log_level: {self.log_level!r} is not debug, info, warning or error"
@@ -110,6 +115,7 @@ class Settings:
         """The dict the Rust core reads (it crosses the boundary once)."""
         d = asdict(self)
         d.pop("parameters")
+        d.pop("raw_arrays")
         d["log_level"] = self.log_level.lower()
         return d
 

@@ -136,41 +136,44 @@ pub fn meta_to_py<'py>(py: Python<'py>, m: &Meta) -> PyResult<Bound<'py, PyDict>
     Ok(d)
 }
 
-fn flat_list<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyAny>> {
-    let flat = Tensor {
-        shape: vec![t.len()],
-        data: t.data.clone(),
-    };
-    tensor_to_numpy(py, flat)?.call_method0("tolist")
-}
-
 /// The whole request as the dict `predict_raw` receives: the REST JSON form of the
-/// message, with lists for arrays (as Seldon gives it).
-pub fn message_to_py<'py>(py: Python<'py>, m: &SeldonMessage) -> PyResult<Bound<'py, PyDict>> {
+/// message. Arrays are numpy arrays that own the decoded buffer (no Python object per
+/// element), or lists when `lists` is set (as the Seldon wrapper gives over REST).
+pub fn message_to_py(py: Python<'_>, m: SeldonMessage, lists: bool) -> PyResult<Bound<'_, PyDict>> {
     let d = PyDict::new(py);
-    match &m.payload {
+    let array = |t: Tensor| -> PyResult<Bound<'_, PyAny>> {
+        let a = tensor_to_numpy(py, t)?;
+        if lists {
+            a.call_method0("tolist")
+        } else {
+            Ok(a)
+        }
+    };
+    let meta = meta_to_py(py, &m.meta)?;
+    match m.payload {
         Payload::None => {}
         Payload::Data {
             names,
             encoding,
-            array,
+            array: values,
         } => {
             let data = PyDict::new(py);
-            data.set_item("names", PyList::new(py, names)?)?;
-            match (encoding, array) {
-                (_, Array::Json(v)) => data.set_item("ndarray", json_to_py(py, v)?)?,
-                (Encoding::Ndarray, Array::Numeric(t)) => data.set_item(
-                    "ndarray",
-                    tensor_to_numpy(py, t.clone())?.call_method0("tolist")?,
-                )?,
+            data.set_item("names", PyList::new(py, &names)?)?;
+            match (encoding, values) {
+                (_, Array::Json(v)) => data.set_item("ndarray", json_to_py(py, &v)?)?,
+                (Encoding::Ndarray, Array::Numeric(t)) => data.set_item("ndarray", array(t)?)?,
                 (Encoding::Tensor, Array::Numeric(t)) => {
                     let td = PyDict::new(py);
                     td.set_item("shape", PyList::new(py, &t.shape)?)?;
-                    td.set_item("values", flat_list(py, t)?)?;
+                    let flat = Tensor {
+                        shape: vec![t.len()],
+                        data: t.data,
+                    };
+                    td.set_item("values", array(flat)?)?;
                     data.set_item("tensor", td)?;
                 }
                 (Encoding::TfTensor, Array::Numeric(t)) => {
-                    data.set_item("tftensor", json_to_py(py, &tftensor_value(t))?)?
+                    data.set_item("tftensor", json_to_py(py, &tftensor_value(&t))?)?
                 }
             }
             d.set_item("data", data)?;
@@ -180,7 +183,7 @@ pub fn message_to_py<'py>(py: Python<'py>, m: &SeldonMessage) -> PyResult<Bound<
             base64::engine::general_purpose::STANDARD.encode(b),
         )?,
         Payload::Str(s) => d.set_item("strData", s)?,
-        Payload::Json(v) => d.set_item("jsonData", json_to_py(py, v)?)?,
+        Payload::Json(v) => d.set_item("jsonData", json_to_py(py, &v)?)?,
         Payload::Custom { type_url, value } => {
             let c = PyDict::new(py);
             c.set_item("@type", type_url)?;
@@ -191,7 +194,6 @@ pub fn message_to_py<'py>(py: Python<'py>, m: &SeldonMessage) -> PyResult<Bound<
             d.set_item("customData", c)?;
         }
     }
-    let meta = meta_to_py(py, &m.meta)?;
     if !meta.is_empty() {
         d.set_item("meta", meta)?;
     }

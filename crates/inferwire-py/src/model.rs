@@ -15,6 +15,8 @@ pub struct PyModel {
     predict: Py<PyAny>,
     predict_raw: Option<Py<PyAny>>,
     wants_meta: bool,
+    /// `predict_raw` gets lists instead of numpy arrays (`--raw-arrays list`).
+    raw_lists: bool,
     bad_request: Py<PyAny>,
 }
 
@@ -30,6 +32,7 @@ impl PyModel {
                 None
             },
             wants_meta: adapter.getattr("wants_meta")?.extract()?,
+            raw_lists: adapter.getattr("raw_arrays_as_lists")?.extract()?,
             bad_request: py
                 .import("inferwire.errors")?
                 .getattr("BadRequest")?
@@ -103,7 +106,7 @@ impl PyModel {
         match call {
             Call::Predict(msg) => {
                 if let Some(raw) = &self.predict_raw {
-                    let request = message_to_py(py, &msg)?;
+                    let request = message_to_py(py, msg, self.raw_lists)?;
                     let out = raw.bind(py).call1((request,))?;
                     return Ok(Reply::Raw(py_to_output(&out)?));
                 }

@@ -2,6 +2,8 @@
 //! as INVALID_ARGUMENT naming the message (tonic's default says INTERNAL).
 use std::marker::PhantomData;
 
+use bytes::Buf;
+
 use tonic::codec::{Codec, DecodeBuf, Decoder};
 use tonic::Status;
 use tonic_prost::ProstEncoder;
@@ -41,7 +43,10 @@ impl<U: prost::Message + Default> Decoder for MessageDecoder<U> {
     type Error = Status;
 
     fn decode(&mut self, buf: &mut DecodeBuf<'_>) -> Result<Option<U>, Status> {
-        U::decode(buf).map(Some).map_err(|e| {
+        // One contiguous `Bytes` (a split of tonic's buffer, not a copy): prost then reads
+        // packed numbers from a plain slice, and `bytes` fields become slices of it.
+        let bytes = buf.copy_to_bytes(buf.remaining());
+        U::decode(bytes).map(Some).map_err(|e| {
             let name = std::any::type_name::<U>()
                 .rsplit("::")
                 .next()
