@@ -180,19 +180,22 @@ impl Parser<'_> {
             let start = i;
             let neg = b.get(i) == Some(&b'-');
             i += usize::from(neg);
-            let digits = i;
+            // At most 18 digits, which always fit: no overflow check in the loop.
+            let digits = &b[i.min(b.len())..(i + 18).min(b.len())];
             let mut acc: u64 = 0;
-            while let Some(&c) = b.get(i) {
+            let mut nd = 0;
+            for &c in digits {
                 let d = c.wrapping_sub(b'0');
-                if d > 9 || i - digits == 18 {
+                if d > 9 {
                     break;
                 }
                 acc = acc * 10 + u64::from(d);
-                i += 1;
+                nd += 1;
             }
-            let nd = i - digits;
+            let first = digits.first().copied();
+            i += nd;
             let plain = nd > 0
-                && !(nd > 1 && b[digits] == b'0')
+                && !(nd > 1 && first == Some(b'0'))
                 && !matches!(b.get(i), Some(b'.' | b'e' | b'E' | b'0'..=b'9'));
             if !plain {
                 self.i = start;
@@ -205,24 +208,32 @@ impl Parser<'_> {
                     self.limits.max_elements
                 ))));
             }
-            // 18 digits always fit: no overflow check needed.
             values.push(if neg { -(acc as i64) } else { acc as i64 });
             *n += 1;
-            while let Some(b' ' | b'\n' | b'\r' | b'\t') = b.get(i) {
-                i += 1;
-            }
-            match b.get(i) {
-                Some(b',') => {
-                    i += 1;
-                    while let Some(b' ' | b'\n' | b'\r' | b'\t') = b.get(i) {
-                        i += 1;
-                    }
-                }
-                Some(b']') => {
+            // The usual separators, ", " and ",", before the general case.
+            match (b.get(i), b.get(i + 1)) {
+                (Some(b','), Some(b' ')) => i += 2,
+                (Some(b','), _) => i += 1,
+                (Some(b']'), _) => {
                     self.i = i + 1;
                     return Ok(true);
                 }
-                _ => return Err(Stop::Fallback),
+                _ => {
+                    while let Some(b' ' | b'\n' | b'\r' | b'\t') = b.get(i) {
+                        i += 1;
+                    }
+                    match b.get(i) {
+                        Some(b',') => i += 1,
+                        Some(b']') => {
+                            self.i = i + 1;
+                            return Ok(true);
+                        }
+                        _ => return Err(Stop::Fallback),
+                    }
+                }
+            }
+            while let Some(b' ' | b'\n' | b'\r' | b'\t') = b.get(i) {
+                i += 1;
             }
         }
     }
