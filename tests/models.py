@@ -31,11 +31,7 @@ class NoopRaw:
 
 
 class Failing:
-    def __init__(self) -> None:
-        self.calls = 0
-
     def predict(self, X: Any, features_names: list[str] | None = None) -> Any:
-        self.calls += 1
         if isinstance(X, str) and X == "ok":
             return "fine"
         raise ValueError("model exploded: bad luck")

@@ -206,7 +206,7 @@ def test_model_can_reject_input_with_bad_request(protocol: str, serve: Any, pb: 
             assert err.details() == "feature 'age' must be positive"
 
 
-def test_non_numeric_result_in_tensor_encoding_is_a_clear_500(serve: Any) -> None:
+def test_str_result_is_str_data_whatever_the_request_encoding(serve: Any) -> None:
     server = serve("models.py:Types")
     r = rest(server.url, {"data": {"tensor": {"shape": [1], "values": [1]}}})
     # Types returns a str: that becomes strData whatever the request encoding.

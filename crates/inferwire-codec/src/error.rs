@@ -6,8 +6,6 @@ use std::fmt;
 pub enum ErrorKind {
     /// Malformed or inconsistent input: HTTP 400, gRPC INVALID_ARGUMENT.
     BadRequest,
-    /// Input over a configured limit: HTTP 413, gRPC RESOURCE_EXHAUSTED.
-    TooLarge,
     /// A model result that cannot be encoded as asked: HTTP 500, gRPC INTERNAL.
     BadOutput,
 }
@@ -23,14 +21,6 @@ impl CodecError {
     pub fn bad_request(message: impl Into<String>) -> Self {
         Self {
             kind: ErrorKind::BadRequest,
-            message: message.into(),
-        }
-    }
-
-    #[cold]
-    pub fn too_large(message: impl Into<String>) -> Self {
-        Self {
-            kind: ErrorKind::TooLarge,
             message: message.into(),
         }
     }

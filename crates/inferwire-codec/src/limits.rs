@@ -42,7 +42,7 @@ impl Limits {
     #[cold]
     fn too_many(&self, dims: &[i64]) -> CodecError {
         CodecError::bad_request(format!(
-            "shape {dims:?} exceeds the limit of {} elements per tensor",
+            "shape {dims:?} exceeds the limit of {} elements per tensor (the max_elements setting)",
             self.max_elements
         ))
     }

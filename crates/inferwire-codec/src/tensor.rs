@@ -5,7 +5,7 @@
 use bytes::Bytes;
 use half::f16;
 
-/// Element type of a tensor, named as numpy names it.
+/// Element type of a tensor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum DType {
     Bool,
@@ -22,26 +22,6 @@ pub enum DType {
     F64,
     /// Variable-length byte strings (TensorFlow `DT_STRING`, V2 `BYTES`).
     Bytes,
-}
-
-impl DType {
-    pub fn numpy_name(self) -> &'static str {
-        match self {
-            DType::Bool => "bool",
-            DType::U8 => "uint8",
-            DType::U16 => "uint16",
-            DType::U32 => "uint32",
-            DType::U64 => "uint64",
-            DType::I8 => "int8",
-            DType::I16 => "int16",
-            DType::I32 => "int32",
-            DType::I64 => "int64",
-            DType::F16 => "float16",
-            DType::F32 => "float32",
-            DType::F64 => "float64",
-            DType::Bytes => "object",
-        }
-    }
 }
 
 /// The elements of a tensor, row-major.

@@ -31,6 +31,8 @@ pub fn from_dict(d: &Bound<'_, PyDict>) -> PyResult<ServerConfig> {
         max_depth: get_usize(d, "max_json_depth", base.limits.max_depth)?,
     };
     Ok(ServerConfig {
+        // One model call at a time, as the Seldon wrapper with one gunicorn thread.
+        max_concurrency: base.max_concurrency,
         host: get_str(d, "host", base.host)?,
         http_port: get_port(d, "http_port", base.http_port)?,
         grpc_port: get_port(d, "grpc_port", base.grpc_port)?,
@@ -38,7 +40,6 @@ pub fn from_dict(d: &Bound<'_, PyDict>) -> PyResult<ServerConfig> {
         limits,
         model_name: get_str(d, "model_name", base.model_name)?,
         model_image: get_str(d, "model_image", base.model_image)?,
-        max_concurrency: get_usize(d, "max_concurrency", base.max_concurrency)?,
         max_queue: get_usize(d, "max_queue", base.max_queue)?,
         io_threads: get_usize(d, "io_threads", base.io_threads)?,
         grace_period: Duration::from_secs_f64(get_f64(

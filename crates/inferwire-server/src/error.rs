@@ -85,7 +85,6 @@ impl From<CodecError> for ServeError {
     fn from(e: CodecError) -> Self {
         let kind = match e.kind {
             ErrorKind::BadRequest => Kind::BadRequest,
-            ErrorKind::TooLarge => Kind::TooLarge,
             ErrorKind::BadOutput => Kind::Model,
         };
         Self {

@@ -66,11 +66,6 @@ impl Runner {
         })
     }
 
-    /// Requests waiting for the model right now.
-    pub fn queued(&self) -> usize {
-        self.waiting.load(Ordering::Relaxed)
-    }
-
     pub async fn call(&self, call: Call) -> Result<Reply, ServeError> {
         let permit = match self.permits.clone().try_acquire_owned() {
             Ok(p) => p,

@@ -204,7 +204,7 @@ impl Parser<'_> {
             self.count += 1;
             if self.count > self.limits.max_elements {
                 return Err(Stop::Limit(CodecError::bad_request(format!(
-                    "array has more than the limit of {} elements",
+                    "array has more than the limit of {} elements (the max_elements setting)",
                     self.limits.max_elements
                 ))));
             }
@@ -243,7 +243,7 @@ impl Parser<'_> {
         self.count += 1;
         if self.count > self.limits.max_elements {
             return Err(Stop::Limit(CodecError::bad_request(format!(
-                "array has more than the limit of {} elements",
+                "array has more than the limit of {} elements (the max_elements setting)",
                 self.limits.max_elements
             ))));
         }

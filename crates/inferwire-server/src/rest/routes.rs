@@ -10,27 +10,44 @@ use super::seldon;
 use crate::app::App;
 use crate::error::{Kind, ServeError};
 
+/// What a path names; which method it takes is decided in `handle`.
+#[derive(Clone, Copy)]
+enum Route {
+    Predict,
+    Feedback,
+    Ping,
+    Status,
+    Live,
+    Ready,
+    Metadata,
+}
+
+fn route(path: &str) -> Option<Route> {
+    Some(match path {
+        "/api/v1.0/predictions" | "/api/v0.1/predictions" | "/predict" => Route::Predict,
+        "/api/v1.0/feedback" | "/api/v0.1/feedback" | "/send-feedback" => Route::Feedback,
+        "/health/ping" | "/api/v1.0/health/ping" => Route::Ping,
+        "/health/status" | "/api/v1.0/health/status" => Route::Status,
+        "/live" => Route::Live,
+        "/ready" => Route::Ready,
+        p if p == "/metadata" || p.starts_with("/api/v1.0/metadata") => Route::Metadata,
+        _ => return None,
+    })
+}
+
 pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Reply {
     let path = strip_ingress_prefix(req.uri().path()).to_owned();
     let method = req.method().clone();
-    let result = match (path.as_str(), &method) {
-        ("/api/v1.0/predictions" | "/api/v0.1/predictions" | "/predict", &Method::POST) => {
-            seldon::predict(&app, req).await
-        }
-        ("/api/v1.0/feedback" | "/api/v0.1/feedback" | "/send-feedback", &Method::POST) => {
-            seldon::feedback(&app, req).await
-        }
-        ("/health/ping" | "/api/v1.0/health/ping", &Method::GET) => {
-            Ok(body::text(StatusCode::OK, "pong"))
-        }
-        ("/health/status" | "/api/v1.0/health/status", &Method::GET) => {
-            seldon::health_status(&app).await
-        }
-        ("/live", &Method::GET) => Ok(body::json(
+    let result = match (route(&path), &method) {
+        (Some(Route::Predict), &Method::POST) => seldon::predict(&app, req).await,
+        (Some(Route::Feedback), &Method::POST) => seldon::feedback(&app, req).await,
+        (Some(Route::Ping), &Method::GET) => Ok(body::text(StatusCode::OK, "pong")),
+        (Some(Route::Status), &Method::GET) => seldon::health_status(&app).await,
+        (Some(Route::Live), &Method::GET) => Ok(body::json(
             StatusCode::OK,
             b"{\"status\":\"alive\"}".to_vec(),
         )),
-        ("/ready", &Method::GET) => Ok(if app.is_ready() {
+        (Some(Route::Ready), &Method::GET) => Ok(if app.is_ready() {
             body::json(StatusCode::OK, b"{\"status\":\"ready\"}".to_vec())
         } else {
             body::json(
@@ -38,36 +55,17 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Reply {
                 b"{\"status\":\"not ready\"}".to_vec(),
             )
         }),
-        (p, &Method::GET) if p == "/metadata" || p.starts_with("/api/v1.0/metadata") => {
-            seldon::metadata(&app).await
-        }
-        (p, _) if is_known(p) => Err(ServeError::new(
+        (Some(Route::Metadata), &Method::GET) => seldon::metadata(&app).await,
+        (Some(_), _) => Err(ServeError::new(
             Kind::MethodNotAllowed,
-            format!("{method} is not allowed on {p}"),
+            format!("{method} is not allowed on {path}"),
         )),
-        (p, _) => Err(ServeError::new(
+        (None, _) => Err(ServeError::new(
             Kind::NotFound,
-            format!("no route for {method} {p}"),
+            format!("no route for {method} {path}"),
         )),
     };
     result.unwrap_or_else(|e| body::error(&e))
-}
-
-fn is_known(p: &str) -> bool {
-    matches!(
-        p,
-        "/api/v1.0/predictions"
-            | "/api/v0.1/predictions"
-            | "/predict"
-            | "/api/v1.0/feedback"
-            | "/api/v0.1/feedback"
-            | "/send-feedback"
-            | "/health/ping"
-            | "/health/status"
-            | "/live"
-            | "/ready"
-            | "/metadata"
-    )
 }
 
 /// `/seldon/ns/name/api/v1.0/predictions` → `/api/v1.0/predictions`.

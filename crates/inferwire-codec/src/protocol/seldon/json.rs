@@ -338,15 +338,7 @@ fn decode_fast(body: &[u8], limits: &Limits) -> Option<Result<SeldonMessage>> {
                         }
                         _ => None,
                     })?;
-                    let values = values?;
-                    let shape = match shape {
-                        Some(s) if !s.is_empty() => {
-                            limits.element_count(&s).ok()?;
-                            s.into_iter().map(|d| d as usize).collect()
-                        }
-                        _ => vec![values.len()],
-                    };
-                    let t = Tensor::new(shape, values.data).ok()?;
+                    let t = shaped_tensor(&shape.unwrap_or_default(), values?.data, limits).ok()?;
                     array = Some((Encoding::Tensor, Array::Numeric(t)));
                     Some(end)
                 }
@@ -557,14 +549,7 @@ fn tensor_from(t: TensorIn, limits: &Limits) -> Result<Tensor> {
     let parsed = numbers::parse_array(raw.get().as_bytes(), *limits)?
         .filter(|v| v.shape.len() == 1)
         .ok_or_else(|| CodecError::bad_request("values: must be a flat list of numbers"))?;
-    let shape = match t.shape {
-        Some(s) if !s.is_empty() => {
-            limits.element_count(&s).map_err(|e| e.in_field("shape"))?;
-            s.into_iter().map(|d| d as usize).collect()
-        }
-        _ => vec![parsed.len()],
-    };
-    Tensor::new(shape, parsed.data)
+    shaped_tensor(&t.shape.unwrap_or_default(), parsed.data, limits)
 }
 
 fn tftensor_proto(t: TfTensorIn) -> Result<TensorProto> {

@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 use bytes::Bytes;
 use serde_json::{Map, Value};
 
-use crate::tensor::Tensor;
+use crate::limits::Limits;
+use crate::tensor::{Tensor, TensorData};
 
 /// How `data` was (or will be) encoded; a reply uses the request's encoding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -23,6 +24,20 @@ impl Encoding {
             Encoding::TfTensor => "tftensor",
         }
     }
+}
+
+/// Seldon's `tensor`: `values` laid out by `shape`, or flat when no shape is given. The
+/// shape is checked (sign, overflow, element limit) before it is trusted.
+pub fn shaped_tensor(dims: &[i64], data: TensorData, limits: &Limits) -> crate::Result<Tensor> {
+    let shape = if dims.is_empty() {
+        vec![data.len()]
+    } else {
+        limits
+            .element_count(dims)
+            .map_err(|e| e.in_field("shape"))?;
+        dims.iter().map(|&d| d as usize).collect()
+    };
+    Tensor::new(shape, data)
 }
 
 /// The array inside `data`.

@@ -83,15 +83,7 @@ fn data_from(d: pb::DefaultData, limits: &Limits) -> Result<Payload> {
         Some(DataOneof::Ndarray(l)) => (Encoding::Ndarray, ndarray_from(l, limits)?),
         Some(DataOneof::Tensor(t)) => {
             let dims: Vec<i64> = t.shape.iter().map(|&d| i64::from(d)).collect();
-            let shape = if dims.is_empty() {
-                vec![t.values.len()]
-            } else {
-                limits
-                    .element_count(&dims)
-                    .map_err(|e| e.in_field("data.tensor.shape"))?;
-                dims.iter().map(|&d| d as usize).collect()
-            };
-            let t = Tensor::new(shape, TensorData::F64(t.values))
+            let t = shaped_tensor(&dims, TensorData::F64(t.values), limits)
                 .map_err(|e| e.in_field("data.tensor"))?;
             (Encoding::Tensor, Array::Numeric(t))
         }
