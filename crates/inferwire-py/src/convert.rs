@@ -57,14 +57,21 @@ pub fn tensor_to_numpy<'py>(py: Python<'py>, t: Tensor) -> PyResult<Bound<'py, P
     }
 }
 
-/// The value a model's `predict` receives for a request payload.
-pub fn payload_to_py<'py>(py: Python<'py>, p: &Payload) -> PyResult<Bound<'py, PyAny>> {
+/// The value a model's `predict` receives for a request payload. A numeric array is moved
+/// into numpy, not copied: the reply needs only the payload's kind and encoding.
+pub fn payload_to_py<'py>(py: Python<'py>, p: &mut Payload) -> PyResult<Bound<'py, PyAny>> {
     Ok(match p {
         Payload::None => py.None().into_bound(py),
         Payload::Data {
             array: Array::Numeric(t),
             ..
-        } => tensor_to_numpy(py, t.clone())?,
+        } => {
+            let empty = Tensor {
+                shape: vec![0],
+                data: TensorData::F64(Vec::new()),
+            };
+            tensor_to_numpy(py, std::mem::replace(t, empty))?
+        }
         // Strings or mixed lists: numpy decides the dtype, as in Seldon.
         Payload::Data {
             array: Array::Json(v),

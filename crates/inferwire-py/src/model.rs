@@ -104,13 +104,13 @@ impl PyModel {
     fn run(&self, py: Python<'_>, call: Call) -> PyResult<Reply> {
         let adapter = self.adapter.bind(py);
         match call {
-            Call::Predict(msg) => {
+            Call::Predict(mut msg) => {
                 if let Some(raw) = &self.predict_raw {
                     let request = message_to_py(py, msg, self.raw_lists)?;
                     let out = raw.bind(py).call1((request,))?;
                     return Ok(Reply::Raw(py_to_output(&out)?));
                 }
-                let x = payload_to_py(py, &msg.payload)?;
+                let x = payload_to_py(py, &mut msg.payload)?;
                 let names = match &msg.payload {
                     Payload::Data { names, .. } => PyList::new(py, names)?,
                     _ => PyList::empty(py),
@@ -129,14 +129,14 @@ impl PyModel {
             }
             Call::Feedback(f) => {
                 let f = *f;
-                let request = f.request.unwrap_or_default();
-                let features = payload_to_py(py, &request.payload)?;
+                let mut request = f.request.unwrap_or_default();
+                let features = payload_to_py(py, &mut request.payload)?;
                 let names = match &request.payload {
                     Payload::Data { names, .. } => PyList::new(py, names)?,
                     _ => PyList::empty(py),
                 };
-                let truth = match &f.truth {
-                    Some(t) => payload_to_py(py, &t.payload)?,
+                let truth = match f.truth {
+                    Some(mut t) => payload_to_py(py, &mut t.payload)?,
                     None => py.None().into_bound(py),
                 };
                 let routing = PyDict::new(py);

@@ -6,6 +6,7 @@ pub mod config;
 pub mod error;
 pub mod grpc;
 pub mod model;
+mod read_ahead;
 pub mod rest;
 mod run;
 pub mod runner;

@@ -2,7 +2,8 @@
 //! as INVALID_ARGUMENT naming the message (tonic's default says INTERNAL).
 use std::marker::PhantomData;
 
-use bytes::Buf;
+use bytes::{Buf, Bytes};
+use inferwire_codec::pb::seldon::protos as pb;
 
 use tonic::codec::{Codec, DecodeBuf, Decoder};
 use tonic::Status;
@@ -43,16 +44,49 @@ impl<U: prost::Message + Default> Decoder for MessageDecoder<U> {
     type Error = Status;
 
     fn decode(&mut self, buf: &mut DecodeBuf<'_>) -> Result<Option<U>, Status> {
-        // One contiguous `Bytes` (a split of tonic's buffer, not a copy): prost then reads
-        // packed numbers from a plain slice, and `bytes` fields become slices of it.
-        let bytes = buf.copy_to_bytes(buf.remaining());
-        U::decode(bytes).map(Some).map_err(|e| {
+        U::decode(contiguous(buf)).map(Some).map_err(|e| {
             let name = std::any::type_name::<U>()
                 .rsplit("::")
                 .next()
                 .unwrap_or("message");
             Status::invalid_argument(format!("malformed protobuf {name}: {e}"))
         })
+    }
+}
+
+/// The whole message as one `Bytes`: a split of tonic's buffer, not a copy. Decoders then
+/// read packed numbers from a plain slice, and `bytes` fields become slices of it.
+fn contiguous(buf: &mut DecodeBuf<'_>) -> Bytes {
+    buf.copy_to_bytes(buf.remaining())
+}
+
+/// Encodes replies with prost and hands requests over undecoded (`grpc::predict`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RawRequestCodec;
+
+impl Codec for RawRequestCodec {
+    type Encode = pb::SeldonMessage;
+    type Decode = Bytes;
+    type Encoder = ProstEncoder<pb::SeldonMessage>;
+    type Decoder = RawDecoder;
+
+    fn encoder(&mut self) -> Self::Encoder {
+        ProstEncoder::default()
+    }
+
+    fn decoder(&mut self) -> Self::Decoder {
+        RawDecoder
+    }
+}
+
+pub struct RawDecoder;
+
+impl Decoder for RawDecoder {
+    type Item = Bytes;
+    type Error = Status;
+
+    fn decode(&mut self, buf: &mut DecodeBuf<'_>) -> Result<Option<Bytes>, Status> {
+        Ok(Some(contiguous(buf)))
     }
 }
 

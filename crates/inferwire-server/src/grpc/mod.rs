@@ -1,5 +1,6 @@
 //! gRPC: `seldon.protos.Seldon` and `seldon.protos.Model`, plus health and reflection.
 pub mod codec;
+mod predict;
 mod seldon;
 mod serve;
 

@@ -18,16 +18,20 @@ pub struct SeldonService(pub Arc<App>);
 type Result<T> = std::result::Result<Response<T>, Status>;
 
 impl SeldonService {
+    /// Predict with a decoded request; `grpc::predict` decodes the wire bytes.
+    pub async fn predict_message(
+        &self,
+        msg: SeldonMessage,
+    ) -> std::result::Result<pb::SeldonMessage, Status> {
+        let run = async { reply_to_pb(self.0.predict(msg).await?) };
+        run.await.map_err(|e: ServeError| e.to_status())
+    }
+
+    /// The generated servers' `Predict`, unused while `grpc::predict` serves the method.
     async fn predict(&self, req: Request<pb::SeldonMessage>) -> Result<pb::SeldonMessage> {
-        let app = &self.0;
-        let run = async {
-            let msg = proto::from_pb(req.into_inner(), &app.config.limits)?;
-            let reply = app.predict(msg).await?;
-            reply_to_pb(reply)
-        };
-        run.await
-            .map(Response::new)
-            .map_err(|e: ServeError| e.to_status())
+        let msg = proto::from_pb(req.into_inner(), &self.0.config.limits)
+            .map_err(|e| ServeError::from(e).to_status())?;
+        self.predict_message(msg).await.map(Response::new)
     }
 
     async fn feedback(&self, req: Request<pb::Feedback>) -> Result<pb::SeldonMessage> {

@@ -1,14 +1,25 @@
 //! The gRPC server: Seldon services, `grpc.health.v1.Health` and server reflection.
 use std::sync::Arc;
 
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio_stream::wrappers::TcpListenerStream;
 use tokio_stream::StreamExt;
+use tonic::transport::server::{Connected, TcpConnectInfo};
 
 use super::generated::{model_server::ModelServer, seldon_server::SeldonServer};
+use super::predict::FastPredict;
 use super::seldon::SeldonService;
 use crate::app::App;
+use crate::read_ahead::ReadAhead;
+
+impl Connected for ReadAhead<TcpStream> {
+    type ConnectInfo = TcpConnectInfo;
+
+    fn connect_info(&self) -> TcpConnectInfo {
+        self.get_ref().connect_info()
+    }
+}
 
 /// HTTP/2 flow-control windows (shared with REST's h2c): room for a large tensor.
 pub const STREAM_WINDOW: u32 = 4 * 1024 * 1024;
@@ -21,9 +32,11 @@ pub async fn serve(app: Arc<App>, listener: TcpListener, mut stop: watch::Receiv
     let seldon = SeldonServer::new(svc.clone())
         .max_decoding_message_size(limit)
         .max_encoding_message_size(usize::MAX);
-    let model = ModelServer::new(svc)
+    let seldon = FastPredict::new(seldon, svc.clone(), limit);
+    let model = ModelServer::new(svc.clone())
         .max_decoding_message_size(limit)
         .max_encoding_message_size(usize::MAX);
+    let model = FastPredict::new(model, svc, limit);
 
     let (health, health_svc) = tonic_health::server::health_reporter();
     health.set_serving::<SeldonServer<SeldonService>>().await;
@@ -41,10 +54,10 @@ pub async fn serve(app: Arc<App>, listener: TcpListener, mut stop: watch::Receiv
         .expect("the built-in descriptors are valid");
 
     let incoming = TcpListenerStream::new(listener).map(|s| {
-        if let Ok(s) = &s {
+        s.map(|s| {
             let _ = s.set_nodelay(true);
-        }
-        s
+            ReadAhead::new(s)
+        })
     });
     let shutdown = async move {
         let _ = stop.changed().await;

@@ -12,6 +12,7 @@ use tokio::sync::watch;
 
 use super::routes;
 use crate::app::App;
+use crate::read_ahead::ReadAhead;
 
 /// Serves until `stop` flips to true, then lets open requests finish within `grace`.
 pub async fn serve(
@@ -37,7 +38,7 @@ pub async fn serve(
                     let app = app.clone();
                     async move { Ok::<_, Infallible>(routes::handle(app, req).await) }
                 });
-                let conn = builder.serve_connection(TokioIo::new(stream), svc).into_owned();
+                let conn = builder.serve_connection(TokioIo::new(ReadAhead::new(stream)), svc).into_owned();
                 let conn = graceful.watch(conn);
                 tokio::spawn(async move {
                     let _ = conn.await;

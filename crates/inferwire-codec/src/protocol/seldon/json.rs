@@ -872,9 +872,24 @@ pub fn write_tftensor(t: &Tensor, out: &mut Vec<u8>) {
 
 /// A tensor in protobuf's JSON mapping of `TensorProto`, as a JSON value (for raw dicts).
 pub fn tftensor_value(t: &Tensor) -> Value {
-    let mut out = Vec::new();
-    write_tftensor(t, &mut out);
-    serde_json::from_slice(&out).unwrap_or(Value::Null)
+    let p = tftensor::from_tensor(t);
+    if p.tensor_content.is_empty() {
+        // Typed `*_val` fields (one element, strings): small, so one writer serves both.
+        let mut out = Vec::new();
+        write_tftensor(t, &mut out);
+        return serde_json::from_slice(&out).unwrap_or(Value::Null);
+    }
+    // The common, large case, built directly: no JSON text written and parsed back.
+    let dims: Vec<Value> = t
+        .shape
+        .iter()
+        .map(|d| serde_json::json!({ "size": d.to_string() }))
+        .collect();
+    serde_json::json!({
+        "dtype": DataType::try_from(p.dtype).map_or("DT_INVALID", |d| d.as_str_name()),
+        "tensorShape": { "dim": dims },
+        "tensorContent": base64::engine::general_purpose::STANDARD.encode(&p.tensor_content),
+    })
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 pub mod json;
 pub mod message;
 pub mod proto;
+mod proto_fast;
 pub mod reply;
 pub mod tftensor;
 

@@ -1,4 +1,6 @@
 //! Seldon messages as gRPC protobuf (`seldon.protos.SeldonMessage`), via prost types.
+use bytes::Bytes;
+use prost::Message;
 use prost_types::{value::Kind, ListValue, Struct, Value as PValue};
 use serde_json::{Map, Number, Value};
 
@@ -9,6 +11,17 @@ use crate::json::value::nest;
 use crate::limits::Limits;
 use crate::pb::seldon::protos as pb;
 use crate::tensor::{Tensor, TensorData};
+
+/// Decodes a gRPC `SeldonMessage`: the common shapes in one pass straight into typed
+/// buffers, the rest through prost.
+pub fn decode_message(buf: Bytes, limits: &Limits) -> Result<SeldonMessage> {
+    if let Some(decided) = super::proto_fast::decode(&buf, limits) {
+        return decided;
+    }
+    let m = pb::SeldonMessage::decode(buf)
+        .map_err(|e| CodecError::bad_request(format!("malformed protobuf SeldonMessage: {e}")))?;
+    from_pb(m, limits)
+}
 
 /// Converts a decoded gRPC message into inferwire's form, checking limits and shapes.
 pub fn from_pb(m: pb::SeldonMessage, limits: &Limits) -> Result<SeldonMessage> {

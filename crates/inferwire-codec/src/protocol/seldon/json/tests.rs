@@ -349,3 +349,22 @@ mod fast_props {
         }
     }
 }
+
+#[test]
+fn tftensor_value_is_the_json_mapping_writer_output() {
+    let cases = [
+        TensorData::F64(vec![1.5, -2.0, 3.25]),
+        TensorData::I64(vec![7]),
+        TensorData::U8(vec![1, 2, 3, 4]),
+        TensorData::F16(vec![half::f16::from_f32(0.5), half::f16::from_f32(2.0)]),
+        TensorData::Bool(vec![true, false]),
+        TensorData::Bytes(vec![Bytes::from_static(b"ab"), Bytes::from_static(b"c")]),
+    ];
+    for data in cases {
+        let t = Tensor::new(vec![1, data.len()], data).unwrap();
+        let mut out = Vec::new();
+        write_tftensor(&t, &mut out);
+        let written: Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(tftensor_value(&t), written, "{t:?}");
+    }
+}

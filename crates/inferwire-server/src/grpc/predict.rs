@@ -1,0 +1,85 @@
+//! `Predict` on both Seldon services, routed around tonic's generated handler: the request
+//! reaches `proto::decode_message` as one contiguous buffer, which reads the common shapes
+//! in one pass straight into typed buffers instead of building prost's message tree. The
+//! generated servers still answer every other method.
+use std::convert::Infallible;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use inferwire_codec::pb::seldon::protos as pb;
+use inferwire_codec::protocol::seldon::proto;
+use tonic::codegen::{Body, BoxFuture, Service, StdError};
+use tonic::server::{Grpc, NamedService, UnaryService};
+use tonic::{Request, Response, Status};
+
+use super::codec::RawRequestCodec;
+use super::seldon::SeldonService;
+use crate::error::ServeError;
+
+/// Wraps a generated server (`S`) and takes over its `Predict` method.
+#[derive(Clone)]
+pub struct FastPredict<S> {
+    inner: S,
+    svc: SeldonService,
+    path: String,
+    max_decoding: usize,
+}
+
+impl<S: NamedService> FastPredict<S> {
+    pub fn new(inner: S, svc: SeldonService, max_decoding: usize) -> Self {
+        Self {
+            inner,
+            svc,
+            path: format!("/{}/Predict", S::NAME),
+            max_decoding,
+        }
+    }
+}
+
+impl<S: NamedService> NamedService for FastPredict<S> {
+    const NAME: &'static str = S::NAME;
+}
+
+impl<S, B> Service<http::Request<B>> for FastPredict<S>
+where
+    S: Service<http::Request<B>, Response = http::Response<tonic::body::Body>, Error = Infallible>,
+    S::Future: Send + 'static,
+    B: Body + Send + 'static,
+    B::Error: Into<StdError> + Send + 'static,
+{
+    type Response = http::Response<tonic::body::Body>;
+    type Error = Infallible;
+    type Future = BoxFuture<Self::Response, Infallible>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: http::Request<B>) -> Self::Future {
+        if req.uri().path() != self.path {
+            return Box::pin(self.inner.call(req));
+        }
+        let method = RawPredict(self.svc.clone());
+        let mut grpc = Grpc::new(RawRequestCodec)
+            .max_decoding_message_size(self.max_decoding)
+            .max_encoding_message_size(usize::MAX);
+        Box::pin(async move { Ok(grpc.unary(method, req).await) })
+    }
+}
+
+struct RawPredict(SeldonService);
+
+impl UnaryService<Bytes> for RawPredict {
+    type Response = pb::SeldonMessage;
+    type Future = BoxFuture<Response<pb::SeldonMessage>, Status>;
+
+    fn call(&mut self, req: Request<Bytes>) -> Self::Future {
+        let svc = self.0.clone();
+        Box::pin(async move {
+            let limits = svc.0.config.limits;
+            let msg = proto::decode_message(req.into_inner(), &limits)
+                .map_err(|e| ServeError::from(e).to_status())?;
+            svc.predict_message(msg).await.map(Response::new)
+        })
+    }
+}
