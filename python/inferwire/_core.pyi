@@ -5,7 +5,7 @@ from typing import Any, final
 
 from typing_extensions import Self
 
-__all__ = ["Server", "__version__"]
+__all__ = ["Server", "__version__", "bench_main"]
 
 __version__: str
 
@@ -19,3 +19,7 @@ class Server:
         Raises RuntimeError if a port cannot be bound."""
     def stop(self) -> None:
         """Ask a running ``serve()`` to drain and return."""
+
+def bench_main(args: list[str]) -> int:
+    """Run ``inferwire bench`` with ``args`` (the first is the program name), without the
+    GIL; return the exit status."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
 from dataclasses import fields
 from typing import Any
@@ -33,11 +34,28 @@ def _serve_parser(sub: Any) -> None:
         )
 
 
+def _bench(args: list[str]) -> int:
+    """``inferwire bench ...``: the Rust load generator parses its own arguments."""
+    from . import _core
+
+    # The run happens in Rust without the GIL: let Ctrl-C stop the process at once.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    return _core.bench_main(["inferwire bench", *args])
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["bench"]:
+        return _bench(argv[1:])
     parser = argparse.ArgumentParser(prog="inferwire", description="A fast model server.")
     parser.add_argument("--version", action="version", version=f"inferwire {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     _serve_parser(sub)
+    sub.add_parser(
+        "bench",
+        help="load generator and benchmark suites (inferwire bench --help)",
+        add_help=False,
+    )
     args = vars(parser.parse_args(argv))
     command = args.pop("command")
     if command == "serve":

@@ -3,6 +3,7 @@
 //! Nothing here decides protocol behaviour: it converts values, takes and releases the
 //! GIL, and maps errors. Python holds the user-facing API (CLI, settings, model loading,
 //! Seldon method semantics); Rust holds everything on the request path.
+mod bench;
 mod config;
 mod convert;
 mod model;
@@ -20,6 +21,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<server::Server>()?;
+    m.add_function(wrap_pyfunction!(bench::bench_main, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

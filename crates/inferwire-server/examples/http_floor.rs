@@ -7,7 +7,8 @@
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 
-const REPLY: &[u8] = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 3\r\n\r\n[1]";
+const REPLY: &[u8] =
+    b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 3\r\n\r\n[1]";
 
 fn serve(mut s: TcpStream) -> std::io::Result<()> {
     s.set_nodelay(true)?;
@@ -46,7 +47,9 @@ fn content_length(head: &[u8]) -> usize {
 }
 
 fn main() -> std::io::Result<()> {
-    let addr = std::env::args().nth(1).unwrap_or_else(|| "127.0.0.1:9300".into());
+    let addr = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "127.0.0.1:9300".into());
     let listener = TcpListener::bind(&addr)?;
     eprintln!("http_floor listening on {addr}");
     for s in listener.incoming() {

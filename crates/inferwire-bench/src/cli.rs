@@ -1,0 +1,367 @@
+//! The command line, shared by `inferwire bench ...` (through the Python package) and the
+//! standalone `inferwire-bench` binary.
+use std::path::PathBuf;
+use std::time::Duration;
+
+use bytes::Bytes;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use http::Method;
+
+use crate::duration;
+use crate::load::{self, Load};
+use crate::payload::{self, ENCODINGS};
+use crate::suite::{self, seldon_matrix};
+use crate::target::{parse_header, Target};
+
+#[derive(Parser)]
+#[command(
+    name = "inferwire bench",
+    about = "Load generator and the source benchmarks as suites, for inferwire or any server speaking the Seldon protocol",
+    version
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Send one request over and over and report latency, throughput, errors and CPU.
+    Attack(AttackArgs),
+    /// Write a source benchmark's request files (bodies, vegeta targets, protobuf).
+    Payload(PayloadArgs),
+    /// Run a source benchmark and print its table beside the published figures.
+    Suite(SuiteArgs),
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Format {
+    Text,
+    Json,
+    Markdown,
+}
+
+fn dur(s: &str) -> Result<Duration, String> {
+    duration::parse(s)
+}
+
+#[derive(Args)]
+struct LoadArgs {
+    /// Requests in flight at once (closed loop), or the most workers (open loop).
+    #[arg(short, long, default_value_t = 1)]
+    concurrency: usize,
+    /// HTTP/2 and gRPC connections to spread the workers over (HTTP/1.1: one each).
+    #[arg(long)]
+    connections: Option<usize>,
+    /// Requests per second (open loop); 0 or absent: closed loop.
+    #[arg(short, long)]
+    rate: Option<f64>,
+    /// How long to send (default 10s unless --requests is given).
+    #[arg(short = 'z', long, value_parser = dur)]
+    duration: Option<Duration>,
+    /// How many requests to send.
+    #[arg(short = 'n', long)]
+    requests: Option<u64>,
+    /// A closed-loop run first, not reported.
+    #[arg(long, value_parser = dur, default_value = "0s")]
+    warmup: Duration,
+    /// Give up on a request after this long (it counts as an error).
+    #[arg(long, value_parser = dur, default_value = "30s")]
+    timeout: Duration,
+    /// The server's PID: report its process tree's CPU time per request.
+    #[arg(long)]
+    server_pid: Option<u32>,
+    /// No progress bar (it is shown only on a terminal anyway).
+    #[arg(long)]
+    no_progress: bool,
+}
+
+#[derive(Args)]
+struct AttackArgs {
+    /// http://host:port/path, or host:port with --call for gRPC.
+    url: String,
+    /// gRPC method to call (package.Service/Method): a gRPC attack.
+    #[arg(long)]
+    call: Option<String>,
+    /// HTTP/2 without TLS (prior knowledge) instead of HTTP/1.1.
+    #[arg(long)]
+    http2: bool,
+    /// HTTP method (default: POST with a body, GET without).
+    #[arg(short = 'X', long)]
+    method: Option<String>,
+    /// A header ("Name: value"); gRPC metadata with --call. Repeatable.
+    #[arg(short = 'H', long = "header")]
+    headers: Vec<String>,
+    /// The request body.
+    #[arg(short, long, conflicts_with = "data_file")]
+    data: Option<String>,
+    /// The request body from a file (for gRPC: the encoded protobuf message).
+    #[arg(short = 'D', long)]
+    data_file: Option<PathBuf>,
+    /// gRPC: the data is a Seldon JSON message, sent as protobuf `SeldonMessage`.
+    #[arg(long)]
+    seldon_json: bool,
+    #[command(flatten)]
+    load: LoadArgs,
+    #[arg(long, value_enum, default_value = "text")]
+    format: Format,
+    /// Write the report here instead of stdout.
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct PayloadArgs {
+    /// The protocol whose messages to write.
+    #[arg(long, default_value = "seldon", value_parser = ["seldon"])]
+    protocol: String,
+    /// ndarray, tensor, tftensor or all.
+    #[arg(long, default_value = "all")]
+    encoding: String,
+    /// Integers per request.
+    #[arg(long, default_value_t = 100_000)]
+    size: usize,
+    /// Folder to write into.
+    #[arg(long, default_value = ".")]
+    out: PathBuf,
+    /// URL written into the vegeta targets.
+    #[arg(long, default_value = "http://127.0.0.1:9000/api/v1.0/predictions")]
+    url: String,
+}
+
+#[derive(Args)]
+struct SuiteArgs {
+    /// seldon-matrix (others: see --list).
+    #[arg(required_unless_present = "list")]
+    name: Option<String>,
+    /// List the suites.
+    #[arg(long)]
+    list: bool,
+    /// REST base URL of the server (predict model).
+    #[arg(long, default_value = "http://127.0.0.1:9000")]
+    target: String,
+    /// gRPC address of the server (default: the target's host, port 5000).
+    #[arg(long)]
+    grpc_target: Option<String>,
+    /// REST base URL of a server running the predict_raw model.
+    #[arg(long)]
+    raw_target: Option<String>,
+    /// gRPC address of a server running the predict_raw model.
+    #[arg(long)]
+    raw_grpc_target: Option<String>,
+    /// PID of the server: its CPU time per request is reported.
+    #[arg(long)]
+    server_pid: Option<u32>,
+    /// PID of the predict_raw server, when it is another process.
+    #[arg(long)]
+    raw_pid: Option<u32>,
+    /// A second server to run the same suite against, in the same run.
+    #[arg(long)]
+    vs: Option<String>,
+    #[arg(long)]
+    vs_grpc: Option<String>,
+    #[arg(long)]
+    vs_raw: Option<String>,
+    #[arg(long)]
+    vs_raw_grpc: Option<String>,
+    #[arg(long)]
+    vs_pid: Option<u32>,
+    #[arg(long)]
+    vs_raw_pid: Option<u32>,
+    /// Names for the two servers in the tables.
+    #[arg(long, default_value = "target")]
+    name_target: String,
+    #[arg(long, default_value = "vs")]
+    name_vs: String,
+    /// Per cell and server (the notebook: 10s).
+    #[arg(short = 'z', long, value_parser = dur, default_value = "10s")]
+    duration: Duration,
+    #[arg(long, value_parser = dur, default_value = "1s")]
+    warmup: Duration,
+    #[arg(long, value_delimiter = ',', default_value = "100000,1")]
+    sizes: Vec<usize>,
+    #[arg(long, value_delimiter = ',', default_value = "predict,predict_raw")]
+    methods: Vec<String>,
+    #[arg(long, value_delimiter = ',', default_value = "rest,grpc")]
+    protocols: Vec<String>,
+    #[arg(long, value_delimiter = ',', default_value = "ndarray,tensor,tftensor")]
+    encodings: Vec<String>,
+    #[arg(long, value_enum, default_value = "markdown")]
+    format: Format,
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+    #[arg(long)]
+    no_progress: bool,
+}
+
+/// Runs the command line `args` (the first is the program name); returns the exit status.
+pub fn main(args: Vec<String>) -> i32 {
+    let cli = match Cli::try_parse_from(args) {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return e.exit_code();
+        }
+    };
+    let result = match cli.command {
+        Command::Attack(a) => attack(a),
+        Command::Payload(p) => write_payload(p),
+        Command::Suite(s) => run_suite(s),
+    };
+    match result {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("inferwire bench: {e}");
+            1
+        }
+    }
+}
+
+fn load_of(a: &LoadArgs) -> Load {
+    Load {
+        concurrency: a.concurrency.max(1),
+        connections: a.connections,
+        rate: a.rate,
+        duration: a.duration,
+        requests: a.requests,
+        warmup: a.warmup,
+        timeout: a.timeout,
+        server_pid: a.server_pid,
+        progress: !a.no_progress,
+    }
+}
+
+fn emit(text: &str, output: &Option<PathBuf>) -> Result<(), String> {
+    match output {
+        Some(p) => std::fs::write(p, text).map_err(|e| format!("{}: {e}", p.display())),
+        None => {
+            print!("{text}");
+            Ok(())
+        }
+    }
+}
+
+fn attack(a: AttackArgs) -> Result<(), String> {
+    let body: Bytes = match (&a.data, &a.data_file) {
+        (Some(d), _) => d.clone().into(),
+        (None, Some(f)) => std::fs::read(f)
+            .map_err(|e| format!("{}: {e}", f.display()))?
+            .into(),
+        (None, None) => Bytes::new(),
+    };
+    let headers = a
+        .headers
+        .iter()
+        .map(|h| parse_header(h))
+        .collect::<Result<Vec<_>, _>>()?;
+    let target = match &a.call {
+        Some(call) => {
+            let message = if a.seldon_json {
+                payload::seldon_json_to_protobuf(&body)?
+            } else {
+                body.to_vec()
+            };
+            Target::grpc(&a.url, call, &headers, &message)?
+        }
+        None => {
+            let method = match &a.method {
+                Some(m) => Method::from_bytes(m.to_uppercase().as_bytes())
+                    .map_err(|e| format!("method {m:?}: {e}"))?,
+                None if body.is_empty() => Method::GET,
+                None => Method::POST,
+            };
+            Target::http(&a.url, method, &headers, body, a.http2)?
+        }
+    };
+    let report = load::run(&target, &load_of(&a.load))?;
+    let text = match a.format {
+        Format::Text => report.text(),
+        Format::Json => report.json() + "\n",
+        Format::Markdown => report.markdown(),
+    };
+    emit(&text, &a.output)
+}
+
+fn write_payload(p: PayloadArgs) -> Result<(), String> {
+    let encodings = if p.encoding == "all" {
+        ENCODINGS.to_vec()
+    } else {
+        vec![payload::encoding_named(&p.encoding)?]
+    };
+    for f in payload::write_notebook_files(&p.out, &encodings, p.size, &p.url)? {
+        println!("{}", f.display());
+    }
+    Ok(())
+}
+
+/// `host:5000` for a REST base URL on `host`.
+fn default_grpc(rest: &str) -> String {
+    let host = rest
+        .trim_start_matches("http://")
+        .split(['/', ':'])
+        .next()
+        .unwrap_or("127.0.0.1");
+    format!("{host}:5000")
+}
+
+fn run_suite(s: SuiteArgs) -> Result<(), String> {
+    if s.list {
+        for (name, source, missing) in suite::SUITES {
+            let state =
+                missing.map_or("ready".to_string(), |m| format!("not there yet: needs {m}"));
+            println!("{name:<14} {source} [{state}]");
+        }
+        return Ok(());
+    }
+    let name = s.name.clone().unwrap_or_default();
+    match suite::SUITES.iter().find(|x| x.0 == name) {
+        None => return Err(format!("unknown suite {name:?}; --list shows them")),
+        Some((_, _, Some(missing))) => {
+            return Err(format!("suite {name}: not there yet; it needs {missing}"))
+        }
+        Some(_) => {}
+    }
+    let encodings = s
+        .encodings
+        .iter()
+        .map(|e| payload::encoding_named(e))
+        .collect::<Result<Vec<_>, _>>()?;
+    let ours = seldon_matrix::Endpoints {
+        name: s.name_target.clone(),
+        grpc: s
+            .grpc_target
+            .clone()
+            .unwrap_or_else(|| default_grpc(&s.target)),
+        rest: s.target.clone(),
+        raw_rest: s.raw_target.clone(),
+        raw_grpc: s.raw_grpc_target.clone(),
+        server_pid: s.server_pid,
+        raw_pid: s.raw_pid,
+    };
+    let vs = s.vs.as_ref().map(|v| seldon_matrix::Endpoints {
+        name: s.name_vs.clone(),
+        grpc: s.vs_grpc.clone().unwrap_or_else(|| default_grpc(v)),
+        rest: v.clone(),
+        raw_rest: s.vs_raw.clone(),
+        raw_grpc: s.vs_raw_grpc.clone(),
+        server_pid: s.vs_pid,
+        raw_pid: s.vs_raw_pid,
+    });
+    let opts = seldon_matrix::Options {
+        ours,
+        vs,
+        methods: s.methods.clone(),
+        protocols: s.protocols.clone(),
+        encodings,
+        sizes: s.sizes.clone(),
+        duration: s.duration,
+        warmup: s.warmup,
+        progress: !s.no_progress,
+    };
+    let cells = seldon_matrix::run(&opts)?;
+    let text = match s.format {
+        Format::Json => serde_json::to_string_pretty(&cells).unwrap_or_default() + "\n",
+        _ => seldon_matrix::markdown(&opts, &cells),
+    };
+    emit(&text, &s.output)
+}

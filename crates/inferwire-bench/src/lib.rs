@@ -1,0 +1,15 @@
+//! inferwire-bench: a load generator for model servers and the source benchmarks as suites.
+//!
+//! Pure Rust. One thread drives every connection (a current-thread tokio runtime), so the
+//! generator's own CPU per request stays small next to the server's on a 2-core machine.
+pub mod cli;
+pub mod cpu;
+pub mod duration;
+pub mod load;
+pub mod payload;
+mod progress;
+pub mod report;
+pub mod stats;
+pub mod suite;
+pub mod target;
+pub mod transport;

@@ -1,0 +1,288 @@
+//! A run's report: vegeta's fields (requests, rate, throughput, latencies, bytes, success,
+//! status codes, errors), ghz's latency histogram, and CPU time per request on both
+//! sides. Written as text, JSON or Markdown.
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::duration::human;
+use crate::stats::Recorder;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Latencies {
+    pub min_ns: u64,
+    pub mean_ns: u64,
+    pub p50_ns: u64,
+    pub p90_ns: u64,
+    pub p95_ns: u64,
+    pub p99_ns: u64,
+    pub p999_ns: u64,
+    pub max_ns: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Bucket {
+    /// Upper bound of the bucket.
+    pub le_ns: u64,
+    pub count: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub target: String,
+    pub transport: String,
+    /// "closed" (`concurrency` requests in flight, each sent when the last ended) or
+    /// "open" (sent at `rate` per second whatever the answers).
+    pub mode: String,
+    pub concurrency: usize,
+    pub connections: usize,
+    pub rate: Option<f64>,
+    pub requests: u64,
+    pub ok: u64,
+    pub success: f64,
+    /// Requests sent per second of attack.
+    pub sent_rate: f64,
+    /// Successful requests per second, from the first send to the last answer.
+    pub throughput: f64,
+    pub duration_ns: u64,
+    pub attack_ns: u64,
+    pub wait_ns: u64,
+    pub latency: Latencies,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    pub status_codes: BTreeMap<String, u64>,
+    pub errors: Vec<String>,
+    pub histogram: Vec<Bucket>,
+    /// This generator's CPU time per request.
+    pub client_cpu_ns_per_request: f64,
+    /// The server process tree's CPU time per request, when its PID was given.
+    pub server_cpu_ns_per_request: Option<f64>,
+    pub server_pid: Option<u32>,
+}
+
+pub struct RunInfo {
+    pub target: String,
+    pub transport: String,
+    pub mode: String,
+    pub concurrency: usize,
+    pub connections: usize,
+    pub rate: Option<f64>,
+    pub attack: Duration,
+    pub wait: Duration,
+    pub client_cpu: Duration,
+    pub server_cpu: Option<Duration>,
+    pub server_pid: Option<u32>,
+}
+
+impl Report {
+    pub fn new(r: &Recorder, info: RunInfo) -> Self {
+        let h = &r.hist;
+        let n = r.requests.max(1) as f64;
+        let q = |p: f64| {
+            if r.requests == 0 {
+                0
+            } else {
+                h.value_at_quantile(p)
+            }
+        };
+        let total = info.attack + info.wait;
+        Self {
+            target: info.target,
+            transport: info.transport,
+            mode: info.mode,
+            concurrency: info.concurrency,
+            connections: info.connections,
+            rate: info.rate,
+            requests: r.requests,
+            ok: r.ok,
+            success: if r.requests == 0 {
+                0.0
+            } else {
+                r.ok as f64 / n
+            },
+            sent_rate: r.requests as f64 / info.attack.as_secs_f64().max(1e-9),
+            throughput: r.ok as f64 / total.as_secs_f64().max(1e-9),
+            duration_ns: total.as_nanos() as u64,
+            attack_ns: info.attack.as_nanos() as u64,
+            wait_ns: info.wait.as_nanos() as u64,
+            latency: Latencies {
+                min_ns: if r.requests == 0 { 0 } else { h.min() },
+                mean_ns: h.mean() as u64,
+                p50_ns: q(0.5),
+                p90_ns: q(0.9),
+                p95_ns: q(0.95),
+                p99_ns: q(0.99),
+                p999_ns: q(0.999),
+                max_ns: if r.requests == 0 { 0 } else { h.max() },
+            },
+            bytes_in: r.bytes_in,
+            bytes_out: r.bytes_out,
+            status_codes: r.codes.clone(),
+            errors: r.errors.iter().cloned().collect(),
+            histogram: buckets(r, 10),
+            client_cpu_ns_per_request: info.client_cpu.as_nanos() as f64 / n,
+            server_cpu_ns_per_request: info.server_cpu.map(|c| c.as_nanos() as f64 / n),
+            server_pid: info.server_pid,
+        }
+    }
+
+    pub fn mean(&self) -> Duration {
+        Duration::from_nanos(self.latency.mean_ns)
+    }
+
+    pub fn text(&self) -> String {
+        let d = |ns: u64| human(Duration::from_nanos(ns));
+        let l = &self.latency;
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "Target        {} ({}, {} loop, concurrency {}, {} connection{}{})",
+            self.target,
+            self.transport,
+            self.mode,
+            self.concurrency,
+            self.connections,
+            if self.connections == 1 { "" } else { "s" },
+            self.rate.map(|r| format!(", {r}/s")).unwrap_or_default()
+        );
+        let _ = writeln!(
+            s,
+            "Requests      [total, rate, throughput]  {}, {:.2}, {:.2}",
+            self.requests, self.sent_rate, self.throughput
+        );
+        let _ = writeln!(
+            s,
+            "Duration      [total, attack, wait]      {}, {}, {}",
+            d(self.duration_ns),
+            d(self.attack_ns),
+            d(self.wait_ns)
+        );
+        let _ = writeln!(
+            s,
+            "Latencies     [min, mean, 50, 90, 95, 99, 99.9, max]  {}, {}, {}, {}, {}, {}, {}, {}",
+            d(l.min_ns),
+            d(l.mean_ns),
+            d(l.p50_ns),
+            d(l.p90_ns),
+            d(l.p95_ns),
+            d(l.p99_ns),
+            d(l.p999_ns),
+            d(l.max_ns)
+        );
+        let per = |b: u64| b as f64 / self.requests.max(1) as f64;
+        let _ = writeln!(
+            s,
+            "Bytes In      [total, mean]              {}, {:.2}",
+            self.bytes_in,
+            per(self.bytes_in)
+        );
+        let _ = writeln!(
+            s,
+            "Bytes Out     [total, mean]              {}, {:.2}",
+            self.bytes_out,
+            per(self.bytes_out)
+        );
+        let _ = writeln!(
+            s,
+            "Success       [ratio]                    {:.2}%",
+            self.success * 100.0
+        );
+        let codes: Vec<String> = self
+            .status_codes
+            .iter()
+            .map(|(k, v)| format!("{k}:{v}"))
+            .collect();
+        let _ = writeln!(
+            s,
+            "Status Codes  [code:count]               {}",
+            codes.join("  ")
+        );
+        let cpu = |ns: f64| human(Duration::from_nanos(ns as u64));
+        let _ = writeln!(
+            s,
+            "CPU/request   [generator, server]        {}, {}",
+            cpu(self.client_cpu_ns_per_request),
+            self.server_cpu_ns_per_request
+                .map_or("- (no --server-pid)".into(), cpu)
+        );
+        let _ = writeln!(s, "Error Set:");
+        for e in &self.errors {
+            let _ = writeln!(s, "{e}");
+        }
+        if !self.histogram.is_empty() {
+            let _ = writeln!(s, "\nResponse time histogram:");
+            let most = self
+                .histogram
+                .iter()
+                .map(|b| b.count)
+                .max()
+                .unwrap_or(1)
+                .max(1);
+            for b in &self.histogram {
+                let bar = "∎".repeat((b.count * 40).div_ceil(most) as usize);
+                let _ = writeln!(s, "  {:>9} [{}]\t|{bar}", d(b.le_ns), b.count);
+            }
+        }
+        s
+    }
+
+    pub fn markdown(&self) -> String {
+        let d = |ns: u64| human(Duration::from_nanos(ns));
+        let l = &self.latency;
+        let mut s = String::from(
+            "| target | transport | requests | success | throughput/s | mean | p50 | p90 | p99 | p99.9 | max | generator CPU/req | server CPU/req |\n\
+             |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        );
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {:.2}% | {:.1} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            self.target,
+            self.transport,
+            self.requests,
+            self.success * 100.0,
+            self.throughput,
+            d(l.mean_ns),
+            d(l.p50_ns),
+            d(l.p90_ns),
+            d(l.p99_ns),
+            d(l.p999_ns),
+            d(l.max_ns),
+            d(self.client_cpu_ns_per_request as u64),
+            self.server_cpu_ns_per_request
+                .map_or("-".into(), |c| d(c as u64))
+        );
+        s
+    }
+
+    pub fn json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+}
+
+/// `n` equal-width buckets from the fastest to the slowest request, as ghz draws them.
+fn buckets(r: &Recorder, n: u64) -> Vec<Bucket> {
+    if r.requests == 0 {
+        return Vec::new();
+    }
+    let (lo, hi) = (r.hist.min(), r.hist.max());
+    let width = ((hi - lo) / n).max(1);
+    let mut out: Vec<Bucket> = (1..=n)
+        .map(|i| Bucket {
+            le_ns: if i == n { hi } else { (lo + width * i).min(hi) },
+            count: 0,
+        })
+        .collect();
+    for v in r.hist.iter_recorded() {
+        let at = v.value_iterated_to();
+        let i = out
+            .iter()
+            .position(|b| at <= b.le_ns)
+            .unwrap_or(out.len() - 1);
+        out[i].count += v.count_at_value();
+    }
+    // Narrow ranges give repeated bounds: the first of each holds every count.
+    out.dedup_by_key(|b| b.le_ns);
+    out
+}

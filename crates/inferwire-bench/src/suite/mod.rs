@@ -1,0 +1,31 @@
+//! The source benchmarks (shared/seeds), runnable against any compatible server.
+pub mod seldon_matrix;
+
+/// Every suite the issue names: (name, source, what it needs that is not there yet).
+pub const SUITES: &[(&str, &str, Option<&str>)] = &[
+    (
+        "seldon-matrix",
+        "seed 000, Seldon's Python wrapper benchmarking notebook",
+        None,
+    ),
+    (
+        "images",
+        "seed 001, images as base64 and binary over REST and gRPC",
+        Some("image and raw-bytes payloads in the server (issue 7)"),
+    ),
+    (
+        "realtime-rows",
+        "seed 002, ML Server realtime web service, 1,000 rows per request",
+        Some("data-frame input, native tree models and bearer-token auth (issue 6)"),
+    ),
+    (
+        "numpy-echo",
+        "seed 003, numpy arrays as JSON lists, base64 buffers and msgpack",
+        Some("the echo model and the npy/msgpack encodings (issue 7)"),
+    ),
+    (
+        "ray-micro",
+        "seed 004, Ray Serve's replicas / batch size / concurrency table",
+        Some("workers and dynamic batching (issue 4)"),
+    ),
+];

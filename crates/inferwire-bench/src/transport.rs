@@ -1,0 +1,243 @@
+//! Connections and one request on them: HTTP/1.1 or HTTP/2 (h2c, gRPC) via hyper's client
+//! connection API, with no pool in between: the load driver owns every connection.
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::client::conn::{http1, http2};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use tokio::net::TcpStream;
+
+use crate::target::{Target, Transport};
+
+/// HTTP/2 windows large enough for a large tensor in one go (as the server's).
+const STREAM_WINDOW: u32 = 4 * 1024 * 1024;
+const CONNECTION_WINDOW: u32 = 16 * 1024 * 1024;
+
+pub enum Sender {
+    H1(http1::SendRequest<Full<Bytes>>),
+    H2(http2::SendRequest<Full<Bytes>>),
+}
+
+impl Sender {
+    /// Another handle on the same connection (HTTP/2 multiplexes; HTTP/1.1 cannot).
+    pub fn share(&self) -> Option<Sender> {
+        match self {
+            Sender::H1(_) => None,
+            Sender::H2(s) => Some(Sender::H2(s.clone())),
+        }
+    }
+}
+
+/// How a request ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Code {
+    Http(u16),
+    /// A gRPC status code (0 is OK).
+    Grpc(i32),
+    /// No response: the connection failed, or the time ran out.
+    Error(String),
+}
+
+impl Code {
+    pub fn ok(&self) -> bool {
+        match self {
+            // vegeta's rule: any 2xx or 3xx answer is a success.
+            Code::Http(s) => (200..400).contains(s),
+            Code::Grpc(c) => *c == 0,
+            Code::Error(_) => false,
+        }
+    }
+
+    /// The label in a report's status-code table: `200`, `OK`, `Unavailable`, `error`.
+    pub fn label(&self) -> String {
+        match self {
+            Code::Http(s) => s.to_string(),
+            Code::Grpc(c) => grpc_code_name(*c).to_string(),
+            Code::Error(_) => "error".to_string(),
+        }
+    }
+}
+
+pub struct Outcome {
+    pub code: Code,
+    /// Response body bytes (the framed message for gRPC).
+    pub bytes_in: u64,
+    /// The server's message for a failed request (HTTP body start, grpc-message).
+    pub message: Option<String>,
+}
+
+pub async fn connect(t: &Target) -> Result<Sender, String> {
+    let tcp = TcpStream::connect(&t.authority)
+        .await
+        .map_err(|e| format!("connect {}: {e}", t.authority))?;
+    let _ = tcp.set_nodelay(true);
+    let io = TokioIo::new(tcp);
+    match t.transport {
+        Transport::Http1 => {
+            let (sender, conn) = http1::handshake(io)
+                .await
+                .map_err(|e| format!("HTTP/1.1 handshake with {}: {e}", t.authority))?;
+            tokio::spawn(async move {
+                let _ = conn.await;
+            });
+            Ok(Sender::H1(sender))
+        }
+        Transport::H2c | Transport::Grpc => {
+            let (sender, conn) = http2::Builder::new(TokioExecutor::new())
+                .initial_stream_window_size(STREAM_WINDOW)
+                .initial_connection_window_size(CONNECTION_WINDOW)
+                .max_frame_size(1 << 20)
+                .handshake(io)
+                .await
+                .map_err(|e| format!("HTTP/2 handshake with {}: {e}", t.authority))?;
+            tokio::spawn(async move {
+                let _ = conn.await;
+            });
+            Ok(Sender::H2(sender))
+        }
+    }
+}
+
+/// Sends one request and reads the whole response.
+pub async fn send(sender: &mut Sender, t: &Target) -> Outcome {
+    let sent = match sender {
+        Sender::H1(s) => match s.ready().await {
+            Ok(()) => s.send_request(t.request()).await,
+            Err(e) => Err(e),
+        },
+        Sender::H2(s) => match s.ready().await {
+            Ok(()) => s.send_request(t.request()).await,
+            Err(e) => Err(e),
+        },
+    };
+    let res = match sent {
+        Ok(r) => r,
+        Err(e) => return failed(error_text(&e)),
+    };
+    let status = res.status().as_u16();
+    let mut grpc_status = header_i32(res.headers(), "grpc-status");
+    let mut grpc_message = header_text(res.headers(), "grpc-message");
+    let mut body = res.into_body();
+    let mut bytes_in = 0u64;
+    // The start of an error body, for the report's error set.
+    let mut head = Vec::new();
+    while let Some(frame) = body.frame().await {
+        match frame {
+            Ok(f) => {
+                if let Some(d) = f.data_ref() {
+                    bytes_in += d.len() as u64;
+                    if status >= 400 && head.len() < 200 {
+                        head.extend_from_slice(&d[..d.len().min(200 - head.len())]);
+                    }
+                } else if let Some(tr) = f.trailers_ref() {
+                    grpc_status = header_i32(tr, "grpc-status").or(grpc_status);
+                    grpc_message = header_text(tr, "grpc-message").or(grpc_message);
+                }
+            }
+            Err(e) => return failed(format!("reading the response: {}", error_text(&e))),
+        }
+    }
+    let code = match t.transport {
+        Transport::Grpc if status == 200 => match grpc_status {
+            Some(c) => Code::Grpc(c),
+            None => Code::Error("gRPC response without grpc-status".into()),
+        },
+        _ => Code::Http(status),
+    };
+    let message = if code.ok() {
+        None
+    } else if t.transport == Transport::Grpc {
+        grpc_message.or_else(|| Some(format!("HTTP status {status}")))
+    } else {
+        Some(String::from_utf8_lossy(&head).trim().to_string())
+    };
+    Outcome {
+        code,
+        bytes_in,
+        message,
+    }
+}
+
+fn failed(e: String) -> Outcome {
+    Outcome {
+        code: Code::Error(e.clone()),
+        bytes_in: 0,
+        message: Some(e),
+    }
+}
+
+/// hyper's error and its cause ("connection reset by peer"), on one line.
+fn error_text(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut source = e.source();
+    while let Some(c) = source {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        source = c.source();
+    }
+    s
+}
+
+fn header_i32(h: &http::HeaderMap, name: &str) -> Option<i32> {
+    h.get(name)?.to_str().ok()?.trim().parse().ok()
+}
+
+fn header_text(h: &http::HeaderMap, name: &str) -> Option<String> {
+    let raw = h.get(name)?.to_str().ok()?;
+    Some(percent_decode(raw))
+}
+
+/// grpc-message is percent-encoded.
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' && i + 2 < b.len() {
+            let hex = std::str::from_utf8(&b[i + 1..i + 3]).unwrap_or("");
+            if let Ok(v) = u8::from_str_radix(hex, 16) {
+                out.push(v);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The names ghz and grpc-go print for status codes.
+pub fn grpc_code_name(c: i32) -> &'static str {
+    match c {
+        0 => "OK",
+        1 => "Canceled",
+        2 => "Unknown",
+        3 => "InvalidArgument",
+        4 => "DeadlineExceeded",
+        5 => "NotFound",
+        6 => "AlreadyExists",
+        7 => "PermissionDenied",
+        8 => "ResourceExhausted",
+        9 => "FailedPrecondition",
+        10 => "Aborted",
+        11 => "OutOfRange",
+        12 => "Unimplemented",
+        13 => "Internal",
+        14 => "Unavailable",
+        15 => "DataLoss",
+        16 => "Unauthenticated",
+        _ => "UnknownCode",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grpc_messages_are_percent_decoded() {
+        assert_eq!(percent_decode("bad%20input%3A x"), "bad input: x");
+        assert_eq!(percent_decode("100%"), "100%");
+        assert_eq!(percent_decode("%zz"), "%zz");
+    }
+}

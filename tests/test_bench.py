@@ -1,0 +1,181 @@
+"""`inferwire bench` end to end: the load generator against real inferwire servers, its
+request files against the notebook's, and the seldon-matrix suite in a short mode."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import ROOT, Served, free_port
+from google.protobuf import json_format
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import notebook_payloads
+
+
+def bench(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "inferwire", "bench", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def attack_json(*args: str) -> dict[str, Any]:
+    r = bench("attack", "--format", "json", *args)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+@pytest.fixture(scope="module")
+def noop(serve: Any) -> Served:
+    return serve("models:Noop")
+
+
+@pytest.fixture(scope="module")
+def noop_raw(serve: Any) -> Served:
+    return serve("models:NoopRaw")
+
+
+BODY = '{"data":{"ndarray":[[1,2,3]]}}'
+
+
+@pytest.mark.parametrize("transport", ["http1", "h2c", "grpc"])
+def test_attack_counts_every_request(noop: Served, transport: str) -> None:
+    pid = str(noop.proc.pid)
+    common = ["-n", "60", "-c", "3", "--server-pid", pid]
+    if transport == "grpc":
+        args = [noop.grpc_target, "--call", "seldon.protos.Seldon/Predict", "--seldon-json"]
+        code = "OK"
+    else:
+        args = [f"{noop.url}/api/v1.0/predictions", *(["--http2"] if transport == "h2c" else [])]
+        code = "200"
+    rep = attack_json(*args, "-d", BODY, *common)
+    assert (rep["requests"], rep["ok"], rep["success"]) == (60, 60, 1.0)
+    assert rep["status_codes"] == {code: 60}
+    assert rep["errors"] == []
+    lat = rep["latency"]
+    assert 0 < lat["min_ns"] <= lat["p50_ns"] <= lat["p99_ns"] <= lat["max_ns"]
+    assert rep["bytes_in"] > 0 and rep["bytes_out"] > 0
+    assert rep["server_pid"] == noop.proc.pid
+    assert rep["server_cpu_ns_per_request"] is not None
+    assert sum(b["count"] for b in rep["histogram"]) == 60
+
+
+def test_attack_reports_server_errors_by_kind(noop: Served, pb: Any, tmp_path: Path) -> None:
+    bad = '{"data":{"tensor":{"shape":[2,2],"values":[1]}}}'
+    rep = attack_json(f"{noop.url}/api/v1.0/predictions", "-d", bad, "-n", "5")
+    assert rep["status_codes"] == {"400": 5}
+    assert rep["success"] == 0
+    assert len(rep["errors"]) == 1 and "shape" in rep["errors"][0]
+    # --seldon-json checks the message before sending; a raw protobuf file is sent as is.
+    r = bench("attack", noop.grpc_target, "--call", "a.B/C", "--seldon-json", "-d", bad)
+    assert r.returncode == 1 and "needs 4 values" in r.stderr
+    msg = json_format.Parse(bad, pb.msgs.SeldonMessage())
+    (tmp_path / "bad.bin").write_bytes(msg.SerializeToString())
+    rep = attack_json(
+        noop.grpc_target, "--call", "seldon.protos.Model/Predict",
+        "-D", str(tmp_path / "bad.bin"), "-n", "5",
+    )  # fmt: skip
+    assert rep["status_codes"] == {"InvalidArgument": 5}
+    assert "shape" in rep["errors"][0]
+
+
+def test_attack_text_report_has_the_vegeta_fields(noop: Served) -> None:
+    r = bench("attack", f"{noop.url}/health/ping", "-n", "20")
+    assert r.returncode == 0, r.stderr
+    for field in ("Requests", "Latencies", "Bytes In", "Success", "Status Codes", "Error Set"):
+        assert field in r.stdout
+    assert "200:20" in r.stdout
+    assert "histogram" in r.stdout
+
+
+def test_attack_open_loop(noop: Served) -> None:
+    rep = attack_json(f"{noop.url}/health/ping", "-r", "100", "-z", "1s")
+    assert rep["mode"] == "open"
+    assert rep["requests"] == 100
+    assert abs(rep["sent_rate"] - 100) < 5
+
+
+def test_attack_unreachable_and_bad_arguments() -> None:
+    r = bench("attack", f"http://127.0.0.1:{free_port()}/x", "-n", "1")
+    assert r.returncode == 1 and "connect" in r.stderr
+    r = bench("attack", "ftp://example/x", "-n", "1")
+    assert r.returncode == 1 and "only http://" in r.stderr
+    r = bench("attack", "127.0.0.1:1", "--call", "Predict", "-n", "1")
+    assert r.returncode == 1 and "package.Service/Method" in r.stderr
+    r = bench("attack", "http://127.0.0.1:1/", "--rate", "fast")
+    assert r.returncode == 2 and "--rate" in r.stderr
+
+
+@pytest.mark.parametrize("size", [1, 100_000])
+def test_payload_files_are_the_notebooks(tmp_path: Path, pb: Any, size: int) -> None:
+    url = "http://127.0.0.1:9000/api/v1.0/predictions"
+    r = bench("payload", "--size", str(size), "--out", str(tmp_path / "ours"), "--url", url)
+    assert r.returncode == 0, r.stderr
+    notebook_payloads.write(tmp_path / "notebook", size, url)
+    for enc in notebook_payloads.ENCODINGS:
+        for name in (f"data_{enc}.json", f"vegeta_{enc}.json"):
+            ours = (tmp_path / "ours" / name).read_bytes()
+            assert ours == (tmp_path / "notebook" / name).read_bytes(), name
+        # The protobuf file is what a gRPC client builds from the same JSON.
+        expected = json_format.Parse(
+            (tmp_path / "ours" / f"data_{enc}.json").read_text(), pb.msgs.SeldonMessage()
+        )
+        got = pb.msgs.SeldonMessage.FromString((tmp_path / "ours" / f"grpc_{enc}.bin").read_bytes())
+        if enc == "ndarray":
+            assert json_format.MessageToDict(got) == json_format.MessageToDict(expected)
+        else:
+            assert got == expected
+
+
+def test_seldon_matrix_suite_short(noop: Served, noop_raw: Served) -> None:
+    r = bench(
+        "suite", "seldon-matrix",
+        "--target", noop.url, "--grpc-target", noop.grpc_target,
+        "--raw-target", noop_raw.url, "--raw-grpc-target", noop_raw.grpc_target,
+        "--server-pid", str(noop.proc.pid), "--raw-pid", str(noop_raw.proc.pid),
+        "-z", "200ms", "--warmup", "0s", "--format", "json",
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    cells = json.loads(r.stdout)
+    # predict: 2 protocols × 3 encodings × 2 sizes; predict_raw at 100,000 only.
+    assert len(cells) == 12 + 6
+    for c in cells:
+        (rep,) = c["reports"]
+        assert rep["requests"] > 0 and rep["success"] == 1.0, c
+        assert rep["server_cpu_ns_per_request"] is not None
+
+
+def test_seldon_matrix_suite_tables_and_vs(noop: Served, noop_raw: Served) -> None:
+    r = bench(
+        "suite", "seldon-matrix", "--target", noop.url, "--grpc-target", noop.grpc_target,
+        "--vs", noop_raw.url, "--vs-grpc", noop_raw.grpc_target,
+        "--vs-raw", noop_raw.url, "--vs-raw-grpc", noop_raw.grpc_target,
+        "--name-target", "inferwire", "--name-vs", "other",
+        "--sizes", "1,100000", "--protocols", "rest", "--encodings", "ndarray,tftensor",
+        "-z", "200ms", "--warmup", "0s",
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert "#### predict · REST · 100,000 integers" in out
+    assert "#### predict · REST · 1 integer" in out
+    assert "| notebook (published, Seldon 1.10) | 19.8ms | 16.2ms |" in out
+    assert "| other / inferwire, latency |" in out
+    # The predict server has no predict_raw model given: those cells say so.
+    assert "predict_raw needs a server running a predict_raw model" in out
+    assert "inferwire: answered OK" in out and "other: answered OK" in out
+
+
+def test_suites_not_there_yet_say_why() -> None:
+    r = bench("suite", "--list")
+    assert r.returncode == 0 and "seldon-matrix" in r.stdout and "ray-micro" in r.stdout
+    r = bench("suite", "images")
+    assert r.returncode == 1 and "not there yet" in r.stderr and "issue 7" in r.stderr
+    r = bench("suite", "nope")
+    assert r.returncode == 1 and "unknown suite" in r.stderr
