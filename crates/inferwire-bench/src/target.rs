@@ -36,6 +36,8 @@ pub struct Target {
     headers: HeaderMap,
     /// The request body as sent: for gRPC, the framed message.
     pub body: Bytes,
+    /// HTTP/1.1: the whole request, serialized once.
+    pub wire: Bytes,
 }
 
 impl Target {
@@ -114,6 +116,11 @@ impl Target {
         } else {
             uri.clone()
         };
+        let wire = if transport == Transport::Http1 {
+            crate::http1::serialize(method.as_str(), &uri.to_string(), &headers, &body)
+        } else {
+            Bytes::new()
+        };
         Self {
             transport,
             authority,
@@ -121,6 +128,7 @@ impl Target {
             uri,
             headers,
             body,
+            wire,
         }
     }
 
@@ -228,6 +236,11 @@ mod tests {
         assert_eq!(r.headers()[HOST], "127.0.0.1:9000");
         assert_eq!(r.headers()[CONTENT_TYPE], "application/json");
         assert_eq!(t.authority, "127.0.0.1:9000");
+        assert_eq!(
+            &t.wire[..],
+            b"POST /api/v1.0/predictions HTTP/1.1\r\ncontent-type: application/json\r\n\
+              host: 127.0.0.1:9000\r\ncontent-length: 2\r\n\r\n{}"
+        );
     }
 
     #[test]

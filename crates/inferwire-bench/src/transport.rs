@@ -1,8 +1,9 @@
-//! Connections and one request on them: HTTP/1.1 or HTTP/2 (h2c, gRPC) via hyper's client
-//! connection API, with no pool in between: the load driver owns every connection.
+//! Connections and one request on them: HTTP/1.1 with the generator's own client
+//! (`http1`), HTTP/2 (h2c, gRPC) with hyper's client connection API; no pool in between:
+//! the load driver owns every connection.
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use hyper::client::conn::{http1, http2};
+use hyper::client::conn::http2;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::net::TcpStream;
 
@@ -13,7 +14,8 @@ const STREAM_WINDOW: u32 = 4 * 1024 * 1024;
 const CONNECTION_WINDOW: u32 = 16 * 1024 * 1024;
 
 pub enum Sender {
-    H1(http1::SendRequest<Full<Bytes>>),
+    /// `None` once the server closed it: the next request opens a new one.
+    H1(Option<crate::http1::Conn>),
     H2(http2::SendRequest<Full<Bytes>>),
 }
 
@@ -25,6 +27,14 @@ impl Sender {
             Sender::H2(s) => Some(Sender::H2(s.clone())),
         }
     }
+}
+
+async fn tcp(t: &Target) -> Result<TcpStream, String> {
+    let tcp = TcpStream::connect(&t.authority)
+        .await
+        .map_err(|e| format!("connect {}: {e}", t.authority))?;
+    let _ = tcp.set_nodelay(true);
+    Ok(tcp)
 }
 
 /// How a request ended.
@@ -66,22 +76,11 @@ pub struct Outcome {
 }
 
 pub async fn connect(t: &Target) -> Result<Sender, String> {
-    let tcp = TcpStream::connect(&t.authority)
-        .await
-        .map_err(|e| format!("connect {}: {e}", t.authority))?;
-    let _ = tcp.set_nodelay(true);
-    let io = TokioIo::new(tcp);
+    let tcp = tcp(t).await?;
     match t.transport {
-        Transport::Http1 => {
-            let (sender, conn) = http1::handshake(io)
-                .await
-                .map_err(|e| format!("HTTP/1.1 handshake with {}: {e}", t.authority))?;
-            tokio::spawn(async move {
-                let _ = conn.await;
-            });
-            Ok(Sender::H1(sender))
-        }
+        Transport::Http1 => Ok(Sender::H1(Some(crate::http1::Conn::new(tcp)))),
         Transport::H2c | Transport::Grpc => {
+            let io = TokioIo::new(tcp);
             let (sender, conn) = http2::Builder::new(TokioExecutor::new())
                 .initial_stream_window_size(STREAM_WINDOW)
                 .initial_connection_window_size(CONNECTION_WINDOW)
@@ -100,10 +99,7 @@ pub async fn connect(t: &Target) -> Result<Sender, String> {
 /// Sends one request and reads the whole response.
 pub async fn send(sender: &mut Sender, t: &Target) -> Outcome {
     let sent = match sender {
-        Sender::H1(s) => match s.ready().await {
-            Ok(()) => s.send_request(t.request()).await,
-            Err(e) => Err(e),
-        },
+        Sender::H1(conn) => return send_h1(conn, t).await,
         Sender::H2(s) => match s.ready().await {
             Ok(()) => s.send_request(t.request()).await,
             Err(e) => Err(e),
@@ -154,6 +150,35 @@ pub async fn send(sender: &mut Sender, t: &Target) -> Outcome {
         code,
         bytes_in,
         message,
+    }
+}
+
+async fn send_h1(slot: &mut Option<crate::http1::Conn>, t: &Target) -> Outcome {
+    let conn = match slot {
+        Some(c) => c,
+        None => match tcp(t).await {
+            Ok(s) => slot.insert(crate::http1::Conn::new(s)),
+            Err(e) => return failed(e),
+        },
+    };
+    match conn.exchange(&t.wire, t.method == http::Method::HEAD).await {
+        Ok(r) => {
+            if r.close {
+                *slot = None;
+            }
+            let code = Code::Http(r.status);
+            let message =
+                (!code.ok()).then(|| String::from_utf8_lossy(&r.head_of_body).trim().to_string());
+            Outcome {
+                code,
+                bytes_in: r.body_len,
+                message,
+            }
+        }
+        Err(e) => {
+            *slot = None;
+            failed(e)
+        }
     }
 }
 

@@ -60,7 +60,7 @@ async fn answer(r: Arc<Reference>, req: Request<Incoming>) -> Result<Response<Re
         }
     }
     tokio::time::sleep(r.how.delay).await;
-    let fail = r.how.fail_every > 0 && n % r.how.fail_every == 0;
+    let fail = r.how.fail_every > 0 && n.is_multiple_of(r.how.fail_every);
     let grpc = req
         .headers()
         .get("content-type")
