@@ -6,6 +6,7 @@ The Seldon wrapper runs the same classes from ``benchmarks/seldon_wrapper/noop.p
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
@@ -25,3 +26,13 @@ class NoopPredictRaw:
 
     def predict_raw(self, request: Any) -> list[int]:
         return [1]
+
+
+class Sleep5ms:
+    """Sleeps 5 ms (releasing the GIL) and returns ``[1]``: a service slow enough that a
+    load tool's own overhead barely changes the latency it reports, so that two tools'
+    figures for it can be compared (``benchmarks/generator_overhead.py``)."""
+
+    def predict(self, X: Any, features_names: Any = None, **kwargs: Any) -> np.ndarray:
+        time.sleep(0.005)
+        return np.array([1])

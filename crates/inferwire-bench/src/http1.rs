@@ -1,8 +1,8 @@
 //! A minimal HTTP/1.1 keep-alive client for load generation: the request is serialized
-//! once and written with one call; the response is parsed in place (httparse) and its
-//! body counted, not kept. hyper's client connection hands each request to a connection
-//! task over a channel, two task switches per request; here the worker reads and writes
-//! its socket itself, which halves the generator's CPU per small request.
+//! once and written with one call; the response is parsed as it arrives (httparse) and
+//! its body counted, not kept. hyper's client connection hands each request to a
+//! connection task over a channel; here the worker reads and writes its socket itself,
+//! from a tokio task (`Conn`) or from its own thread with blocking calls (`BlockingConn`).
 use bytes::{Buf, Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -11,19 +11,195 @@ use tokio::net::TcpStream;
 const MAX_HEAD: usize = 64 * 1024;
 const MAX_HEADERS: usize = 64;
 
-pub struct Conn {
-    stream: TcpStream,
-    buf: BytesMut,
-}
+/// The error `BlockingConn::exchange` gives when the socket's timeout expired.
+pub const TIMED_OUT: &str = "timed out";
 
 /// What one exchange gave.
 pub struct Response {
     pub status: u16,
     pub body_len: u64,
-    /// The start of the body, kept for error messages (4xx/5xx).
+    /// The start of the body of an error (4xx/5xx), for the report's error set.
     pub head_of_body: Vec<u8>,
     /// The server asked to close the connection after this response.
     pub close: bool,
+}
+
+/// An incremental response parser: it consumes bytes as they arrive and says when the
+/// response is complete, so the async and the blocking connection share it.
+pub struct Parser {
+    state: State,
+    head_request: bool,
+    status: u16,
+    close: bool,
+    body_len: u64,
+    head_of_body: Vec<u8>,
+}
+
+#[derive(Clone, Copy)]
+enum State {
+    Head,
+    Length(u64),
+    ChunkSize,
+    ChunkData(u64),
+    ChunkEnd,
+    Trailers,
+    UntilClose,
+    Done,
+}
+
+impl Parser {
+    /// `head_request`: the request was HEAD, whose response has no body whatever its
+    /// headers say.
+    pub fn new(head_request: bool) -> Self {
+        Self {
+            state: State::Head,
+            head_request,
+            status: 0,
+            close: false,
+            body_len: 0,
+            head_of_body: Vec::new(),
+        }
+    }
+
+    /// Consumes from `buf` what belongs to this response; `true` once it is complete.
+    pub fn feed(&mut self, buf: &mut BytesMut) -> Result<bool, String> {
+        loop {
+            match self.state {
+                State::Done => return Ok(true),
+                State::Head => match self.head(buf)? {
+                    true => {}
+                    false => return Ok(false),
+                },
+                State::Length(0) => self.state = State::Done,
+                State::Length(n) | State::ChunkData(n) => {
+                    if buf.is_empty() {
+                        return Ok(false);
+                    }
+                    let take = (buf.len() as u64).min(n) as usize;
+                    self.body(buf, take);
+                    let left = n - take as u64;
+                    self.state = match self.state {
+                        State::Length(_) => State::Length(left),
+                        _ if left == 0 => State::ChunkEnd,
+                        _ => State::ChunkData(left),
+                    };
+                }
+                State::ChunkSize => {
+                    let Some(line) = line(buf)? else {
+                        return Ok(false);
+                    };
+                    let size = line.split(';').next().unwrap_or("").trim();
+                    let n = u64::from_str_radix(size, 16)
+                        .map_err(|_| format!("chunked body: bad chunk size {size:?}"))?;
+                    self.state = if n == 0 {
+                        State::Trailers
+                    } else {
+                        State::ChunkData(n)
+                    };
+                }
+                State::ChunkEnd => match line(buf)? {
+                    Some(_) => self.state = State::ChunkSize,
+                    None => return Ok(false),
+                },
+                State::Trailers => match line(buf)? {
+                    Some(l) if l.is_empty() => self.state = State::Done,
+                    Some(_) => {}
+                    None => return Ok(false),
+                },
+                State::UntilClose => {
+                    let n = buf.len();
+                    self.body(buf, n);
+                    return Ok(false);
+                }
+            }
+        }
+    }
+
+    /// The connection ended: complete for a body delimited by the close, else an error.
+    pub fn eof(mut self) -> Result<Response, String> {
+        match self.state {
+            State::UntilClose | State::Done => {
+                self.close = true;
+                Ok(self.finish())
+            }
+            _ => Err("the server closed the connection mid-response".into()),
+        }
+    }
+
+    pub fn finish(self) -> Response {
+        Response {
+            status: self.status,
+            body_len: self.body_len,
+            head_of_body: self.head_of_body,
+            close: self.close,
+        }
+    }
+
+    fn body(&mut self, buf: &mut BytesMut, n: usize) {
+        if self.status >= 400 && self.head_of_body.len() < 200 {
+            let room = (200 - self.head_of_body.len()).min(n);
+            self.head_of_body.extend_from_slice(&buf[..room]);
+        }
+        self.body_len += n as u64;
+        buf.advance(n);
+    }
+
+    /// Parses the status line and headers once they are all in; `false` if not yet.
+    fn head(&mut self, buf: &mut BytesMut) -> Result<bool, String> {
+        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let mut res = httparse::Response::new(&mut headers);
+        let n = match res.parse(buf) {
+            Ok(httparse::Status::Complete(n)) => n,
+            Ok(httparse::Status::Partial) if buf.len() < MAX_HEAD => return Ok(false),
+            Ok(httparse::Status::Partial) => {
+                return Err(format!("response head larger than {MAX_HEAD} bytes"))
+            }
+            Err(e) => return Err(format!("malformed response: {e}")),
+        };
+        self.status = res.code.unwrap_or(0);
+        self.close = res.version == Some(0);
+        let mut framing = State::UntilClose;
+        for h in res.headers.iter() {
+            let v = std::str::from_utf8(h.value).unwrap_or("").trim();
+            if h.name.eq_ignore_ascii_case("content-length") {
+                let len = v.parse().map_err(|_| format!("bad content-length {v:?}"))?;
+                if !matches!(framing, State::ChunkSize) {
+                    framing = State::Length(len);
+                }
+            } else if h.name.eq_ignore_ascii_case("transfer-encoding")
+                && v.to_ascii_lowercase().ends_with("chunked")
+            {
+                framing = State::ChunkSize;
+            } else if h.name.eq_ignore_ascii_case("connection") {
+                self.close = v.eq_ignore_ascii_case("close");
+            }
+        }
+        let bodiless = self.head_request
+            || matches!(self.status, 204 | 304)
+            || (100..200).contains(&self.status);
+        self.state = if bodiless { State::Done } else { framing };
+        buf.advance(n);
+        Ok(true)
+    }
+}
+
+/// One line (without its CRLF) once it is complete.
+fn line(buf: &mut BytesMut) -> Result<Option<String>, String> {
+    match buf.iter().position(|&b| b == b'\n') {
+        Some(i) => {
+            let l = String::from_utf8_lossy(&buf[..i]).trim().to_string();
+            buf.advance(i + 1);
+            Ok(Some(l))
+        }
+        None if buf.len() > MAX_HEAD => Err("chunked body: line too long".into()),
+        None => Ok(None),
+    }
+}
+
+/// A connection driven by the async (tokio) workers.
+pub struct Conn {
+    stream: TcpStream,
+    buf: BytesMut,
 }
 
 impl Conn {
@@ -34,161 +210,78 @@ impl Conn {
         }
     }
 
-    /// Writes `wire` (a whole serialized request) and reads one response. `head` is true
-    /// for HEAD requests, whose responses have no body whatever their headers say.
+    /// Writes `wire` (a whole serialized request) and reads one response.
     pub async fn exchange(&mut self, wire: &[u8], head: bool) -> Result<Response, String> {
         self.stream
             .write_all(wire)
             .await
             .map_err(|e| format!("writing the request: {e}"))?;
-        let (status, framing, close) = self.read_head().await?;
-        let keep = |status: u16| (400..600).contains(&status);
-        let mut head_of_body = Vec::new();
-        let body_len = match framing {
-            _ if head || status == 204 || status == 304 || (100..200).contains(&status) => 0,
-            Framing::Length(n) => {
-                self.skip(n, keep(status).then_some(&mut head_of_body))
-                    .await?
-            }
-            Framing::Chunked => {
-                self.chunked(keep(status).then_some(&mut head_of_body))
-                    .await?
-            }
-            Framing::UntilClose => {
-                let mut n = self.buf.len() as u64;
-                self.buf.clear();
-                loop {
-                    let got = self.fill().await?;
-                    if got == 0 {
-                        break;
-                    }
-                    n += got as u64;
-                    self.buf.clear();
-                }
-                return Ok(Response {
-                    status,
-                    body_len: n,
-                    head_of_body,
-                    close: true,
-                });
-            }
-        };
-        Ok(Response {
-            status,
-            body_len,
-            head_of_body,
-            close,
-        })
-    }
-
-    async fn fill(&mut self) -> Result<usize, String> {
-        if self.buf.capacity() - self.buf.len() < 4096 {
-            self.buf.reserve(16 * 1024);
-        }
-        self.stream
-            .read_buf(&mut self.buf)
-            .await
-            .map_err(|e| format!("reading the response: {e}"))
-    }
-
-    async fn fill_or_eof(&mut self) -> Result<(), String> {
-        match self.fill().await? {
-            0 => Err("the server closed the connection mid-response".into()),
-            _ => Ok(()),
-        }
-    }
-
-    async fn read_head(&mut self) -> Result<(u16, Framing, bool), String> {
+        let mut parser = Parser::new(head);
         loop {
-            let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-            let mut res = httparse::Response::new(&mut headers);
-            match res.parse(&self.buf) {
-                Ok(httparse::Status::Complete(n)) => {
-                    let status = res.code.unwrap_or(0);
-                    let mut framing = Framing::UntilClose;
-                    let mut close = res.version == Some(0);
-                    for h in res.headers.iter() {
-                        let v = std::str::from_utf8(h.value).unwrap_or("").trim();
-                        if h.name.eq_ignore_ascii_case("content-length") {
-                            let n = v.parse().map_err(|_| format!("bad content-length {v:?}"))?;
-                            if !matches!(framing, Framing::Chunked) {
-                                framing = Framing::Length(n);
-                            }
-                        } else if h.name.eq_ignore_ascii_case("transfer-encoding")
-                            && v.to_ascii_lowercase().ends_with("chunked")
-                        {
-                            framing = Framing::Chunked;
-                        } else if h.name.eq_ignore_ascii_case("connection") {
-                            close = v.eq_ignore_ascii_case("close");
-                        }
-                    }
-                    self.buf.advance(n);
-                    return Ok((status, framing, close));
-                }
-                Ok(httparse::Status::Partial) if self.buf.len() < MAX_HEAD => {}
-                Ok(httparse::Status::Partial) => {
-                    return Err(format!("response head larger than {MAX_HEAD} bytes"))
-                }
-                Err(e) => return Err(format!("malformed response: {e}")),
+            if parser.feed(&mut self.buf)? {
+                return Ok(parser.finish());
             }
-            self.fill_or_eof().await?;
-        }
-    }
-
-    /// Consumes `n` body bytes, keeping the first 200 in `keep` if asked.
-    async fn skip(&mut self, mut n: u64, mut keep: Option<&mut Vec<u8>>) -> Result<u64, String> {
-        let total = n;
-        loop {
-            let take = (self.buf.len() as u64).min(n) as usize;
-            if let Some(k) = keep.as_deref_mut() {
-                let room = 200usize.saturating_sub(k.len()).min(take);
-                k.extend_from_slice(&self.buf[..room]);
+            if self.buf.capacity() - self.buf.len() < 4096 {
+                self.buf.reserve(16 * 1024);
             }
-            self.buf.advance(take);
-            n -= take as u64;
+            let n = self
+                .stream
+                .read_buf(&mut self.buf)
+                .await
+                .map_err(|e| format!("reading the response: {e}"))?;
             if n == 0 {
-                return Ok(total);
+                return parser.eof();
             }
-            self.fill_or_eof().await?;
-        }
-    }
-
-    async fn line(&mut self) -> Result<String, String> {
-        loop {
-            if let Some(i) = self.buf.iter().position(|&b| b == b'\n') {
-                let line = String::from_utf8_lossy(&self.buf[..i]).trim().to_string();
-                self.buf.advance(i + 1);
-                return Ok(line);
-            }
-            if self.buf.len() > MAX_HEAD {
-                return Err("chunked body: line too long".into());
-            }
-            self.fill_or_eof().await?;
-        }
-    }
-
-    async fn chunked(&mut self, mut keep: Option<&mut Vec<u8>>) -> Result<u64, String> {
-        let mut total = 0;
-        loop {
-            let line = self.line().await?;
-            let size = line.split(';').next().unwrap_or("").trim();
-            let n = u64::from_str_radix(size, 16)
-                .map_err(|_| format!("chunked body: bad chunk size {size:?}"))?;
-            if n == 0 {
-                // Trailers, up to an empty line.
-                while !self.line().await?.is_empty() {}
-                return Ok(total);
-            }
-            total += self.skip(n, keep.as_deref_mut()).await?;
-            self.line().await?;
         }
     }
 }
 
-enum Framing {
-    Length(u64),
-    Chunked,
-    UntilClose,
+/// A connection driven by its own thread with blocking calls: a request costs a write
+/// and a read, without the `epoll_wait` an async runtime adds.
+pub struct BlockingConn {
+    stream: std::net::TcpStream,
+    buf: BytesMut,
+    chunk: Box<[u8]>,
+}
+
+impl BlockingConn {
+    pub fn new(stream: std::net::TcpStream) -> Self {
+        Self {
+            stream,
+            buf: BytesMut::with_capacity(16 * 1024),
+            chunk: vec![0; 64 * 1024].into_boxed_slice(),
+        }
+    }
+
+    pub fn exchange(&mut self, wire: &[u8], head: bool) -> Result<Response, String> {
+        use std::io::{ErrorKind, Read, Write};
+        let timed_out =
+            |e: &std::io::Error| matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut);
+        self.stream.write_all(wire).map_err(|e| {
+            if timed_out(&e) {
+                TIMED_OUT.to_string()
+            } else {
+                format!("writing the request: {e}")
+            }
+        })?;
+        let mut parser = Parser::new(head);
+        loop {
+            if parser.feed(&mut self.buf)? {
+                return Ok(parser.finish());
+            }
+            let n = self.stream.read(&mut self.chunk).map_err(|e| {
+                if timed_out(&e) {
+                    TIMED_OUT.to_string()
+                } else {
+                    format!("reading the response: {e}")
+                }
+            })?;
+            if n == 0 {
+                return parser.eof();
+            }
+            self.buf.extend_from_slice(&self.chunk[..n]);
+        }
+    }
 }
 
 /// The request as it goes on the wire: request line, headers, body.

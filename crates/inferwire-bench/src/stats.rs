@@ -61,3 +61,25 @@ impl Recorder {
         self.last_done = Some(self.last_done.map_or(done, |d| d.max(done)));
     }
 }
+
+impl Recorder {
+    /// Adds another worker's results to these.
+    pub fn merge(&mut self, o: Recorder) {
+        // Both histograms have the same bounds, so adding cannot fail.
+        let _ = self.hist.add(&o.hist);
+        self.requests += o.requests;
+        self.ok += o.ok;
+        self.bytes_in += o.bytes_in;
+        self.bytes_out += o.bytes_out;
+        for (k, v) in o.codes {
+            *self.codes.entry(k).or_default() += v;
+        }
+        for e in o.errors {
+            if self.errors.len() >= MAX_ERRORS {
+                break;
+            }
+            self.errors.insert(e);
+        }
+        self.last_done = self.last_done.max(o.last_done);
+    }
+}

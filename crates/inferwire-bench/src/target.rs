@@ -3,7 +3,6 @@
 use bytes::{BufMut, Bytes, BytesMut};
 use http::header::{HeaderName, HeaderValue, CONTENT_TYPE, HOST};
 use http::{HeaderMap, Method, Request, Uri};
-use http_body_util::Full;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -139,8 +138,9 @@ impl Target {
         }
     }
 
-    pub fn request(&self) -> Request<Full<Bytes>> {
-        let mut req = Request::new(Full::new(self.body.clone()));
+    /// The request without its body (sent separately, see `transport`).
+    pub fn head(&self) -> Request<()> {
+        let mut req = Request::new(());
         *req.method_mut() = self.method.clone();
         *req.uri_mut() = self.uri.clone();
         *req.headers_mut() = self.headers.clone();
@@ -231,7 +231,7 @@ mod tests {
             false,
         )
         .unwrap();
-        let r = t.request();
+        let r = t.head();
         assert_eq!(r.uri(), "/api/v1.0/predictions");
         assert_eq!(r.headers()[HOST], "127.0.0.1:9000");
         assert_eq!(r.headers()[CONTENT_TYPE], "application/json");
@@ -247,6 +247,6 @@ mod tests {
     fn grpc_frames_the_message() {
         let t = Target::grpc("127.0.0.1:5000", "a.B/C", &[], b"xyz").unwrap();
         assert_eq!(&t.body[..], &[0, 0, 0, 0, 3, b'x', b'y', b'z']);
-        assert_eq!(t.request().uri(), "http://127.0.0.1:5000/a.B/C");
+        assert_eq!(t.head().uri(), "http://127.0.0.1:5000/a.B/C");
     }
 }

@@ -1,10 +1,8 @@
 //! Connections and one request on them: HTTP/1.1 with the generator's own client
-//! (`http1`), HTTP/2 (h2c, gRPC) with hyper's client connection API; no pool in between:
-//! the load driver owns every connection.
+//! (`http1`), HTTP/2 (h2c, gRPC) with the h2 crate; no pool in between: the load driver
+//! owns every connection. With h2 itself (not hyper's client on top of it) a request's
+//! HEADERS and DATA frames are queued together and leave in one `writev`.
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::client::conn::http2;
-use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::net::TcpStream;
 
 use crate::target::{Target, Transport};
@@ -16,7 +14,7 @@ const CONNECTION_WINDOW: u32 = 16 * 1024 * 1024;
 pub enum Sender {
     /// `None` once the server closed it: the next request opens a new one.
     H1(Option<crate::http1::Conn>),
-    H2(http2::SendRequest<Full<Bytes>>),
+    H2(h2::client::SendRequest<Bytes>),
 }
 
 impl Sender {
@@ -80,12 +78,11 @@ pub async fn connect(t: &Target) -> Result<Sender, String> {
     match t.transport {
         Transport::Http1 => Ok(Sender::H1(Some(crate::http1::Conn::new(tcp)))),
         Transport::H2c | Transport::Grpc => {
-            let io = TokioIo::new(tcp);
-            let (sender, conn) = http2::Builder::new(TokioExecutor::new())
-                .initial_stream_window_size(STREAM_WINDOW)
+            let (sender, conn) = h2::client::Builder::new()
+                .initial_window_size(STREAM_WINDOW)
                 .initial_connection_window_size(CONNECTION_WINDOW)
                 .max_frame_size(1 << 20)
-                .handshake(io)
+                .handshake::<_, Bytes>(tcp)
                 .await
                 .map_err(|e| format!("HTTP/2 handshake with {}: {e}", t.authority))?;
             tokio::spawn(async move {
@@ -98,17 +95,24 @@ pub async fn connect(t: &Target) -> Result<Sender, String> {
 
 /// Sends one request and reads the whole response.
 pub async fn send(sender: &mut Sender, t: &Target) -> Outcome {
-    let sent = match sender {
-        Sender::H1(conn) => return send_h1(conn, t).await,
-        Sender::H2(s) => match s.ready().await {
-            Ok(()) => s.send_request(t.request()).await,
-            Err(e) => Err(e),
+    match sender {
+        Sender::H1(conn) => send_h1(conn, t).await,
+        Sender::H2(s) => match send_h2(s, t).await {
+            Ok(out) => out,
+            Err(e) => failed(error_text(&e)),
         },
-    };
-    let res = match sent {
-        Ok(r) => r,
-        Err(e) => return failed(error_text(&e)),
-    };
+    }
+}
+
+async fn send_h2(s: &mut h2::client::SendRequest<Bytes>, t: &Target) -> Result<Outcome, h2::Error> {
+    std::future::poll_fn(|cx| s.poll_ready(cx)).await?;
+    let (res, mut stream) = s.send_request(t.head(), t.body.is_empty())?;
+    if !t.body.is_empty() {
+        // Queued with the HEADERS frame; h2 sends what the peer's window allows now and
+        // the rest as WINDOW_UPDATEs arrive.
+        stream.send_data(t.body.clone(), true)?;
+    }
+    let res = res.await?;
     let status = res.status().as_u16();
     let mut grpc_status = header_i32(res.headers(), "grpc-status");
     let mut grpc_message = header_text(res.headers(), "grpc-message");
@@ -116,21 +120,17 @@ pub async fn send(sender: &mut Sender, t: &Target) -> Outcome {
     let mut bytes_in = 0u64;
     // The start of an error body, for the report's error set.
     let mut head = Vec::new();
-    while let Some(frame) = body.frame().await {
-        match frame {
-            Ok(f) => {
-                if let Some(d) = f.data_ref() {
-                    bytes_in += d.len() as u64;
-                    if status >= 400 && head.len() < 200 {
-                        head.extend_from_slice(&d[..d.len().min(200 - head.len())]);
-                    }
-                } else if let Some(tr) = f.trailers_ref() {
-                    grpc_status = header_i32(tr, "grpc-status").or(grpc_status);
-                    grpc_message = header_text(tr, "grpc-message").or(grpc_message);
-                }
-            }
-            Err(e) => return failed(format!("reading the response: {}", error_text(&e))),
+    while let Some(chunk) = body.data().await {
+        let d = chunk?;
+        bytes_in += d.len() as u64;
+        if status >= 400 && head.len() < 200 {
+            head.extend_from_slice(&d[..d.len().min(200 - head.len())]);
         }
+        body.flow_control().release_capacity(d.len())?;
+    }
+    if let Some(tr) = body.trailers().await? {
+        grpc_status = header_i32(&tr, "grpc-status").or(grpc_status);
+        grpc_message = header_text(&tr, "grpc-message").or(grpc_message);
     }
     let code = match t.transport {
         Transport::Grpc if status == 200 => match grpc_status {
@@ -146,11 +146,11 @@ pub async fn send(sender: &mut Sender, t: &Target) -> Outcome {
     } else {
         Some(String::from_utf8_lossy(&head).trim().to_string())
     };
-    Outcome {
+    Ok(Outcome {
         code,
         bytes_in,
         message,
-    }
+    })
 }
 
 async fn send_h1(slot: &mut Option<crate::http1::Conn>, t: &Target) -> Outcome {
@@ -161,24 +161,28 @@ async fn send_h1(slot: &mut Option<crate::http1::Conn>, t: &Target) -> Outcome {
             Err(e) => return failed(e),
         },
     };
-    match conn.exchange(&t.wire, t.method == http::Method::HEAD).await {
+    let (out, close) = outcome_of(conn.exchange(&t.wire, t.method == http::Method::HEAD).await);
+    if close {
+        *slot = None;
+    }
+    out
+}
+
+/// An HTTP/1.1 exchange as an outcome, and whether the connection must be dropped.
+pub(crate) fn outcome_of(r: Result<crate::http1::Response, String>) -> (Outcome, bool) {
+    match r {
         Ok(r) => {
-            if r.close {
-                *slot = None;
-            }
             let code = Code::Http(r.status);
             let message =
                 (!code.ok()).then(|| String::from_utf8_lossy(&r.head_of_body).trim().to_string());
-            Outcome {
+            let out = Outcome {
                 code,
                 bytes_in: r.body_len,
                 message,
-            }
+            };
+            (out, r.close)
         }
-        Err(e) => {
-            *slot = None;
-            failed(e)
-        }
+        Err(e) => (failed(e), true),
     }
 }
 

@@ -302,3 +302,23 @@ fn timeouts_and_unreachable_targets() {
     let err = load::run(&http(&format!("127.0.0.1:{port}"), false), &load).unwrap_err();
     assert!(err.contains("connect"), "{err}");
 }
+
+#[test]
+fn many_http1_connections_run_as_tasks_and_count_the_same() {
+    let (addr, r) = start(Behaviour {
+        delay: Duration::from_millis(2),
+        fail_every: 50,
+        ..Default::default()
+    });
+    let load = Load {
+        concurrency: load::THREADS_UP_TO + 16,
+        requests: Some(400),
+        duration: None,
+        ..Load::default()
+    };
+    let rep = load::run(&http(&addr, false), &load).unwrap();
+    assert_eq!((rep.requests, r.hits.load(Ordering::SeqCst)), (400, 400));
+    assert_eq!(rep.connections, load::THREADS_UP_TO + 16);
+    assert_eq!(rep.status_codes["500"], 8);
+    assert!(ms(rep.latency.min_ns) >= 2.0);
+}

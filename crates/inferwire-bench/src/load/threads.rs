@@ -1,0 +1,119 @@
+//! HTTP/1.1 with one thread per connection and blocking calls (see `load`).
+use std::net::TcpStream;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use super::{budget, report, timed_out, Counters, CpuBefore, Load, Plan, Tally};
+use crate::http1::{BlockingConn, TIMED_OUT};
+use crate::progress::Progress;
+use crate::report::Report;
+use crate::target::Target;
+use crate::transport::{self, Code};
+
+fn connect(t: &Target, timeout: Duration) -> Result<BlockingConn, String> {
+    let s =
+        TcpStream::connect(&t.authority).map_err(|e| format!("connect {}: {e}", t.authority))?;
+    let _ = s.set_nodelay(true);
+    let _ = s.set_read_timeout(Some(timeout));
+    let _ = s.set_write_timeout(Some(timeout));
+    Ok(BlockingConn::new(s))
+}
+
+pub fn run(target: &Target, load: &Load) -> Result<Report, String> {
+    let workers = load.concurrency.max(1);
+    let mut conns = (0..workers)
+        .map(|_| connect(target, load.timeout).map(Some))
+        .collect::<Result<Vec<_>, _>>()?;
+    if let Some(plan) = Plan::warmup(load) {
+        conns = run_workers(target, conns, plan, &Counters::default(), None).0;
+    }
+    let (duration, limit) = budget(load);
+    let progress = Progress::new(load.progress, duration, limit);
+    let before = CpuBefore::now(load);
+    let plan = Plan::measured(load);
+    let counters = Counters::default();
+    let (_, tally) = run_workers(target, conns, plan, &counters, Some(&progress));
+    progress.finish();
+    Ok(report(target, load, workers, &plan, tally, before))
+}
+
+type Conn = Option<BlockingConn>;
+
+fn run_workers(
+    target: &Target,
+    conns: Vec<Conn>,
+    plan: Plan,
+    counters: &Counters,
+    progress: Option<&Progress>,
+) -> (Vec<Conn>, Tally) {
+    let n = conns.len();
+    let finished = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = conns
+            .into_iter()
+            .map(|c| {
+                let finished = &finished;
+                s.spawn(move || {
+                    let r = worker(target, c, plan, counters);
+                    finished.fetch_add(1, Ordering::Release);
+                    r
+                })
+            })
+            .collect();
+        if let Some(p) = progress.filter(|p| p.enabled()) {
+            while finished.load(Ordering::Acquire) < n {
+                std::thread::sleep(Duration::from_millis(250));
+                p.show(counters.done.load(Ordering::Relaxed));
+            }
+        }
+        let mut back = Vec::with_capacity(n);
+        let mut tally = Tally::default();
+        for h in handles {
+            if let Ok((c, t)) = h.join() {
+                back.push(c);
+                tally.merge(t);
+            }
+        }
+        (back, tally)
+    })
+}
+
+fn worker(target: &Target, mut conn: Conn, plan: Plan, counters: &Counters) -> (Conn, Tally) {
+    let bytes_out = target.body.len() as u64;
+    let head = target.method == http::Method::HEAD;
+    let mut tally = Tally::default();
+    while let Some(intended) = plan.ticket(&counters.issued) {
+        let now = Instant::now();
+        let from = match intended {
+            Some(at) if at > now => {
+                std::thread::sleep(at - now);
+                Instant::now()
+            }
+            // Late: every worker was busy. Time it from when it should have left.
+            Some(at) => at,
+            None => now,
+        };
+        tally.last_send = Some(Instant::now());
+        let fresh = conn.is_none();
+        let result = match &mut conn {
+            Some(c) => c.exchange(&target.wire, head),
+            None => connect(target, plan.timeout)
+                .and_then(|c| conn.insert(c).exchange(&target.wire, head)),
+        };
+        let (out, close) = match result {
+            Err(e) if e == TIMED_OUT => (timed_out(plan.timeout), true),
+            other => transport::outcome_of(other),
+        };
+        if close {
+            conn = None;
+        }
+        let done = Instant::now();
+        tally.rec.record(done - from, done, &out, bytes_out);
+        counters.done.fetch_add(1, Ordering::Relaxed);
+        if fresh && matches!(out.code, Code::Error(_)) {
+            // A refused connection must not become a busy loop.
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+    (conn, tally)
+}
