@@ -9,6 +9,8 @@ START=$SECONDS
 ensure_venv -r requirements-test.txt
 log "building load tools (vegeta, ghz) into .tools/bin"
 bash scripts/install-load-tools.sh
+log "chromium (renders the HTML reports in a test)"
+bash scripts/install-chromium.sh
 
 log "cargo fmt --check"
 cargo fmt --all --check

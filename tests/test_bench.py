@@ -4,6 +4,7 @@ request files against the notebook's, and the seldon-matrix suite in a short mod
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 from conftest import ROOT, Served, free_port
 from google.protobuf import json_format
+from PIL import Image
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import notebook_payloads
@@ -179,3 +181,66 @@ def test_suites_not_there_yet_say_why() -> None:
     assert r.returncode == 1 and "not there yet" in r.stderr and "issue 7" in r.stderr
     r = bench("suite", "nope")
     assert r.returncode == 1 and "unknown suite" in r.stderr
+
+
+def render(page: Path) -> Image.Image:
+    """Screenshots ``page`` with headless Chromium (scripts/install-chromium.sh)."""
+    chromium = shutil.which("chromium")
+    assert chromium, "chromium is missing: run scripts/install-chromium.sh"
+    png = page.with_suffix(".png")
+    r = subprocess.run(
+        [
+            chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+            f"--screenshot={png}", "--window-size=1200,1600", page.as_uri(),
+        ],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert png.exists(), r.stderr
+    return Image.open(png).convert("RGB")
+
+
+def pixels_of(img: Image.Image, rgb: tuple[int, int, int]) -> int:
+    colours = img.getcolors(maxcolors=1 << 22) or []
+    return sum(n for n, c in colours if c == rgb)
+
+
+FIRST_SERIES = (0x4C, 0x78, 0xA8)  # html.rs's first colour: bars of the first series
+
+
+def self_contained(html: str) -> None:
+    assert "<script" not in html
+    assert 'src="http' not in html and 'href="http' not in html and "url(" not in html
+
+
+def test_attack_html_report_renders(noop: Served, tmp_path: Path) -> None:
+    page = tmp_path / "attack.html"
+    r = bench("attack", f"{noop.url}/health/ping", "-n", "300", "-c", "1,4", "--html", str(page))
+    assert r.returncode == 0, r.stderr
+    html = page.read_text()
+    self_contained(html)
+    assert html.count('data-chart="bars"') == 1
+    assert html.count('data-chart="lines"') == 1  # throughput against concurrency
+    assert html.count('data-chart="histogram"') == 2  # one per run
+    assert "concurrency 4" in html
+    img = render(page)
+    assert len(img.getcolors(maxcolors=1 << 22) or []) > 20, "the page is blank"
+    assert pixels_of(img, FIRST_SERIES) > 2000, "no chart bars were drawn"
+
+
+def test_suite_html_report_renders(noop: Served, noop_raw: Served, tmp_path: Path) -> None:
+    page = tmp_path / "suite.html"
+    r = bench(
+        "suite", "seldon-matrix", "--target", noop.url, "--grpc-target", noop.grpc_target,
+        "--vs", noop_raw.url, "--vs-grpc", noop_raw.grpc_target,
+        "--methods", "predict", "--sizes", "1", "-z", "200ms", "--warmup", "0s",
+        "--html", str(page),
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    html = page.read_text()
+    self_contained(html)
+    # Per protocol: mean and percentile bars; a histogram per cell and server.
+    assert html.count('data-chart="bars"') == 4
+    assert html.count('data-chart="histogram"') == 2 * 3 * 2
+    assert "notebook, published" in html
+    img = render(page)
+    assert pixels_of(img, FIRST_SERIES) > 2000, "no chart bars were drawn"

@@ -8,8 +8,10 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use http::Method;
 
 use crate::duration;
+use crate::html;
 use crate::load::{self, Load};
 use crate::payload::{self, ENCODINGS};
+use crate::report::{self, Report};
 use crate::suite::{self, seldon_matrix};
 use crate::target::{parse_header, Target};
 
@@ -47,9 +49,10 @@ fn dur(s: &str) -> Result<Duration, String> {
 
 #[derive(Args)]
 struct LoadArgs {
-    /// Requests in flight at once (closed loop), or the most workers (open loop).
-    #[arg(short, long, default_value_t = 1)]
-    concurrency: usize,
+    /// Requests in flight at once (closed loop), or the most workers (open loop). A
+    /// comma-separated list runs once per value (throughput against concurrency).
+    #[arg(short, long, value_delimiter = ',', default_value = "1")]
+    concurrency: Vec<usize>,
     /// HTTP/2 and gRPC connections to spread the workers over (HTTP/1.1: one each).
     #[arg(long)]
     connections: Option<usize>,
@@ -108,6 +111,9 @@ struct AttackArgs {
     /// Write the report here instead of stdout.
     #[arg(short, long)]
     output: Option<PathBuf>,
+    /// Also write a self-contained HTML report with charts.
+    #[arg(long)]
+    html: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -190,6 +196,9 @@ struct SuiteArgs {
     format: Format,
     #[arg(short, long)]
     output: Option<PathBuf>,
+    /// Also write a self-contained HTML report with charts.
+    #[arg(long)]
+    html: Option<PathBuf>,
     #[arg(long)]
     no_progress: bool,
 }
@@ -217,9 +226,9 @@ pub fn main(args: Vec<String>) -> i32 {
     }
 }
 
-fn load_of(a: &LoadArgs) -> Load {
+fn load_of(a: &LoadArgs, concurrency: usize) -> Load {
     Load {
-        concurrency: a.concurrency.max(1),
+        concurrency: concurrency.max(1),
         connections: a.connections,
         rate: a.rate,
         duration: a.duration,
@@ -231,9 +240,13 @@ fn load_of(a: &LoadArgs) -> Load {
     }
 }
 
+fn write_file(p: &PathBuf, text: &str) -> Result<(), String> {
+    std::fs::write(p, text).map_err(|e| format!("{}: {e}", p.display()))
+}
+
 fn emit(text: &str, output: &Option<PathBuf>) -> Result<(), String> {
     match output {
-        Some(p) => std::fs::write(p, text).map_err(|e| format!("{}: {e}", p.display())),
+        Some(p) => write_file(p, text),
         None => {
             print!("{text}");
             Ok(())
@@ -273,11 +286,23 @@ fn attack(a: AttackArgs) -> Result<(), String> {
             Target::http(&a.url, method, &headers, body, a.http2)?
         }
     };
-    let report = load::run(&target, &load_of(&a.load))?;
+    let mut reports = Vec::new();
+    for &c in &a.load.concurrency {
+        reports.push(load::run(&target, &load_of(&a.load, c))?);
+    }
+    if let Some(path) = &a.html {
+        write_file(path, &html::attack_page(&reports))?;
+    }
     let text = match a.format {
-        Format::Text => report.text(),
-        Format::Json => report.json() + "\n",
-        Format::Markdown => report.markdown(),
+        Format::Text => reports
+            .iter()
+            .map(Report::text)
+            .collect::<Vec<_>>()
+            .join("\n"),
+        // One run: its report; several: a list of them.
+        Format::Json if reports.len() == 1 => reports[0].json() + "\n",
+        Format::Json => serde_json::to_string_pretty(&reports).unwrap_or_default() + "\n",
+        Format::Markdown => report::markdown_table(&reports),
     };
     emit(&text, &a.output)
 }
@@ -359,6 +384,9 @@ fn run_suite(s: SuiteArgs) -> Result<(), String> {
         progress: !s.no_progress,
     };
     let cells = seldon_matrix::run(&opts)?;
+    if let Some(path) = &s.html {
+        write_file(path, &seldon_matrix::html(&opts, &cells))?;
+    }
     let text = match s.format {
         Format::Json => serde_json::to_string_pretty(&cells).unwrap_or_default() + "\n",
         _ => seldon_matrix::markdown(&opts, &cells),

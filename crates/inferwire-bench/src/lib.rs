@@ -5,6 +5,7 @@
 pub mod cli;
 pub mod cpu;
 pub mod duration;
+pub mod html;
 mod http1;
 pub mod load;
 pub mod payload;

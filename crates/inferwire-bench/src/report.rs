@@ -229,36 +229,44 @@ impl Report {
     }
 
     pub fn markdown(&self) -> String {
-        let d = |ns: u64| human(Duration::from_nanos(ns));
-        let l = &self.latency;
-        let mut s = String::from(
-            "| target | transport | requests | success | throughput/s | mean | p50 | p90 | p99 | p99.9 | max | generator CPU/req | server CPU/req |\n\
-             |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
-        );
+        markdown_table(std::slice::from_ref(self))
+    }
+
+    pub fn json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+}
+
+/// One Markdown table, a row per report.
+pub fn markdown_table(reports: &[Report]) -> String {
+    let d = |ns: u64| human(Duration::from_nanos(ns));
+    let mut s = String::from(
+        "| target | transport | concurrency | requests | success | throughput/s | mean | p50 | p90 | p99 | p99.9 | max | generator CPU/req | server CPU/req |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for r in reports {
+        let l = &r.latency;
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {:.2}% | {:.1} | {} | {} | {} | {} | {} | {} | {} | {} |",
-            self.target,
-            self.transport,
-            self.requests,
-            self.success * 100.0,
-            self.throughput,
+            "| {} | {} | {} | {} | {:.2}% | {:.1} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            r.target,
+            r.transport,
+            r.concurrency,
+            r.requests,
+            r.success * 100.0,
+            r.throughput,
             d(l.mean_ns),
             d(l.p50_ns),
             d(l.p90_ns),
             d(l.p99_ns),
             d(l.p999_ns),
             d(l.max_ns),
-            d(self.client_cpu_ns_per_request as u64),
-            self.server_cpu_ns_per_request
+            d(r.client_cpu_ns_per_request as u64),
+            r.server_cpu_ns_per_request
                 .map_or("-".into(), |c| d(c as u64))
         );
-        s
     }
-
-    pub fn json(&self) -> String {
-        serde_json::to_string_pretty(self).unwrap_or_default()
-    }
+    s
 }
 
 /// `n` equal-width buckets from the fastest to the slowest request, as ghz draws them.

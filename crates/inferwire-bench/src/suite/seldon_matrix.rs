@@ -299,6 +299,116 @@ pub fn markdown(o: &Options, cells: &[Cell]) -> String {
     s
 }
 
+/// The same tables as charts: per (method, protocol, size), the mean latency per
+/// encoding for each server beside the published figure, the percentiles, and each
+/// cell's histogram.
+pub fn html(o: &Options, cells: &[Cell]) -> String {
+    let names: Vec<&str> = std::iter::once(o.ours.name.as_str())
+        .chain(o.vs.as_ref().map(|v| v.name.as_str()))
+        .collect();
+    let mut body = String::from(
+        "<p>Seed 000, Seldon's Python wrapper benchmarking notebook: one connection, one \
+         request in flight per cell.</p>",
+    );
+    let mut groups: Vec<(String, String, usize)> = Vec::new();
+    for c in cells {
+        let key = (c.method.clone(), c.protocol.clone(), c.size);
+        if !groups.contains(&key) {
+            groups.push(key);
+        }
+    }
+    for (method, protocol, size) in groups {
+        let row: Vec<&Cell> = cells
+            .iter()
+            .filter(|c| c.method == method && c.protocol == protocol && c.size == size)
+            .collect();
+        let title = format!(
+            "{method} · {} · {} integer{}",
+            if protocol == "rest" { "REST" } else { "gRPC" },
+            thousands(size),
+            if size == 1 { "" } else { "s" }
+        );
+        let _ = write!(body, "<h2>{title}</h2>");
+        let encodings: Vec<String> = row.iter().map(|c| c.encoding.clone()).collect();
+        let mut series: Vec<(String, Vec<f64>)> = names
+            .iter()
+            .enumerate()
+            .map(|(k, n)| {
+                let v = row
+                    .iter()
+                    .map(|c| {
+                        c.reports
+                            .get(k)
+                            .and_then(Option::as_ref)
+                            .map_or(0.0, |r| r.latency.mean_ns as f64)
+                    })
+                    .collect();
+                (format!("{n} (mean)"), v)
+            })
+            .collect();
+        if let Some((_, _, _, ms)) = PUBLISHED_MS
+            .iter()
+            .find(|p| p.0 == method && p.1 == protocol && p.2 == size)
+        {
+            let v = row
+                .iter()
+                .map(|c| {
+                    let i = ENCODINGS
+                        .iter()
+                        .position(|e| e.name() == c.encoding)
+                        .unwrap_or(0);
+                    ms[i] * 1e6
+                })
+                .collect();
+            series.push(("notebook, published".into(), v));
+        }
+        body.push_str(&crate::html::bars(
+            &format!("Mean latency per encoding, {title}"),
+            &encodings,
+            &series,
+        ));
+        let mut cats = Vec::new();
+        let mut pct: Vec<(String, Vec<f64>)> =
+            names.iter().map(|n| (n.to_string(), Vec::new())).collect();
+        for c in &row {
+            for (label, pick) in [("p50", 0usize), ("p90", 1), ("p99", 2)] {
+                cats.push(format!("{} {label}", c.encoding));
+                for (k, series) in pct.iter_mut().enumerate() {
+                    let v = c.reports.get(k).and_then(Option::as_ref).map_or(0.0, |r| {
+                        [r.latency.p50_ns, r.latency.p90_ns, r.latency.p99_ns][pick] as f64
+                    });
+                    series.1.push(v);
+                }
+            }
+        }
+        body.push_str(&crate::html::bars(
+            &format!("Latency percentiles, {title}"),
+            &cats,
+            &pct,
+        ));
+        for c in &row {
+            for (k, r) in c.reports.iter().enumerate() {
+                if let Some(r) = r {
+                    body.push_str(&crate::html::histogram(
+                        &format!("{}: {title}, {}", names[k], c.encoding),
+                        r,
+                    ));
+                }
+            }
+        }
+        let mut rows = Vec::new();
+        for c in &row {
+            for (k, r) in c.reports.iter().enumerate() {
+                if let Some(r) = r {
+                    rows.push((format!("{} {}", names[k], c.encoding), r));
+                }
+            }
+        }
+        body.push_str(&crate::html::table(rows.into_iter()));
+    }
+    crate::html::page("inferwire bench: seldon-matrix", &body)
+}
+
 fn thousands(n: usize) -> String {
     let digits = n.to_string();
     let mut out = String::new();
