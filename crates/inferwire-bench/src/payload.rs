@@ -3,7 +3,6 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use base64::Engine;
 use inferwire_codec::protocol::seldon::{json, proto, Encoding};
 use inferwire_codec::Limits;
 use prost::Message;
@@ -46,7 +45,7 @@ pub fn notebook_json(encoding: Encoding, size: usize) -> String {
                 let raw: Vec<u8> = (0..size as i64).flat_map(i64::to_le_bytes).collect();
                 format!(
                     "\"tensorContent\":\"{}\"",
-                    base64::engine::general_purpose::STANDARD.encode(raw)
+                    base64_simd::STANDARD.encode_to_string(raw)
                 )
             } else {
                 let v: Vec<String> = (0..size).map(|i| format!("\"{i}\"")).collect();
@@ -76,7 +75,7 @@ pub fn vegeta_target(url: &str, body: &[u8]) -> String {
     format!(
         "{{\"method\":\"POST\",\"url\":{},\"body\":\"{}\",\"header\":{{\"Content-Type\":[\"application/json\"]}}}}\n",
         serde_json::Value::from(url),
-        base64::engine::general_purpose::STANDARD.encode(body)
+        base64_simd::STANDARD.encode_to_string(body)
     )
 }
 

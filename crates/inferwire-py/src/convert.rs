@@ -1,5 +1,4 @@
 //! Values across the boundary: tensors to numpy (zero-copy), model results back to Rust.
-use base64::Engine;
 use bytes::Bytes;
 use inferwire_codec::protocol::seldon::json::tftensor_value;
 use inferwire_codec::protocol::seldon::reply::Output;
@@ -185,19 +184,13 @@ pub fn message_to_py(py: Python<'_>, m: SeldonMessage, lists: bool) -> PyResult<
             }
             d.set_item("data", data)?;
         }
-        Payload::Bin(b) => d.set_item(
-            "binData",
-            base64::engine::general_purpose::STANDARD.encode(b),
-        )?,
+        Payload::Bin(b) => d.set_item("binData", base64_simd::STANDARD.encode_to_string(b))?,
         Payload::Str(s) => d.set_item("strData", s)?,
         Payload::Json(v) => d.set_item("jsonData", json_to_py(py, &v)?)?,
         Payload::Custom { type_url, value } => {
             let c = PyDict::new(py);
             c.set_item("@type", type_url)?;
-            c.set_item(
-                "value",
-                base64::engine::general_purpose::STANDARD.encode(value),
-            )?;
+            c.set_item("value", base64_simd::STANDARD.encode_to_string(value))?;
             d.set_item("customData", c)?;
         }
     }
@@ -304,7 +297,7 @@ pub fn py_to_json(obj: &Bound<'_, PyAny>) -> PyResult<Value> {
     }
     if let Ok(b) = obj.cast::<PyBytes>() {
         return Ok(Value::String(
-            base64::engine::general_purpose::STANDARD.encode(b.as_bytes()),
+            base64_simd::STANDARD.encode_to_string(b.as_bytes()),
         ));
     }
     if obj.cast::<PyUntypedArray>().is_ok() || obj.hasattr("item")? && obj.hasattr("dtype")? {

@@ -1,6 +1,5 @@
 //! Writing JSON numbers and arrays straight from typed buffers.
 use crate::tensor::{Tensor, TensorData};
-use base64::Engine;
 
 /// Types that know how to write themselves as one JSON value.
 pub trait JsonNumber: Copy {
@@ -106,13 +105,7 @@ pub fn string(s: &str, out: &mut Vec<u8>) {
 /// Writes bytes as a base64 JSON string (protobuf's JSON mapping of `bytes`).
 pub fn base64_string(b: &[u8], out: &mut Vec<u8>) {
     out.push(b'"');
-    let start = out.len();
-    let len = base64::encoded_len(b.len(), true).unwrap_or(0);
-    out.resize(start + len, 0);
-    let n = base64::engine::general_purpose::STANDARD
-        .encode_slice(b, &mut out[start..])
-        .unwrap_or(0);
-    out.truncate(start + n);
+    base64_simd::STANDARD.encode_append(b, out);
     out.push(b'"');
 }
 

@@ -1,0 +1,77 @@
+"""The source benchmarks run with ``inferwire bench`` against inferwire and the peer
+servers, side by side in one run.
+
+Each peer runs from its own virtualenv (see ``run.sh``) with the same no-op models. Today
+one suite has a peer to run against:
+
+- ``seldon-matrix`` against the Seldon Python wrapper (seldon-core 1.18.2, Python 3.10,
+  one gunicorn worker and thread, as the notebook deploys it).
+
+MLServer and Ray Serve serve the Open Inference Protocol and Ray's own HTTP API; the
+suites that apply to them (``numpy-echo``, ``images``, ``ray-micro``) wait for server
+features (see ``inferwire bench suite --list``), and the script says so.
+
+    bash benchmarks/peers/run.sh [--duration 10s]
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import servers
+
+ROOT = servers.ROOT
+RESULTS = ROOT / "benchmarks" / "results"
+NOT_YET = {
+    "MLServer": "numpy-echo and images need the server's V2 protocol and binary encodings",
+    "Ray Serve": "ray-micro needs the server's workers and dynamic batching",
+}
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument("--duration", default="10s", help="per cell and server")
+    p.add_argument("--seldon-venv", type=Path, default=ROOT / ".venv-seldon")
+    p.add_argument("--sizes", default="100000,1")
+    args = p.parse_args()
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    ours = servers.inferwire_spec()
+    peer = servers.seldon_spec(args.seldon_venv)
+    started = []
+    try:
+        iw, iw_raw = (servers.ServerProcess(ours, m) for m in ("NoopPredict", "NoopPredictRaw"))
+        started += [iw, iw_raw]
+        sw, sw_raw = (servers.ServerProcess(peer, m) for m in ("NoopPredict", "NoopPredictRaw"))
+        started += [sw, sw_raw]
+        cmd = [
+            sys.executable, "-m", "inferwire", "bench", "suite", "seldon-matrix",
+            "--target", iw.url, "--grpc-target", iw.grpc_target,
+            "--raw-target", iw_raw.url, "--raw-grpc-target", iw_raw.grpc_target,
+            "--server-pid", str(iw.proc.pid), "--raw-pid", str(iw_raw.proc.pid),
+            "--vs", sw.url, "--vs-grpc", sw.grpc_target,
+            "--vs-raw", sw_raw.url, "--vs-raw-grpc", sw_raw.grpc_target,
+            "--vs-pid", str(sw.proc.pid), "--vs-raw-pid", str(sw_raw.proc.pid),
+            "--name-target", "inferwire", "--name-vs", "Seldon wrapper",
+            "--sizes", args.sizes, "-z", args.duration, "--no-progress",
+            "-o", str(RESULTS / "peers_seldon_matrix.md"),
+            "--html", str(RESULTS / "peers_seldon_matrix.html"),
+        ]  # fmt: skip
+        rc = subprocess.run(cmd, cwd=ROOT).returncode
+    finally:
+        for s in started:
+            s.stop()
+    for name, why in NOT_YET.items():
+        print(f"{name}: not run yet ({why})", file=sys.stderr)
+    if rc == 0:
+        print(f"wrote {RESULTS / 'peers_seldon_matrix.md'} and .html", file=sys.stderr)
+    return rc
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
