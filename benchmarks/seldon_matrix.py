@@ -176,9 +176,10 @@ def parse_seconds(duration: str) -> float:
 
 
 def fmt_time(ms: float) -> str:
-    if ms >= 100:
+    # 0.9996 ms rounds to 1.00 ms, not to "1e+03 µs".
+    if ms >= 99.95:
         return f"{ms:.0f} ms"
-    if ms >= 1:
+    if ms >= 0.9995:
         return f"{ms:.3g} ms"
     return f"{ms * 1000:.3g} µs"
 

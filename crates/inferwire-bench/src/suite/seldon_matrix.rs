@@ -185,31 +185,48 @@ pub fn run(o: &Options) -> Result<Vec<Cell>, String> {
     Ok(out)
 }
 
-/// The notebook's tables: one per (method, protocol, size), encodings as columns.
-pub fn markdown(o: &Options, cells: &[Cell]) -> String {
-    let names: Vec<&str> = std::iter::once(o.ours.name.as_str())
+fn server_names(o: &Options) -> Vec<&str> {
+    std::iter::once(o.ours.name.as_str())
         .chain(o.vs.as_ref().map(|v| v.name.as_str()))
-        .collect();
-    let mut s = String::new();
-    let mut groups: Vec<(String, String, usize)> = Vec::new();
+        .collect()
+}
+
+/// (method, protocol, size): one of the notebook's tables.
+type TableKey = (String, String, usize);
+
+/// The cells grouped as the notebook's tables, in order: a title, the key, and the cells
+/// (one per encoding).
+fn tables(cells: &[Cell]) -> Vec<(String, TableKey, Vec<&Cell>)> {
+    let mut keys: Vec<TableKey> = Vec::new();
     for c in cells {
         let key = (c.method.clone(), c.protocol.clone(), c.size);
-        if !groups.contains(&key) {
-            groups.push(key);
+        if !keys.contains(&key) {
+            keys.push(key);
         }
     }
-    for (method, protocol, size) in groups {
-        let row: Vec<&Cell> = cells
-            .iter()
-            .filter(|c| c.method == method && c.protocol == protocol && c.size == size)
-            .collect();
-        let _ = writeln!(
-            s,
-            "\n#### {method} · {} · {} integer{}\n",
-            if protocol == "rest" { "REST" } else { "gRPC" },
-            thousands(size),
-            if size == 1 { "" } else { "s" }
-        );
+    keys.into_iter()
+        .map(|(method, protocol, size)| {
+            let row = cells
+                .iter()
+                .filter(|c| c.method == method && c.protocol == protocol && c.size == size)
+                .collect();
+            let title = format!(
+                "{method} · {} · {} integer{}",
+                if protocol == "rest" { "REST" } else { "gRPC" },
+                thousands(size),
+                if size == 1 { "" } else { "s" }
+            );
+            (title, (method, protocol, size), row)
+        })
+        .collect()
+}
+
+/// The notebook's tables: one per (method, protocol, size), encodings as columns.
+pub fn markdown(o: &Options, cells: &[Cell]) -> String {
+    let names = server_names(o);
+    let mut s = String::new();
+    for (title, (method, protocol, size), row) in tables(cells) {
+        let _ = writeln!(s, "\n#### {title}\n");
         let _ = write!(s, "| |");
         for c in &row {
             let _ = write!(s, " {} |", c.encoding);
@@ -303,31 +320,12 @@ pub fn markdown(o: &Options, cells: &[Cell]) -> String {
 /// encoding for each server beside the published figure, the percentiles, and each
 /// cell's histogram.
 pub fn html(o: &Options, cells: &[Cell]) -> String {
-    let names: Vec<&str> = std::iter::once(o.ours.name.as_str())
-        .chain(o.vs.as_ref().map(|v| v.name.as_str()))
-        .collect();
+    let names = server_names(o);
     let mut body = String::from(
         "<p>Seed 000, Seldon's Python wrapper benchmarking notebook: one connection, one \
          request in flight per cell.</p>",
     );
-    let mut groups: Vec<(String, String, usize)> = Vec::new();
-    for c in cells {
-        let key = (c.method.clone(), c.protocol.clone(), c.size);
-        if !groups.contains(&key) {
-            groups.push(key);
-        }
-    }
-    for (method, protocol, size) in groups {
-        let row: Vec<&Cell> = cells
-            .iter()
-            .filter(|c| c.method == method && c.protocol == protocol && c.size == size)
-            .collect();
-        let title = format!(
-            "{method} · {} · {} integer{}",
-            if protocol == "rest" { "REST" } else { "gRPC" },
-            thousands(size),
-            if size == 1 { "" } else { "s" }
-        );
+    for (title, (method, protocol, size), row) in tables(cells) {
         let _ = write!(body, "<h2>{title}</h2>");
         let encodings: Vec<String> = row.iter().map(|c| c.encoding.clone()).collect();
         let mut series: Vec<(String, Vec<f64>)> = names
