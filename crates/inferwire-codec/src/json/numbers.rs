@@ -343,6 +343,28 @@ mod tests {
         parse_array(s.as_bytes(), Limits::default()).unwrap()
     }
 
+    proptest::proptest! {
+        #[test]
+        fn integer_lists_match_serde(
+            values in proptest::collection::vec(proptest::prop_oneof![
+                0i64..10,
+                0i64..100_000,
+                -99_999_999i64..99_999_999,
+                proptest::num::i64::ANY,
+            ], 1..40),
+            sep in proptest::sample::select(vec![",", ", ", " ,", ",\n  "]),
+        ) {
+            let text = format!(
+                "[{}]",
+                values.iter().map(i64::to_string).collect::<Vec<_>>().join(sep)
+            );
+            let got = parse(&text).expect("an integer array");
+            proptest::prop_assert_eq!(got.shape, vec![values.len()]);
+            let want: Vec<i64> = serde_json::from_str(&text).unwrap();
+            proptest::prop_assert_eq!(got.data, TensorData::I64(want));
+        }
+    }
+
     #[test]
     fn integers_keep_their_type_and_shape() {
         let t = parse("[[1, 2, 3], [4, 5, -6]]").unwrap();
