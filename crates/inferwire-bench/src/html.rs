@@ -211,11 +211,11 @@ pub fn attack_page(reports: &[Report]) -> String {
     };
     let mut body = format!(
         "<p>{} · {} · {} loop</p>",
-        esc(&first.target),
-        esc(&first.transport),
-        esc(&first.mode)
+        esc(&first.setup.target),
+        esc(&first.setup.transport),
+        esc(&first.setup.mode)
     );
-    let label = |r: &Report| format!("concurrency {}", r.concurrency);
+    let label = |r: &Report| format!("concurrency {}", r.setup.concurrency);
     let pct = ["min", "p50", "p90", "p95", "p99", "p99.9", "max"];
     let series: Vec<(String, Vec<f64>)> = reports
         .iter()
@@ -237,13 +237,13 @@ pub fn attack_page(reports: &[Report]) -> String {
         body.push_str("<h2>Throughput against concurrency</h2>");
         let pts = reports
             .iter()
-            .map(|r| (r.concurrency as f64, r.throughput))
+            .map(|r| (r.setup.concurrency as f64, r.throughput))
             .collect();
         body.push_str(&lines(
             "Successful requests per second against requests in flight",
             "requests in flight",
             "requests/s",
-            &[(first.target.clone(), pts)],
+            &[(first.setup.target.clone(), pts)],
         ));
     }
     body.push_str("<h2>Latency histograms</h2>");

@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::cpu;
-use crate::report::{Report, RunInfo};
+use crate::report::{Report, RunInfo, Setup};
 use crate::stats::Recorder;
 use crate::target::{Target, Transport};
 use crate::transport::{Code, Outcome};
@@ -198,22 +198,24 @@ fn report(
     Report::new(
         &tally.rec,
         RunInfo {
-            target: target.url(),
-            transport: target.transport.name().to_string(),
-            mode: if rate(load).is_some() {
-                "open"
-            } else {
-                "closed"
-            }
-            .to_string(),
-            concurrency: load.concurrency.max(1),
-            connections,
-            rate: rate(load),
+            setup: Setup {
+                target: target.url(),
+                transport: target.transport.name().to_string(),
+                mode: if rate(load).is_some() {
+                    "open"
+                } else {
+                    "closed"
+                }
+                .to_string(),
+                concurrency: load.concurrency.max(1),
+                connections,
+                rate: rate(load),
+                server_pid: load.server_pid,
+            },
             attack: last_send.saturating_duration_since(plan.start),
             wait: last_done.saturating_duration_since(last_send),
             client_cpu,
             server_cpu,
-            server_pid: load.server_pid,
         },
     )
 }

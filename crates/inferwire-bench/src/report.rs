@@ -29,8 +29,9 @@ pub struct Bucket {
     pub count: u64,
 }
 
+/// What was run: the target and how the load was shaped.
 #[derive(Debug, Clone, Serialize)]
-pub struct Report {
+pub struct Setup {
     pub target: String,
     pub transport: String,
     /// "closed" (`concurrency` requests in flight, each sent when the last ended) or
@@ -39,6 +40,14 @@ pub struct Report {
     pub concurrency: usize,
     pub connections: usize,
     pub rate: Option<f64>,
+    /// The server whose CPU time was measured, when its PID was given.
+    pub server_pid: Option<u32>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    #[serde(flatten)]
+    pub setup: Setup,
     pub requests: u64,
     pub ok: u64,
     pub success: f64,
@@ -59,21 +68,15 @@ pub struct Report {
     pub client_cpu_ns_per_request: f64,
     /// The server process tree's CPU time per request, when its PID was given.
     pub server_cpu_ns_per_request: Option<f64>,
-    pub server_pid: Option<u32>,
 }
 
+/// A finished run's timings and CPU counters, which `Report::new` turns into rates.
 pub struct RunInfo {
-    pub target: String,
-    pub transport: String,
-    pub mode: String,
-    pub concurrency: usize,
-    pub connections: usize,
-    pub rate: Option<f64>,
+    pub setup: Setup,
     pub attack: Duration,
     pub wait: Duration,
     pub client_cpu: Duration,
     pub server_cpu: Option<Duration>,
-    pub server_pid: Option<u32>,
 }
 
 impl Report {
@@ -89,12 +92,7 @@ impl Report {
         };
         let total = info.attack + info.wait;
         Self {
-            target: info.target,
-            transport: info.transport,
-            mode: info.mode,
-            concurrency: info.concurrency,
-            connections: info.connections,
-            rate: info.rate,
+            setup: info.setup,
             requests: r.requests,
             ok: r.ok,
             success: if r.requests == 0 {
@@ -124,7 +122,6 @@ impl Report {
             histogram: buckets(r, 10),
             client_cpu_ns_per_request: info.client_cpu.as_nanos() as f64 / n,
             server_cpu_ns_per_request: info.server_cpu.map(|c| c.as_nanos() as f64 / n),
-            server_pid: info.server_pid,
         }
     }
 
@@ -139,13 +136,16 @@ impl Report {
         let _ = writeln!(
             s,
             "Target        {} ({}, {} loop, concurrency {}, {} connection{}{})",
-            self.target,
-            self.transport,
-            self.mode,
-            self.concurrency,
-            self.connections,
-            if self.connections == 1 { "" } else { "s" },
-            self.rate.map(|r| format!(", {r}/s")).unwrap_or_default()
+            self.setup.target,
+            self.setup.transport,
+            self.setup.mode,
+            self.setup.concurrency,
+            self.setup.connections,
+            if self.setup.connections == 1 { "" } else { "s" },
+            self.setup
+                .rate
+                .map(|r| format!(", {r}/s"))
+                .unwrap_or_default()
         );
         let _ = writeln!(
             s,
@@ -228,10 +228,6 @@ impl Report {
         s
     }
 
-    pub fn markdown(&self) -> String {
-        markdown_table(std::slice::from_ref(self))
-    }
-
     pub fn json(&self) -> String {
         serde_json::to_string_pretty(self).unwrap_or_default()
     }
@@ -249,9 +245,9 @@ pub fn markdown_table(reports: &[Report]) -> String {
         let _ = writeln!(
             s,
             "| {} | {} | {} | {} | {:.2}% | {:.1} | {} | {} | {} | {} | {} | {} | {} | {} |",
-            r.target,
-            r.transport,
-            r.concurrency,
+            r.setup.target,
+            r.setup.transport,
+            r.setup.concurrency,
             r.requests,
             r.success * 100.0,
             r.throughput,

@@ -60,9 +60,7 @@ impl Recorder {
         *self.codes.entry(out.code.label()).or_default() += 1;
         self.last_done = Some(self.last_done.map_or(done, |d| d.max(done)));
     }
-}
 
-impl Recorder {
     /// Adds another worker's results to these.
     pub fn merge(&mut self, o: Recorder) {
         // Both histograms have the same bounds, so adding cannot fail.

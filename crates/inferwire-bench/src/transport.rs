@@ -27,10 +27,15 @@ impl Sender {
     }
 }
 
+/// Why a connection could not be opened, and what to check.
+pub(crate) fn connect_error(addr: &str, e: std::io::Error) -> String {
+    format!("connect {addr}: {e} (is a server listening there?)")
+}
+
 async fn tcp(t: &Target) -> Result<TcpStream, String> {
     let tcp = TcpStream::connect(&t.authority)
         .await
-        .map_err(|e| format!("connect {}: {e}", t.authority))?;
+        .map_err(|e| connect_error(&t.authority, e))?;
     let _ = tcp.set_nodelay(true);
     Ok(tcp)
 }

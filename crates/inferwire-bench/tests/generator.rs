@@ -222,7 +222,7 @@ fn open_loop_keeps_its_rate() {
         "sent at {}/s",
         rep.sent_rate
     );
-    assert_eq!(rep.mode, "open");
+    assert_eq!(rep.setup.mode, "open");
 }
 
 #[test]
@@ -318,7 +318,7 @@ fn many_http1_connections_run_as_tasks_and_count_the_same() {
     };
     let rep = load::run(&http(&addr, false), &load).unwrap();
     assert_eq!((rep.requests, r.hits.load(Ordering::SeqCst)), (400, 400));
-    assert_eq!(rep.connections, load::THREADS_UP_TO + 16);
+    assert_eq!(rep.setup.connections, load::THREADS_UP_TO + 16);
     assert_eq!(rep.status_codes["500"], 8);
     assert!(ms(rep.latency.min_ns) >= 2.0);
 }

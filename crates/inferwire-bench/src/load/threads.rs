@@ -12,7 +12,7 @@ use crate::transport::{self, Code};
 
 fn connect(t: &Target, timeout: Duration) -> Result<BlockingConn, String> {
     let s =
-        TcpStream::connect(&t.authority).map_err(|e| format!("connect {}: {e}", t.authority))?;
+        TcpStream::connect(&t.authority).map_err(|e| transport::connect_error(&t.authority, e))?;
     let _ = s.set_nodelay(true);
     let _ = s.set_read_timeout(Some(timeout));
     let _ = s.set_write_timeout(Some(timeout));
