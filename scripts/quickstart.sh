@@ -4,7 +4,7 @@
 # Ctrl-C stops the server.
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 
-ensure_venv "maturin>=1.7,<2" "numpy>=1.24" "grpcio>=1.60" "grpcio-tools>=1.60"
+ensure_venv "maturin>=1.7,<2" "numpy>=1.24" "pyyaml>=6" "grpcio>=1.60" "grpcio-tools>=1.60"
 build_extension --release
 
 HTTP_PORT="${INFERWIRE_HTTP_PORT:-9000}"

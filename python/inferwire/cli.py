@@ -23,6 +23,13 @@ def _serve_parser(sub: Any) -> None:
         "file.py:Class).",
     )
     p.add_argument("model", help="module:Class, module.Class, path/to/model.py[:Class]")
+    p.add_argument(
+        "--settings",
+        dest="settings_file",
+        default=None,
+        help="YAML or JSON file of settings (below); flags and environment variables override "
+        "it (env: INFERWIRE_SETTINGS)",
+    )
     for f in fields(Settings):
         option = f.metadata["option"]
         envs = ", ".join((env_name(f.name), *option.env))
@@ -60,8 +67,9 @@ def main(argv: list[str] | None = None) -> int:
     command = args.pop("command")
     if command == "serve":
         spec = args.pop("model")
+        settings_file = args.pop("settings_file")
         try:
-            settings = from_sources(args)
+            settings = from_sources(args, settings_file=settings_file)
         except InferwireError as e:
             print(f"inferwire: {e}", file=sys.stderr)
             return 2

@@ -4,8 +4,10 @@ for the call; everything around them (parsing, encoding, networking) stays in Ru
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -57,6 +59,16 @@ class SeldonAdapter:
         self._tags = getattr(model, "tags", None)
         self._metrics = getattr(model, "metrics", None)
         self._metadata = self._init_metadata()
+        # `async def` methods run to completion on an event loop kept per model thread.
+        self._loops = threading.local()
+
+    def _resolve(self, out: Any) -> Any:
+        if not inspect.isawaitable(out):
+            return out
+        loop = getattr(self._loops, "loop", None)
+        if loop is None:
+            loop = self._loops.loop = asyncio.new_event_loop()
+        return loop.run_until_complete(out)
 
     # -- called by the core ------------------------------------------------------------
 
@@ -68,6 +80,7 @@ class SeldonAdapter:
                 out = self._predict(X, names)
             else:
                 out = self._predict(X)
+            out = self._resolve(out)
             return out, self._class_names(out), self._call_tags(), self._call_metrics()
         except Exception:
             log.exception("%s.predict raised", self.name)
@@ -75,7 +88,7 @@ class SeldonAdapter:
 
     def predict_raw(self, request: dict[str, Any]) -> Any:
         try:
-            return self.model.predict_raw(request)
+            return self._resolve(self.model.predict_raw(request))
         except Exception:
             log.exception("%s.predict_raw raised", self.name)
             raise
@@ -87,7 +100,7 @@ class SeldonAdapter:
         if not callable(fn):
             return None, None, None, None
         try:
-            out = fn(features, names, reward, truth, routing=routing or None)
+            out = self._resolve(fn(features, names, reward, truth, routing=routing or None))
         except Exception:
             log.exception("%s.send_feedback raised", self.name)
             raise

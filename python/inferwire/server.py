@@ -6,8 +6,10 @@ import logging
 from typing import Any
 
 from . import _core, loader
+from .errors import SettingsError
 from .seldon import SeldonAdapter
 from .settings import Settings
+from .workers import reserve_port, run_workers
 
 log = logging.getLogger("inferwire")
 
@@ -23,23 +25,52 @@ def _describe(host: str, http_port: int, grpc_port: int) -> str:
 
 def serve(model: Any, settings: Settings | None = None, *, spec: str | None = None) -> None:
     """Serves ``model`` (an instance, or a ``module:Class`` / file spec) until SIGINT or
-    SIGTERM. Blocks; the GIL is released while waiting."""
+    SIGTERM. Blocks; the GIL is released while waiting. With ``settings.workers`` above 1
+    the model is loaded here once and the workers are forked from this process."""
     settings = (settings or Settings()).validate()
     if isinstance(model, str):
         spec = model
         model = loader.build(model, settings.constructor_parameters())
     name = settings.model_name or type(model).__name__
     image = settings.model_image or spec or type(model).__name__
+    adapter = SeldonAdapter(model, name, settings.raw_arrays)
+    if adapter.has_predict_raw and settings.max_batch_size > 1:
+        raise SettingsError(
+            f"max_batch_size: {type(model).__name__} defines predict_raw, whose requests "
+            "cannot be joined; batching needs predict (set max_batch_size to 1)"
+        )
+    reserved = []
     core_settings = {**settings.to_core(), "model_name": name, "model_image": image}
-    server = _core.Server(core_settings, SeldonAdapter(model, name, settings.raw_arrays))
+    if settings.workers > 1:
+        # Every worker binds the same ports: fix them now if they were 0.
+        for key in ("http_port", "grpc_port"):
+            port, sock = reserve_port(settings.host, core_settings[key])
+            core_settings[key] = port
+            reserved.append(sock)
+    server = _core.Server(core_settings, adapter)
+    workers = f" with {settings.workers} workers" if settings.workers > 1 else ""
+    batching = (
+        f", batching up to {settings.max_batch_size} requests"
+        if settings.max_batch_size > 1
+        else ""
+    )
 
     def on_bound(http_port: int, grpc_port: int) -> None:
         log.info(
-            "serving %s as %r\n%s",
+            "serving %s as %r%s%s\n%s",
             spec or type(model).__name__,
             name,
+            workers,
+            batching,
             _describe(settings.host, http_port, grpc_port),
         )
 
-    server.serve(on_bound)
+    try:
+        if settings.workers > 1:
+            run_workers(server, settings.workers, settings.grace_period, on_bound)
+        else:
+            server.serve(on_bound)
+    finally:
+        for sock in reserved:
+            sock.close()
     log.info("stopped")

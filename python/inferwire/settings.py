@@ -1,6 +1,7 @@
 """Server settings: one definition, read from flags, then ``INFERWIRE_*`` environment
-variables, then the Seldon wrapper's variables, then defaults (in that order of
-precedence). Every value is validated before the server starts."""
+variables, then the Seldon wrapper's variables, then a settings file (``--settings``,
+YAML or JSON), then defaults (in that order of precedence). Every value is validated
+before the server starts, and a key the file does not know is an error, not ignored."""
 
 from __future__ import annotations
 
@@ -51,9 +52,31 @@ class Settings:
     max_body_bytes: int = _opt(64 * 1024 * 1024, "largest REST body or gRPC message, bytes")
     max_elements: int = _opt(64 * 1024 * 1024, "largest number of elements in one tensor")
     max_json_depth: int = _opt(32, "deepest nesting of ndarray lists")
-    max_queue: int = _opt(1024, "requests waiting for the model before 503 / UNAVAILABLE")
-    io_threads: int = _opt(2, "threads doing networking, parsing and encoding")
+    workers: int = _opt(
+        1, "worker processes forked after the model is loaded, sharing the ports (SO_REUSEPORT)"
+    )
+    model_threads: int = _opt(
+        1, "model calls that may run at once (more than 1 helps models that release the GIL)"
+    )
+    max_concurrency: int = _opt(
+        0,
+        "requests admitted to the model at once, running or gathered into a batch "
+        "(0: model_threads x max_batch_size)",
+    )
+    max_queue: int = _opt(1024, "requests waiting for admission before 503 / RESOURCE_EXHAUSTED")
+    max_batch_size: int = _opt(1, "requests joined into one predict call (1: no batching)")
+    max_batch_delay: float = _opt(
+        0.0,
+        "seconds a batch's first request waits for more (0: batch only what is already waiting)",
+    )
+    timeout: float = _opt(
+        0.0,
+        "seconds a request may take before 504 / DEADLINE_EXCEEDED; queued requests past it "
+        "are dropped, not computed (0: no limit; gRPC deadlines always apply)",
+    )
+    io_threads: int = _opt(2, "threads doing networking, parsing and encoding, per worker")
     grace_period: float = _opt(30.0, "seconds open requests may take to finish after SIGTERM")
+    access_log: str = _opt("off", "one line per request on stderr: off, text or json")
     log_level: str = _opt("info", "debug, info, warning or error")
 
     def validate(self) -> Settings:
@@ -65,11 +88,37 @@ class Settings:
             raise SettingsError(
                 f"http_port and grpc_port are both {self.http_port}: give them different ports"
             )
-        for name in ("max_body_bytes", "max_elements", "max_json_depth", "max_queue", "io_threads"):
+        at_least_one = (
+            "max_body_bytes",
+            "max_elements",
+            "max_json_depth",
+            "max_queue",
+            "io_threads",
+            "workers",
+            "model_threads",
+            "max_batch_size",
+        )
+        for name in at_least_one:
             if getattr(self, name) < 1:
                 raise SettingsError(f"{name}: must be at least 1, got {getattr(self, name)}")
-        if self.grace_period < 0:
-            raise SettingsError(f"grace_period: must not be negative, got {self.grace_period}")
+        if self.workers > MAX_WORKERS:
+            raise SettingsError(f"workers: at most {MAX_WORKERS}, got {self.workers}")
+        for name in ("grace_period", "max_batch_delay", "timeout", "max_concurrency"):
+            if getattr(self, name) < 0:
+                raise SettingsError(f"{name}: must not be negative, got {getattr(self, name)}")
+        if 0 < self.max_concurrency < self.max_batch_size:
+            raise SettingsError(
+                f"max_concurrency {self.max_concurrency} admits fewer requests than "
+                f"max_batch_size {self.max_batch_size}, so batches could never fill: raise it "
+                "or leave it 0 (model_threads x max_batch_size)"
+            )
+        if self.max_batch_delay > 0 and self.max_batch_size == 1:
+            raise SettingsError(
+                "max_batch_delay is set but max_batch_size is 1 (no batching): set "
+                "max_batch_size above 1 or leave max_batch_delay 0"
+            )
+        if self.access_log not in ("off", "text", "json"):
+            raise SettingsError(f"access_log: {self.access_log!r} is not off, text or json")
         if self.raw_arrays not in ("numpy", "list"):
             raise SettingsError(f"raw_arrays: {self.raw_arrays!r} is not numpy or list")
         if self.log_level.lower() not in ("debug", "info", "warning", "error"):
@@ -130,9 +179,57 @@ def env_name(name: str) -> str:
     return "INFERWIRE_" + name.upper()
 
 
-def from_sources(flags: dict[str, Any], environ: dict[str, str] | None = None) -> Settings:
-    """Flags (non-None), then INFERWIRE_* env vars, then Seldon's env vars, then defaults."""
+# The shared metrics memory has a slot per worker (crates/inferwire-server/src/metrics.rs).
+MAX_WORKERS = 64
+
+SETTINGS_ENV = "INFERWIRE_SETTINGS"
+
+
+def read_file(path: str) -> dict[str, Any]:
+    """A settings file: a YAML or JSON mapping of setting names (``max_batch_size`` or
+    ``max-batch-size``) to values. Unknown names are an error naming the file and key."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except OSError as e:
+        raise SettingsError(f"settings file {path}: {e.strerror or e}") from e
+    try:
+        if path.endswith(".json"):
+            data = json.loads(text)
+        else:
+            import yaml  # YAML is a superset of JSON: one parser for both.
+
+            data = yaml.safe_load(text)
+    except Exception as e:
+        raise SettingsError(f"settings file {path}: not valid YAML/JSON: {e}") from e
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise SettingsError(f"settings file {path}: must be a mapping of setting names to values")
+    known = {f.name for f in fields(Settings)}
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        name = str(key).replace("-", "_")
+        if name not in known:
+            raise SettingsError(
+                f"settings file {path}: unknown setting {key!r} (known: {', '.join(sorted(known))})"
+            )
+        if name == "parameters" and not isinstance(value, str):
+            value = json.dumps(value)
+        out[name] = value
+    return out
+
+
+def from_sources(
+    flags: dict[str, Any],
+    environ: dict[str, str] | None = None,
+    settings_file: str | None = None,
+) -> Settings:
+    """Flags (non-None), then INFERWIRE_* env vars, then Seldon's env vars, then the
+    settings file (``settings_file`` or ``$INFERWIRE_SETTINGS``), then defaults."""
     environ = dict(os.environ) if environ is None else environ
+    path = settings_file or environ.get(SETTINGS_ENV) or None
+    from_file = read_file(path) if path else {}
     values: dict[str, Any] = {}
     for f in fields(Settings):
         option: Option = f.metadata["option"]
@@ -143,9 +240,13 @@ def from_sources(flags: dict[str, Any], environ: dict[str, str] | None = None) -
                 if var in environ and environ[var] != "":
                     raw, source = environ[var], var
                     break
+        if raw is None and f.name in from_file:
+            raw, source = from_file[f.name], f"{f.name} in {path}"
         if raw is None:
             continue
         kind: type = type(f.default)
+        if isinstance(raw, bool) or (kind is int and isinstance(raw, float)):
+            raise SettingsError(f"{source}: {raw!r} is not a valid {kind.__name__}")
         try:
             values[f.name] = kind(raw)
         except (TypeError, ValueError) as e:

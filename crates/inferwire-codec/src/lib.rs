@@ -7,6 +7,7 @@ pub mod json;
 pub mod limits;
 pub mod pb;
 pub mod protocol;
+pub mod rows;
 pub mod tensor;
 
 pub use error::{CodecError, ErrorKind, Result};

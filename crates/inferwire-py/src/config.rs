@@ -2,7 +2,7 @@
 use std::time::Duration;
 
 use inferwire_codec::Limits;
-use inferwire_server::ServerConfig;
+use inferwire_server::{AccessLog, ServerConfig};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -30,9 +30,34 @@ pub fn from_dict(d: &Bound<'_, PyDict>) -> PyResult<ServerConfig> {
         max_elements: get_usize(d, "max_elements", base.limits.max_elements)?,
         max_depth: get_usize(d, "max_json_depth", base.limits.max_depth)?,
     };
+    let model_threads = get_usize(d, "model_threads", base.model_threads)?;
+    let max_batch_size = get_usize(d, "max_batch_size", base.max_batch_size)?;
+    let seconds = |key: &str| -> PyResult<Option<Duration>> {
+        let v = get_f64(d, key, 0.0)?;
+        Ok((v > 0.0).then(|| Duration::from_secs_f64(v)))
+    };
+    let access_log = match get_str(d, "access_log", "off".into())?.as_str() {
+        "off" => AccessLog::Off,
+        "text" => AccessLog::Text,
+        "json" => AccessLog::Json,
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "setting access_log: {other:?} is not off, text or json"
+            )))
+        }
+    };
     Ok(ServerConfig {
-        // One model call at a time, as the Seldon wrapper with one gunicorn thread.
-        max_concurrency: base.max_concurrency,
+        // 0: enough to keep every model thread's batch full.
+        max_concurrency: match get_usize(d, "max_concurrency", 0)? {
+            0 => model_threads.max(1) * max_batch_size.max(1),
+            n => n,
+        },
+        model_threads,
+        max_batch_size,
+        max_batch_delay: seconds("max_batch_delay")?.unwrap_or(Duration::ZERO),
+        timeout: seconds("timeout")?,
+        reuse_port: get_usize(d, "workers", 1)? > 1,
+        access_log,
         host: get_str(d, "host", base.host)?,
         http_port: get_port(d, "http_port", base.http_port)?,
         grpc_port: get_port(d, "grpc_port", base.grpc_port)?,

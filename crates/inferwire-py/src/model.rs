@@ -1,7 +1,6 @@
 //! `Model` for a Python model: the executor thread takes the GIL here, and only here.
-use inferwire_codec::protocol::seldon::reply::predict_payload;
 use inferwire_codec::protocol::seldon::{Meta, Metric, MetricType, Payload, SeldonMessage};
-use inferwire_server::{Call, Model, ModelError, ModelErrorKind, Reply};
+use inferwire_server::{Answer, Call, Model, ModelError, ModelErrorKind, Reply};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
@@ -60,45 +59,60 @@ impl PyModel {
         }
     }
 
-    /// Reads the adapter's `(output, names, tags, metrics)` into a reply message.
+    /// Reads the adapter's `(output, names, tags, metrics)`.
+    fn answer(&self, result: &Bound<'_, PyAny>) -> PyResult<Answer> {
+        let t = result.cast::<PyTuple>()?;
+        let output = t.get_item(0)?;
+        let mut answer = Answer::default();
+        if !output.is_none() {
+            answer.output = Some(py_to_output(&output)?);
+            let names = t.get_item(1)?;
+            if !names.is_none() {
+                answer.names = names.extract()?;
+            }
+        }
+        let tags = t.get_item(2)?;
+        if !tags.is_none() {
+            if let serde_json::Value::Object(o) = py_to_json(&tags)? {
+                answer.tags = o;
+            }
+        }
+        let metrics = t.get_item(3)?;
+        if !metrics.is_none() {
+            answer.metrics = metrics_from(&metrics)?;
+        }
+        Ok(answer)
+    }
+
+    /// The adapter's result as the reply to `request`.
     fn message(
         &self,
         request: &Payload,
         request_meta: &Meta,
         result: &Bound<'_, PyAny>,
     ) -> PyResult<SeldonMessage> {
-        let t = result.cast::<PyTuple>()?;
-        let output = t.get_item(0)?;
-        let payload = if output.is_none() {
-            Payload::None
+        Ok(self
+            .answer(result)?
+            .into_message(request, &request_meta.tags))
+    }
+
+    /// `predict(X, names, meta)` through the adapter.
+    fn predict<'py>(
+        &self,
+        py: Python<'py>,
+        msg: &mut SeldonMessage,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let x = payload_to_py(py, &mut msg.payload)?;
+        let names = match &msg.payload {
+            Payload::Data { names, .. } => PyList::new(py, names)?,
+            _ => PyList::empty(py),
+        };
+        let meta = if self.wants_meta {
+            meta_to_py(py, &msg.meta)?.into_any()
         } else {
-            let names_obj = t.get_item(1)?;
-            let names: Vec<String> = if names_obj.is_none() {
-                Vec::new()
-            } else {
-                names_obj.extract()?
-            };
-            predict_payload(request, py_to_output(&output)?, names)
+            py.None().into_bound(py)
         };
-        let mut meta = Meta {
-            tags: request_meta.tags.clone(),
-            ..Meta::default()
-        };
-        let tags = t.get_item(2)?;
-        if !tags.is_none() {
-            if let serde_json::Value::Object(o) = py_to_json(&tags)? {
-                meta.tags.extend(o);
-            }
-        }
-        let metrics = t.get_item(3)?;
-        if !metrics.is_none() {
-            meta.metrics = metrics_from(&metrics)?;
-        }
-        Ok(SeldonMessage {
-            status: None,
-            meta,
-            payload,
-        })
+        self.predict.bind(py).call1((x, names, meta))
     }
 
     fn run(&self, py: Python<'_>, call: Call) -> PyResult<Reply> {
@@ -110,22 +124,21 @@ impl PyModel {
                     let out = raw.bind(py).call1((request,))?;
                     return Ok(Reply::Raw(py_to_output(&out)?));
                 }
-                let x = payload_to_py(py, &mut msg.payload)?;
-                let names = match &msg.payload {
-                    Payload::Data { names, .. } => PyList::new(py, names)?,
-                    _ => PyList::empty(py),
-                };
-                let meta = if self.wants_meta {
-                    meta_to_py(py, &msg.meta)?.into_any()
-                } else {
-                    py.None().into_bound(py)
-                };
-                let result = self.predict.bind(py).call1((x, names, meta))?;
+                let result = self.predict(py, &mut msg)?;
                 Ok(Reply::Message(self.message(
                     &msg.payload,
                     &msg.meta,
                     &result,
                 )?))
+            }
+            Call::PredictBatch(mut msg) => {
+                if self.predict_raw.is_some() {
+                    return Err(pyo3::exceptions::PyTypeError::new_err(
+                        "a model with predict_raw cannot be batched (max_batch_size must be 1)",
+                    ));
+                }
+                let result = self.predict(py, &mut msg)?;
+                Ok(Reply::Answer(self.answer(&result)?))
             }
             Call::Feedback(f) => {
                 let f = *f;

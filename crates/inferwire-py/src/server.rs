@@ -1,7 +1,7 @@
 //! `inferwire._core.Server`: runs the Rust servers with the GIL released.
 use std::sync::Arc;
 
-use inferwire_server::{serve, ServerConfig, StopHandle};
+use inferwire_server::{serve, Metrics, ServerConfig, StopHandle};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -12,6 +12,8 @@ use crate::model::PyModel;
 pub struct Server {
     config: ServerConfig,
     model: Arc<PyModel>,
+    /// Made here, before `inferwire serve --workers` forks: every worker counts in it.
+    metrics: Metrics,
     stop: StopHandle,
 }
 
@@ -28,18 +30,22 @@ impl Server {
         Ok(Self {
             config: crate::config::from_dict(config)?,
             model: Arc::new(PyModel::new(adapter)?),
+            metrics: Metrics::shared()
+                .map_err(|e| PyRuntimeError::new_err(format!("cannot map metrics memory: {e}")))?,
             stop: StopHandle::new(),
         })
     }
 
     /// Serves until SIGINT/SIGTERM or `stop()`. `on_bound(http_port, grpc_port)` is called
-    /// once both ports listen.
-    fn serve(&self, py: Python<'_>, on_bound: Py<PyAny>) -> PyResult<()> {
+    /// once both ports listen. `worker` is this process' index among the workers.
+    #[pyo3(signature = (on_bound, worker=0))]
+    fn serve(&self, py: Python<'_>, on_bound: Py<PyAny>, worker: usize) -> PyResult<()> {
         let config = self.config.clone();
         let model = self.model.clone();
+        let metrics = self.metrics.for_worker(worker);
         let stop = self.stop.clone();
         py.detach(move || {
-            serve(config, model, stop, |bound| {
+            serve(config, model, metrics, stop, |bound| {
                 Python::attach(|py| {
                     if let Err(e) = on_bound.call1(py, (bound.http.port(), bound.grpc.port())) {
                         e.print(py);
@@ -53,6 +59,21 @@ impl Server {
     /// Asks a running `serve()` to drain and return.
     fn stop(&self) {
         self.stop.stop();
+    }
+
+    /// Counts a worker restarted by the supervisor (`inferwire_worker_restarts_total`).
+    fn worker_restarted(&self) {
+        self.metrics.worker_restarted();
+    }
+
+    /// Frees a dead worker's slot, so that it stops counting as serving.
+    fn worker_exited(&self, worker: usize) {
+        self.metrics.for_worker(worker).worker_stopped();
+    }
+
+    /// The Prometheus text `/metrics` serves.
+    fn metrics_text(&self) -> String {
+        self.metrics.render()
     }
 }
 

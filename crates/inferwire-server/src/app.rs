@@ -1,27 +1,41 @@
 //! State shared by every connection, and the protocol logic both transports share.
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use inferwire_codec::protocol::seldon::{Feedback, Meta, SeldonMessage};
 use serde_json::Value;
 
 use crate::config::ServerConfig;
 use crate::error::{Kind, ServeError};
+use crate::metrics::Metrics;
 use crate::model::{Call, Reply};
 use crate::runner::Runner;
 
 pub struct App {
     pub config: ServerConfig,
     pub runner: Runner,
+    pub metrics: Metrics,
     ready: AtomicBool,
 }
 
 impl App {
-    pub fn new(config: ServerConfig, runner: Runner) -> Self {
+    pub fn new(config: ServerConfig, runner: Runner, metrics: Metrics) -> Self {
         Self {
             config,
             runner,
+            metrics,
             ready: AtomicBool::new(true),
         }
+    }
+
+    /// When a request that arrived at `start` must be answered: the sooner of the
+    /// server's `timeout` and the client's own deadline (gRPC's `grpc-timeout`).
+    pub fn deadline(&self, start: Instant, client: Option<Duration>) -> Option<Instant> {
+        let limit = match (self.config.timeout, client) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        limit.map(|d| start + d)
     }
 
     pub fn is_ready(&self) -> bool {
@@ -33,9 +47,13 @@ impl App {
     }
 
     /// Runs `predict` (or `predict_raw`) and completes the reply's `meta`.
-    pub async fn predict(&self, msg: SeldonMessage) -> Result<Reply, ServeError> {
+    pub async fn predict(
+        &self,
+        msg: SeldonMessage,
+        deadline: Option<Instant>,
+    ) -> Result<Reply, ServeError> {
         let puid = msg.meta.puid.clone();
-        let reply = self.runner.call(Call::Predict(msg)).await?;
+        let reply = self.runner.call(Call::Predict(msg), deadline).await?;
         Ok(match reply {
             Reply::Message(mut m) => {
                 self.complete_meta(&mut m.meta, puid);
@@ -51,7 +69,7 @@ impl App {
             .as_ref()
             .map(|r| r.meta.puid.clone())
             .unwrap_or_default();
-        match self.runner.call(Call::Feedback(Box::new(f))).await? {
+        match self.runner.call(Call::Feedback(Box::new(f)), None).await? {
             Reply::Message(mut m) => {
                 self.complete_meta(&mut m.meta, puid);
                 Ok(m)
@@ -61,7 +79,7 @@ impl App {
     }
 
     pub async fn health_status(&self) -> Result<Reply, ServeError> {
-        match self.runner.call(Call::HealthStatus).await? {
+        match self.runner.call(Call::HealthStatus, None).await? {
             Reply::Message(mut m) => {
                 self.complete_meta(&mut m.meta, String::new());
                 Ok(Reply::Message(m))
@@ -71,7 +89,7 @@ impl App {
     }
 
     pub async fn metadata(&self) -> Result<Value, ServeError> {
-        match self.runner.call(Call::Metadata).await? {
+        match self.runner.call(Call::Metadata, None).await? {
             Reply::Metadata(v) => Ok(v),
             other => Err(unexpected(other)),
         }

@@ -17,14 +17,46 @@ pub struct ServerConfig {
     pub model_name: String,
     /// The value beside the name in `meta.requestPath` (Seldon puts the image there).
     pub model_image: String,
-    /// Model calls that may run at once (1: the model is never called concurrently).
+    /// Requests admitted to the model at once (running, or gathered into a batch).
     pub max_concurrency: usize,
-    /// Requests that may wait for the model before new ones get 503 / UNAVAILABLE.
+    /// Requests that may wait for admission before new ones get 503 / RESOURCE_EXHAUSTED.
     pub max_queue: usize,
+    /// Model calls that may run at the same time, on as many model threads.
+    pub model_threads: usize,
+    /// Requests joined into one model call at most (1: no batching).
+    pub max_batch_size: usize,
+    /// How long a batch's first request waits for more.
+    pub max_batch_delay: Duration,
+    /// How long a request may take before it gets 504 / DEADLINE_EXCEEDED (and is
+    /// dropped if it has not reached the model); `None`: no limit.
+    pub timeout: Option<Duration>,
+    /// Bind with SO_REUSEPORT, so that worker processes each bind the same ports.
+    pub reuse_port: bool,
+    /// Log one line per request (`None`: no access log).
+    pub access_log: AccessLog,
     /// Tokio worker threads doing networking and encoding.
     pub io_threads: usize,
     /// How long in-flight requests may take to finish after SIGTERM.
     pub grace_period: Duration,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AccessLog {
+    Off,
+    Text,
+    Json,
+}
+
+impl ServerConfig {
+    pub fn runner(&self) -> crate::runner::RunnerConfig {
+        crate::runner::RunnerConfig {
+            max_concurrency: self.max_concurrency,
+            max_queue: self.max_queue,
+            model_threads: self.model_threads,
+            max_batch_size: self.max_batch_size,
+            max_batch_delay: self.max_batch_delay,
+        }
+    }
 }
 
 impl Default for ServerConfig {
@@ -39,6 +71,12 @@ impl Default for ServerConfig {
             model_image: String::new(),
             max_concurrency: 1,
             max_queue: 1024,
+            model_threads: 1,
+            max_batch_size: 1,
+            max_batch_delay: Duration::from_millis(5),
+            timeout: None,
+            reuse_port: false,
+            access_log: AccessLog::Off,
             io_threads: 2,
             grace_period: Duration::from_secs(30),
         }

@@ -11,6 +11,8 @@ pub enum Kind {
     NotFound,
     MethodNotAllowed,
     Overloaded,
+    /// The request's deadline (`--timeout`, gRPC's `grpc-timeout`) passed.
+    Deadline,
     ShuttingDown,
     Model,
     Internal,
@@ -38,6 +40,7 @@ impl ServeError {
             Kind::NotFound => 404,
             Kind::MethodNotAllowed => 405,
             Kind::Overloaded | Kind::ShuttingDown => 503,
+            Kind::Deadline => 504,
             Kind::Model | Kind::Internal => 500,
         }
     }
@@ -48,7 +51,9 @@ impl ServeError {
             Kind::TooLarge => tonic::Code::ResourceExhausted,
             Kind::NotFound => tonic::Code::NotFound,
             Kind::MethodNotAllowed => tonic::Code::Unimplemented,
-            Kind::Overloaded | Kind::ShuttingDown => tonic::Code::Unavailable,
+            Kind::Overloaded => tonic::Code::ResourceExhausted,
+            Kind::ShuttingDown => tonic::Code::Unavailable,
+            Kind::Deadline => tonic::Code::DeadlineExceeded,
             Kind::Model | Kind::Internal => tonic::Code::Internal,
         }
     }
@@ -61,6 +66,7 @@ impl ServeError {
             Kind::NotFound => "NOT_FOUND",
             Kind::MethodNotAllowed => "METHOD_NOT_ALLOWED",
             Kind::Overloaded => "OVERLOADED",
+            Kind::Deadline => "DEADLINE_EXCEEDED",
             Kind::ShuttingDown => "SHUTTING_DOWN",
             Kind::Model => "MODEL_ERROR",
             Kind::Internal => "INTERNAL_ERROR",

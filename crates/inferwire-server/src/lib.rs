@@ -2,16 +2,20 @@
 //!
 //! Pure Rust, no Python: the Python glue implements `Model` and calls `serve`.
 pub mod app;
+mod batch;
 pub mod config;
 pub mod error;
 pub mod grpc;
+pub mod metrics;
 pub mod model;
+mod observe;
 mod read_ahead;
 pub mod rest;
 mod run;
 pub mod runner;
 
-pub use config::ServerConfig;
+pub use config::{AccessLog, ServerConfig};
 pub use error::ServeError;
-pub use model::{Call, Model, ModelError, ModelErrorKind, Reply};
+pub use metrics::Metrics;
+pub use model::{Answer, Call, Model, ModelError, ModelErrorKind, Reply};
 pub use run::{serve, Bound, StopHandle};

@@ -1,8 +1,8 @@
 //! The contract between the server and a model runtime: the server hands it `Call`s
 //! through `runner::Runner`, which bounds how many run and wait.
-use inferwire_codec::protocol::seldon::reply::Output;
-use inferwire_codec::protocol::seldon::{Feedback, SeldonMessage};
-use serde_json::Value;
+use inferwire_codec::protocol::seldon::reply::{predict_payload, Output};
+use inferwire_codec::protocol::seldon::{Feedback, Meta, Metric, Payload, SeldonMessage};
+use serde_json::{Map, Value};
 
 /// One request for the model.
 // `Predict` is the common case and the largest; see `Reply`.
@@ -10,6 +10,9 @@ use serde_json::Value;
 #[derive(Debug)]
 pub enum Call {
     Predict(SeldonMessage),
+    /// Several requests' rows joined into one message (`batch::Batch`): the runtime
+    /// answers with `Reply::Answer`, which the batcher cuts back into one reply each.
+    PredictBatch(SeldonMessage),
     /// Boxed: rare, and three messages large.
     Feedback(Box<Feedback>),
     HealthStatus,
@@ -27,6 +30,44 @@ pub enum Reply {
     Raw(Output),
     /// Metadata, as JSON.
     Metadata(Value),
+    /// `predict`'s result before it is shaped into a reply (for `Call::PredictBatch`).
+    Answer(Answer),
+}
+
+/// What `predict` returned, with the tags and metrics the model gave alongside.
+#[derive(Debug, Default)]
+pub struct Answer {
+    pub output: Option<Output>,
+    /// Column names for a 2-D output (the model's `class_names`, or `t:0..`).
+    pub names: Vec<String>,
+    pub tags: Map<String, Value>,
+    pub metrics: Vec<Metric>,
+}
+
+impl Answer {
+    /// The reply to one request: the output in the request's payload kind, and the
+    /// request's tags with the model's added.
+    pub fn into_message(
+        self,
+        request: &Payload,
+        request_tags: &Map<String, Value>,
+    ) -> SeldonMessage {
+        let payload = match self.output {
+            None => Payload::None,
+            Some(output) => predict_payload(request, output, self.names),
+        };
+        let mut tags = request_tags.clone();
+        tags.extend(self.tags);
+        SeldonMessage {
+            status: None,
+            meta: Meta {
+                tags,
+                metrics: self.metrics,
+                ..Meta::default()
+            },
+            payload,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -13,6 +13,7 @@ use tokio::sync::watch;
 use crate::app::App;
 use crate::config::ServerConfig;
 use crate::error::{Kind, ServeError};
+use crate::metrics::Metrics;
 use crate::model::Model;
 use crate::runner::Runner;
 use crate::{grpc, rest};
@@ -44,17 +45,33 @@ impl Default for StopHandle {
     }
 }
 
-fn bind(host: &str, port: u16, what: &str) -> Result<std::net::TcpListener, ServeError> {
-    let listener = std::net::TcpListener::bind((host, port)).map_err(|e| {
+fn bind(
+    host: &str,
+    port: u16,
+    what: &str,
+    reuse_port: bool,
+) -> Result<std::net::TcpListener, ServeError> {
+    use socket2::{Domain, Socket, Type};
+    let cannot = |e: std::io::Error| {
         ServeError::new(
             Kind::Internal,
             format!("cannot listen for {what} on {host}:{port}: {e}"),
         )
-    })?;
-    listener
-        .set_nonblocking(true)
-        .map_err(|e| ServeError::new(Kind::Internal, e.to_string()))?;
-    Ok(listener)
+    };
+    let addr = std::net::ToSocketAddrs::to_socket_addrs(&(host, port))
+        .map_err(cannot)?
+        .next()
+        .ok_or_else(|| cannot(std::io::Error::other("the host has no address")))?;
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, None).map_err(cannot)?;
+    socket.set_reuse_address(true).map_err(cannot)?;
+    // Workers each bind the same port; the kernel spreads new connections among them.
+    if reuse_port {
+        socket.set_reuse_port(true).map_err(cannot)?;
+    }
+    socket.bind(&addr.into()).map_err(cannot)?;
+    socket.listen(1024).map_err(cannot)?;
+    socket.set_nonblocking(true).map_err(cannot)?;
+    Ok(socket.into())
 }
 
 fn internal(e: impl std::fmt::Display) -> ServeError {
@@ -89,20 +106,21 @@ fn io_thread(
 pub fn serve(
     config: ServerConfig,
     model: Arc<dyn Model>,
+    metrics: Metrics,
     stop: StopHandle,
     on_bound: impl FnOnce(Bound),
 ) -> Result<(), ServeError> {
-    let http = bind(&config.host, config.http_port, "REST")?;
-    let grpc_listener = bind(&config.host, config.grpc_port, "gRPC")?;
+    let http = bind(&config.host, config.http_port, "REST", config.reuse_port)?;
+    let grpc_listener = bind(&config.host, config.grpc_port, "gRPC", config.reuse_port)?;
     let bound = Bound {
         http: http.local_addr().map_err(internal)?,
         grpc: grpc_listener.local_addr().map_err(internal)?,
     };
     let threads = config.io_threads.max(1);
     let grace = config.grace_period;
-    let runner =
-        Runner::new(model.clone(), config.max_concurrency, config.max_queue).map_err(internal)?;
-    let app = Arc::new(App::new(config, runner));
+    let runner = Runner::new(model.clone(), &config.runner(), metrics).map_err(internal)?;
+    metrics.worker_started(std::process::id());
+    let app = Arc::new(App::new(config, runner, metrics));
     let (stop_tx, stop_rx) = watch::channel(false);
 
     let mut handles = Vec::with_capacity(threads);
@@ -143,8 +161,9 @@ pub fn serve(
             Err(_) => result = Err(ServeError::new(Kind::Internal, "an I/O thread panicked")),
         }
     }
-    // The last reference: stops the model thread after its queue (if it was ever used).
+    // The last reference: stops the model threads after their queue.
     drop(app);
+    metrics.worker_stopped();
     result
 }
 

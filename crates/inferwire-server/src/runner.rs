@@ -1,73 +1,111 @@
-//! Running model calls: at most `max_concurrency` at once, at most `max_queue` waiting
-//! (more are refused at once: backpressure instead of unbounded latency).
+//! Running model calls. Three bounds, each with one job:
+//! - admission: at most `max_concurrency` requests are admitted (running, or gathered into
+//!   a batch); at most `max_queue` more wait, and the rest are refused at once (503 /
+//!   RESOURCE_EXHAUSTED) instead of letting latency grow without bound;
+//! - running: at most `model_threads` model calls run at the same time (`Slots`);
+//! - deadlines: a request whose deadline passes while it waits is dropped, not computed.
 //!
-//! A call runs on the I/O thread that decoded the request: handing it to another thread
-//! and back costs two cross-thread wake-ups, which on a 2-core VM cost more CPU than a
-//! small model call. A model whose recent calls were slow is called on the model thread
-//! instead, so that its I/O thread keeps serving its other connections meanwhile.
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc};
-use std::thread::JoinHandle;
-use std::time::Instant;
+//! Without batching a call runs on the I/O thread that decoded the request when it is
+//! cheap and a running slot is free: handing it to another thread and back costs two
+//! cross-thread wake-ups, which on a 2-core VM cost more than a small model call. Slow
+//! calls go to the model threads so the I/O thread keeps serving. With batching every
+//! predict goes to the model threads, which gather compatible requests into one call.
+mod pool;
+mod slots;
 
-use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::{oneshot, Semaphore};
 
 use crate::error::{Kind, ServeError};
-use crate::model::{Call, Model, ModelError, Reply};
+use crate::metrics::Metrics;
+use crate::model::{Call, Model, Reply};
+use pool::{Pool, Waiter, Work};
+use slots::Slots;
 
-/// Calls slower than this (moving average) go to the model thread.
+/// Calls slower than this (moving average) go to the model threads.
 const SLOW_CALL_MICROS: u64 = 1_000;
 
-type Job = Box<dyn FnOnce(&dyn Model) + Send>;
+#[derive(Debug, Clone)]
+pub struct RunnerConfig {
+    pub max_concurrency: usize,
+    pub max_queue: usize,
+    pub model_threads: usize,
+    /// Requests joined into one model call at most (1: no batching).
+    pub max_batch_size: usize,
+    /// How long the first request of a batch waits for others.
+    pub max_batch_delay: Duration,
+}
 
 pub struct Runner {
     model: Arc<dyn Model>,
-    permits: Arc<Semaphore>,
+    admit: Arc<Semaphore>,
     waiting: AtomicUsize,
     max_queue: usize,
+    slots: Arc<Slots>,
+    batching: bool,
     /// Exponential moving average of call durations, in microseconds.
     recent_micros: AtomicU64,
-    model_thread: Option<(mpsc::Sender<Job>, JoinHandle<()>)>,
+    pool: Pool,
+    metrics: Metrics,
 }
 
-/// Decrements the waiting count when a queued request stops waiting, however it stops.
-struct Waiting<'a>(&'a AtomicUsize);
+/// Counts a request out of a gauge however its wait ends (served, refused, dropped).
+struct Gauge<'a> {
+    counter: Option<&'a AtomicUsize>,
+    metrics: Metrics,
+    in_flight: bool,
+}
 
-impl Drop for Waiting<'_> {
+impl Drop for Gauge<'_> {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
+        if let Some(c) = self.counter {
+            c.fetch_sub(1, Ordering::Relaxed);
+        }
+        if self.in_flight {
+            self.metrics.add_in_flight(-1);
+        } else {
+            self.metrics.add_queued(-1);
+        }
     }
 }
 
 impl Runner {
     pub fn new(
         model: Arc<dyn Model>,
-        max_concurrency: usize,
-        max_queue: usize,
+        config: &RunnerConfig,
+        metrics: Metrics,
     ) -> std::io::Result<Self> {
-        let (tx, rx) = mpsc::channel::<Job>();
-        let thread_model = model.clone();
-        let handle = std::thread::Builder::new()
-            .name("inferwire-model".into())
-            .spawn(move || {
-                thread_model.thread_started();
-                while let Ok(job) = rx.recv() {
-                    job(&*thread_model);
-                }
-                thread_model.thread_stopping();
-            })?;
+        let slots = Arc::new(Slots::new(config.model_threads.max(1)));
+        let pool = Pool::start(model.clone(), config, slots.clone(), metrics)?;
         Ok(Self {
             model,
-            permits: Arc::new(Semaphore::new(max_concurrency.max(1))),
+            admit: Arc::new(Semaphore::new(config.max_concurrency.max(1))),
             waiting: AtomicUsize::new(0),
-            max_queue,
+            max_queue: config.max_queue,
+            slots,
+            batching: config.max_batch_size > 1,
             recent_micros: AtomicU64::new(0),
-            model_thread: Some((tx, handle)),
+            pool,
+            metrics,
         })
     }
 
-    pub async fn call(&self, call: Call) -> Result<Reply, ServeError> {
-        let permit = match self.permits.clone().try_acquire_owned() {
+    /// Runs `call`, giving up with `Kind::Deadline` once `deadline` has passed (the
+    /// request is then dropped wherever it waits).
+    pub async fn call(&self, call: Call, deadline: Option<Instant>) -> Result<Reply, ServeError> {
+        match deadline {
+            None => self.admitted(call, None).await,
+            Some(d) => tokio::time::timeout_at(d.into(), self.admitted(call, deadline))
+                .await
+                .unwrap_or_else(|_| Err(deadline_exceeded())),
+        }
+    }
+
+    async fn admitted(&self, call: Call, deadline: Option<Instant>) -> Result<Reply, ServeError> {
+        let permit = match self.admit.clone().try_acquire_owned() {
             Ok(p) => p,
             Err(_) => {
                 if self.waiting.fetch_add(1, Ordering::Relaxed) >= self.max_queue {
@@ -75,58 +113,78 @@ impl Runner {
                     return Err(ServeError::new(
                         Kind::Overloaded,
                         format!(
-                            "{} requests are already waiting for the model; retry later",
+                            "{} requests are already waiting for the model; retry later \
+                             (see --max-queue and --max-concurrency)",
                             self.max_queue
                         ),
                     ));
                 }
-                let _waiting = Waiting(&self.waiting);
-                self.permits.clone().acquire_owned().await.map_err(|_| {
+                self.metrics.add_queued(1);
+                let _waiting = Gauge {
+                    counter: Some(&self.waiting),
+                    metrics: self.metrics,
+                    in_flight: false,
+                };
+                self.admit.clone().acquire_owned().await.map_err(|_| {
                     ServeError::new(Kind::ShuttingDown, "the server is shutting down")
                 })?
             }
         };
-        let start = Instant::now();
-        let result = if self.recent_micros.load(Ordering::Relaxed) < SLOW_CALL_MICROS {
-            let result = self.model.call(call);
-            drop(permit);
-            result
-        } else {
-            self.on_model_thread(call, permit).await?
+        self.metrics.add_in_flight(1);
+        let _in_flight = Gauge {
+            counter: None,
+            metrics: self.metrics,
+            in_flight: true,
         };
-        let took = u64::try_from(start.elapsed().as_micros()).unwrap_or(u64::MAX);
+        let batchable = self.batching && matches!(call, Call::Predict(_));
+        if !batchable && self.recent_micros.load(Ordering::Relaxed) < SLOW_CALL_MICROS {
+            if let Some(slot) = self.slots.try_take() {
+                let start = Instant::now();
+                let result = self.model.call(call);
+                let took = start.elapsed();
+                drop(slot);
+                drop(permit);
+                pool::record_custom(&self.metrics, &result);
+                self.observe(took, &result);
+                return Ok(result?);
+            }
+        }
+        let (done, reply) = oneshot::channel();
+        let work = Work {
+            call,
+            deadline,
+            batchable,
+            waiter: Waiter { done, permit },
+        };
+        self.pool.send(work)?;
+        let (result, took) = reply
+            .await
+            .map_err(|_| ServeError::new(Kind::ShuttingDown, "the model threads have stopped"))?;
+        if let Some(took) = took {
+            self.update_recent(took);
+        }
+        result
+    }
+
+    fn observe<T, E>(&self, took: Duration, result: &Result<T, E>) {
+        self.metrics.model_call(1, took);
+        if result.is_ok() {
+            self.update_recent(took);
+        }
+    }
+
+    fn update_recent(&self, took: Duration) {
+        let took = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
         let prev = self.recent_micros.load(Ordering::Relaxed);
         self.recent_micros
             .store(prev - prev / 8 + took / 8, Ordering::Relaxed);
-        Ok(result?)
-    }
-
-    /// The permit travels with the call: if the client goes away meanwhile, the model
-    /// still counts as busy until the call really ends.
-    async fn on_model_thread(
-        &self,
-        call: Call,
-        permit: OwnedSemaphorePermit,
-    ) -> Result<Result<Reply, ModelError>, ServeError> {
-        let (done, result) = oneshot::channel();
-        let job: Job = Box::new(move |model: &dyn Model| {
-            if !done.is_closed() {
-                let _ = done.send(model.call(call));
-            }
-            drop(permit);
-        });
-        let stopped = || ServeError::new(Kind::ShuttingDown, "the model thread has stopped");
-        let (tx, _) = self.model_thread.as_ref().ok_or_else(stopped)?;
-        tx.send(job).map_err(|_| stopped())?;
-        result.await.map_err(|_| stopped())
     }
 }
 
-impl Drop for Runner {
-    fn drop(&mut self) {
-        if let Some((tx, handle)) = self.model_thread.take() {
-            drop(tx);
-            let _ = handle.join();
-        }
-    }
+#[cold]
+pub(crate) fn deadline_exceeded() -> ServeError {
+    ServeError::new(
+        Kind::Deadline,
+        "the request's deadline passed before the model answered (see --timeout)",
+    )
 }

@@ -15,6 +15,8 @@ use tonic::{Request, Response, Status};
 use super::codec::RawRequestCodec;
 use super::seldon::SeldonService;
 use crate::error::ServeError;
+use crate::metrics::{grpc_code_name, Protocol, Route};
+use crate::observe::Observed;
 
 /// Wraps a generated server (`S`) and takes over its `Predict` method.
 #[derive(Clone)]
@@ -76,10 +78,46 @@ impl UnaryService<Bytes> for RawPredict {
     fn call(&mut self, req: Request<Bytes>) -> Self::Future {
         let svc = self.0.clone();
         Box::pin(async move {
-            let limits = svc.0.config.limits;
-            let msg = proto::decode_message(req.into_inner(), &limits)
-                .map_err(|e| ServeError::from(e).to_status())?;
-            svc.predict_message(msg).await.map(Response::new)
+            let mut obs = Observed::new(Protocol::Grpc, Route::Predict);
+            if let Some(id) = req.metadata().get("x-request-id") {
+                obs.id = id.to_str().unwrap_or_default().to_owned();
+            }
+            let deadline = svc.0.deadline(obs.start, client_timeout(req.metadata()));
+            let run = async {
+                let limits = svc.0.config.limits;
+                let msg = proto::decode_message(req.into_inner(), &limits)
+                    .map_err(|e| ServeError::from(e).to_status())?;
+                obs.encoding = msg.payload.kind();
+                if obs.id.is_empty() {
+                    obs.id.clone_from(&msg.meta.puid);
+                }
+                svc.predict_message(msg, deadline).await
+            };
+            let result = run.await;
+            let code = result
+                .as_ref()
+                .map_or_else(|s| grpc_code_name(s.code()), |_| "OK");
+            obs.finish(&svc.0, code, "Predict");
+            result.map(Response::new)
         })
     }
+}
+
+/// The client's deadline from `grpc-timeout` (digits and a unit: H, M, S, m, u, n), made
+/// a millisecond shorter so that our DEADLINE_EXCEEDED, not tonic's own timer, answers.
+pub fn client_timeout(meta: &tonic::metadata::MetadataMap) -> Option<std::time::Duration> {
+    use std::time::Duration;
+    let v = meta.get("grpc-timeout")?.to_str().ok()?;
+    let (digits, unit) = v.split_at(v.len().checked_sub(1)?);
+    let n: u64 = digits.parse().ok()?;
+    let d = match unit {
+        "H" => Duration::from_secs(n.saturating_mul(3600)),
+        "M" => Duration::from_secs(n.saturating_mul(60)),
+        "S" => Duration::from_secs(n),
+        "m" => Duration::from_millis(n),
+        "u" => Duration::from_micros(n),
+        "n" => Duration::from_nanos(n),
+        _ => return None,
+    };
+    Some(d.saturating_sub(Duration::from_millis(1)))
 }

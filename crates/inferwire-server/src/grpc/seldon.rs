@@ -10,7 +10,9 @@ use tonic::{Request, Response, Status};
 use super::generated::{model_server, seldon_server};
 use crate::app::App;
 use crate::error::ServeError;
+use crate::metrics::{grpc_code_name, Protocol, Route};
 use crate::model::Reply;
+use crate::observe::Observed;
 
 #[derive(Clone)]
 pub struct SeldonService(pub Arc<App>);
@@ -22,33 +24,47 @@ impl SeldonService {
     pub async fn predict_message(
         &self,
         msg: SeldonMessage,
+        deadline: Option<std::time::Instant>,
     ) -> std::result::Result<pb::SeldonMessage, Status> {
-        let run = async { reply_to_pb(self.0.predict(msg).await?) };
+        let run = async { reply_to_pb(self.0.predict(msg, deadline).await?) };
         run.await.map_err(|e: ServeError| e.to_status())
     }
 
     /// The generated servers' `Predict`, unused while `grpc::predict` serves the method.
     async fn predict(&self, req: Request<pb::SeldonMessage>) -> Result<pb::SeldonMessage> {
+        let start = std::time::Instant::now();
+        let deadline = self
+            .0
+            .deadline(start, super::predict::client_timeout(req.metadata()));
         let msg = proto::from_pb(req.into_inner(), &self.0.config.limits)
             .map_err(|e| ServeError::from(e).to_status())?;
-        self.predict_message(msg).await.map(Response::new)
+        self.predict_message(msg, deadline).await.map(Response::new)
     }
 
     async fn feedback(&self, req: Request<pb::Feedback>) -> Result<pb::SeldonMessage> {
         let app = &self.0;
+        let obs = Observed::new(Protocol::Grpc, Route::Feedback);
         let run = async {
             let f = proto::feedback_from_pb(req.into_inner(), &app.config.limits)?;
             let reply = app.feedback(f).await?;
             Ok(proto::to_pb(reply)?)
         };
-        run.await
-            .map(Response::new)
-            .map_err(|e: ServeError| e.to_status())
+        let result = run.await.map_err(|e: ServeError| e.to_status());
+        let code = result
+            .as_ref()
+            .map_or_else(|s| grpc_code_name(s.code()), |_| "OK");
+        obs.finish(app, code, "SendFeedback");
+        result.map(Response::new)
     }
 
     async fn metadata(&self) -> Result<pb::SeldonModelMetadata> {
-        let v = self.0.metadata().await.map_err(|e| e.to_status())?;
-        Ok(Response::new(metadata_to_pb(&v)))
+        let obs = Observed::new(Protocol::Grpc, Route::Metadata);
+        let result = self.0.metadata().await.map_err(|e| e.to_status());
+        let code = result
+            .as_ref()
+            .map_or_else(|s| grpc_code_name(s.code()), |_| "OK");
+        obs.finish(&self.0, code, "Metadata");
+        Ok(Response::new(metadata_to_pb(&result?)))
     }
 }
 
@@ -81,6 +97,12 @@ fn reply_to_pb(reply: Reply) -> std::result::Result<pb::SeldonMessage, ServeErro
             payload: Payload::Bin(b),
             ..Default::default()
         },
+        Reply::Answer(a) => {
+            return Err(ServeError::new(
+                crate::error::Kind::Internal,
+                format!("a batch answer reached the gRPC encoder: {a:?}"),
+            ))
+        }
         Reply::Metadata(v) => SeldonMessage {
             payload: Payload::Json(v),
             ..Default::default()

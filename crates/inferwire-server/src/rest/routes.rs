@@ -2,13 +2,15 @@
 //! accepted and ignored, so URLs written for a Seldon deployment work unchanged.
 use std::sync::Arc;
 
-use http::{Method, Request, StatusCode};
+use http::{HeaderValue, Method, Request, StatusCode};
 use hyper::body::Incoming;
 
 use super::body::{self, Reply};
 use super::seldon;
 use crate::app::App;
 use crate::error::{Kind, ServeError};
+use crate::metrics::{self, Protocol};
+use crate::observe::Observed;
 
 /// What a path names; which method it takes is decided in `handle`.
 #[derive(Clone, Copy)]
@@ -20,6 +22,21 @@ enum Route {
     Live,
     Ready,
     Metadata,
+    Metrics,
+}
+
+impl Route {
+    fn label(route: Option<Route>) -> metrics::Route {
+        match route {
+            Some(Route::Predict) => metrics::Route::Predict,
+            Some(Route::Feedback) => metrics::Route::Feedback,
+            Some(Route::Ping | Route::Status | Route::Live | Route::Ready) => {
+                metrics::Route::Health
+            }
+            Some(Route::Metadata) => metrics::Route::Metadata,
+            Some(Route::Metrics) | None => metrics::Route::Other,
+        }
+    }
 }
 
 fn route(path: &str) -> Option<Route> {
@@ -30,6 +47,7 @@ fn route(path: &str) -> Option<Route> {
         "/health/status" | "/api/v1.0/health/status" => Route::Status,
         "/live" => Route::Live,
         "/ready" => Route::Ready,
+        "/metrics" | "/prometheus" => Route::Metrics,
         p if p == "/metadata" || p.starts_with("/api/v1.0/metadata") => Route::Metadata,
         _ => return None,
     })
@@ -38,11 +56,40 @@ fn route(path: &str) -> Option<Route> {
 pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Reply {
     let path = strip_ingress_prefix(req.uri().path()).to_owned();
     let method = req.method().clone();
-    let result = match (route(&path), &method) {
-        (Some(Route::Predict), &Method::POST) => seldon::predict(&app, req).await,
-        (Some(Route::Feedback), &Method::POST) => seldon::feedback(&app, req).await,
+    let route = route(&path);
+    let mut obs = Observed::new(Protocol::Rest, Route::label(route));
+    let request_id = req.headers().get("x-request-id").cloned();
+    if let Some(id) = request_id.as_ref().and_then(|v| v.to_str().ok()) {
+        obs.id = id.to_owned();
+    }
+    let mut reply = dispatch(&app, req, route, &path, &method, &mut obs)
+        .await
+        .unwrap_or_else(|e| body::error(&e));
+    if let Some(id) = request_id {
+        reply.headers_mut().insert("x-request-id", id);
+    }
+    let status = reply.status().as_u16();
+    obs.finish(
+        &app,
+        metrics::http_code_name(status),
+        &format!("{method} {path}"),
+    );
+    reply
+}
+
+async fn dispatch(
+    app: &App,
+    req: Request<Incoming>,
+    route: Option<Route>,
+    path: &str,
+    method: &Method,
+    obs: &mut Observed,
+) -> Result<Reply, ServeError> {
+    match (route, method) {
+        (Some(Route::Predict), &Method::POST) => seldon::predict(app, req, obs).await,
+        (Some(Route::Feedback), &Method::POST) => seldon::feedback(app, req).await,
         (Some(Route::Ping), &Method::GET) => Ok(body::text(StatusCode::OK, "pong")),
-        (Some(Route::Status), &Method::GET) => seldon::health_status(&app).await,
+        (Some(Route::Status), &Method::GET) => seldon::health_status(app).await,
         (Some(Route::Live), &Method::GET) => Ok(body::json(
             StatusCode::OK,
             b"{\"status\":\"alive\"}".to_vec(),
@@ -55,7 +102,17 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Reply {
                 b"{\"status\":\"not ready\"}".to_vec(),
             )
         }),
-        (Some(Route::Metadata), &Method::GET) => seldon::metadata(&app).await,
+        (Some(Route::Metadata), &Method::GET) => seldon::metadata(app).await,
+        (Some(Route::Metrics), &Method::GET) => {
+            let mut r = body::with_type(
+                StatusCode::OK,
+                app.metrics.render().into(),
+                "text/plain; version=0.0.4; charset=utf-8",
+            );
+            r.headers_mut()
+                .insert("cache-control", HeaderValue::from_static("no-store"));
+            Ok(r)
+        }
         (Some(_), _) => Err(ServeError::new(
             Kind::MethodNotAllowed,
             format!("{method} is not allowed on {path}"),
@@ -64,8 +121,7 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Reply {
             Kind::NotFound,
             format!("no route for {method} {path}"),
         )),
-    };
-    result.unwrap_or_else(|e| body::error(&e))
+    }
 }
 
 /// `/seldon/ns/name/api/v1.0/predictions` → `/api/v1.0/predictions`.

@@ -8,11 +8,21 @@ use super::body::{self, Reply};
 use crate::app::App;
 use crate::error::{Kind, ServeError};
 use crate::model::Reply as ModelReply;
+use crate::observe::Observed;
 
-pub async fn predict(app: &App, req: Request<Incoming>) -> Result<Reply, ServeError> {
+pub async fn predict(
+    app: &App,
+    req: Request<Incoming>,
+    obs: &mut Observed,
+) -> Result<Reply, ServeError> {
     let body = json_body(app, req).await?;
     let msg = json::decode_message(&body, &app.config.limits)?;
-    let reply = app.predict(msg).await?;
+    obs.encoding = msg.payload.kind();
+    if obs.id.is_empty() {
+        obs.id.clone_from(&msg.meta.puid);
+    }
+    let deadline = app.deadline(obs.start, None);
+    let reply = app.predict(msg, deadline).await?;
     encode_reply(reply)
 }
 
@@ -60,6 +70,12 @@ fn encode_reply(reply: ModelReply) -> Result<Reply, ServeError> {
             ));
         }
         ModelReply::Metadata(v) => serde_json::to_vec(&v).unwrap_or_default(),
+        ModelReply::Answer(a) => {
+            return Err(ServeError::new(
+                Kind::Internal,
+                format!("a batch answer reached the REST encoder: {a:?}"),
+            ))
+        }
     };
     Ok(body::json(StatusCode::OK, out))
 }

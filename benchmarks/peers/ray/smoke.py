@@ -1,0 +1,146 @@
+"""Smoke test of noop_app.py: starts it with each of the seed's six configurations in
+turn, times the start, measures requests/s roughly (one client, then 8 client threads,
+each over one keep-alive connection, for a few seconds each, GET with no body as Ray's
+microbenchmark sends and POST with a small JSON body), sends SIGTERM and checks that no
+Ray process (raylet, gcs_server, workers) is left.
+
+    .tools/peers/ray/bin/python benchmarks/peers/ray/smoke.py [--seconds 5] [--only 1,4]
+
+Rough figures only: the client runs in Python on the same machine as the server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+# The seed's six configurations: (max_batch_size, max_concurrent_queries, num_replicas).
+CONFIGS = [(1, 1, 1), (1, 10000, 1), (10000, 10000, 1), (1, 1, 8), (1, 10000, 8), (10000, 10000, 8)]
+RAY_NAMES = ("raylet", "gcs_server", "ray::", "ray/_private", "ray/dashboard", "ray/autoscaler")
+BODY = json.dumps({"data": {"ndarray": [1]}}).encode()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def ray_processes() -> list[str]:
+    out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
+    me = str(os.getpid())
+    return [
+        line.strip()
+        for line in out.splitlines()[1:]
+        if any(n in line for n in RAY_NAMES) and line.split()[0] != me
+    ]
+
+
+def load(port: int, method: str, clients: int, seconds: float) -> float:
+    counts = [0] * clients
+    errors: list[str] = []
+    stop = time.monotonic() + seconds
+
+    def client(i: int) -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        body = BODY if method == "POST" else None
+        headers = {"Content-Type": "application/json"} if body else {}
+        try:
+            while time.monotonic() < stop:
+                conn.request(method, "/noop", body=body, headers=headers)
+                reply = conn.getresponse()
+                reply.read()
+                if reply.status != 200:
+                    raise RuntimeError(f"{method} /noop: {reply.status}")
+                counts[i] += 1
+        except Exception as e:  # noqa: BLE001
+            errors.append(repr(e))
+        finally:
+            conn.close()
+
+    started = time.monotonic()
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise RuntimeError(errors[0])
+    return sum(counts) / (time.monotonic() - started)
+
+
+def trial(batch: int, queries: int, replicas: int, seconds: float, ready_s: float) -> dict:
+    port = free_port()
+    argv = [
+        sys.executable, str(HERE / "noop_app.py"), "--port", str(port),
+        "--num-replicas", str(replicas), "--max-batch-size", str(batch),
+        "--max-concurrent-queries", str(queries), "--ready-timeout", str(ready_s),
+    ]  # fmt: skip
+    started = time.monotonic()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, start_new_session=True)
+    result: dict = {"config": (batch, queries, replicas)}
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if line.startswith("READY "):
+                break
+        else:
+            raise RuntimeError(f"exited with {proc.wait()} before READY")
+        result["start_s"] = round(time.monotonic() - started, 1)
+        load(port, "GET", 1, 1.0)  # warm-up
+        for method in ("GET", "POST"):
+            for clients in (1, 8):
+                result[f"{method} {clients}c"] = round(load(port, method, clients, seconds))
+    finally:
+        t = time.monotonic()
+        proc.send_signal(signal.SIGTERM)  # the app alone, not its group: it must clean up
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            result["stop"] = "KILLED after 60 s"
+        result["stop_s"] = round(time.monotonic() - t, 1)
+        time.sleep(1)
+        left = ray_processes()
+        result["left"] = left
+        if left:  # clean up for the next trial
+            for line in left:
+                try:
+                    os.kill(int(line.split()[0]), signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+    return result
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--seconds", type=float, default=5.0)
+    p.add_argument("--only", default="", help="comma-separated 1-based config numbers")
+    p.add_argument("--ready-timeout", type=float, default=150.0)
+    args = p.parse_args()
+    if ray_processes():
+        print("Ray processes already running:\n" + "\n".join(ray_processes()), file=sys.stderr)
+        return 1
+    chosen = [int(i) for i in args.only.split(",") if i] or range(1, len(CONFIGS) + 1)
+    for i in chosen:
+        try:
+            r = trial(*CONFIGS[i - 1], args.seconds, args.ready_timeout)
+        except Exception as e:  # noqa: BLE001
+            r = {"config": CONFIGS[i - 1], "error": str(e)}
+        print(json.dumps(r), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

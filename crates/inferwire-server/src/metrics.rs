@@ -1,0 +1,414 @@
+//! Prometheus metrics, counted in memory shared by every worker process (see `region`),
+//! so one scrape of any worker shows the whole server. Every series has a fixed slot:
+//! recording is a few relaxed atomic adds, no locks and no allocation.
+mod custom;
+mod region;
+
+use std::fmt::Write;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
+use std::time::Duration;
+
+use inferwire_codec::protocol::seldon::Metric;
+
+use custom::CustomTable;
+
+/// Worker processes one shared region has room for.
+pub const MAX_WORKERS: usize = 64;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    Rest,
+    Grpc,
+}
+
+const PROTOCOLS: [&str; 2] = ["rest", "grpc"];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    Predict,
+    Feedback,
+    Health,
+    Metadata,
+    Other,
+}
+
+const ROUTES: [&str; 5] = ["predict", "feedback", "health", "metadata", "other"];
+
+/// Payload kinds, as `Payload::kind` spells them; `none` for requests without one.
+const ENCODINGS: [&str; 8] = [
+    "ndarray",
+    "tensor",
+    "tftensor",
+    "jsonData",
+    "binData",
+    "strData",
+    "customData",
+    "none",
+];
+
+/// Status labels: HTTP codes for REST, gRPC code names for gRPC.
+const CODES: [&str; 20] = [
+    "200",
+    "400",
+    "404",
+    "405",
+    "413",
+    "415",
+    "500",
+    "503",
+    "504",
+    "OK",
+    "INVALID_ARGUMENT",
+    "NOT_FOUND",
+    "UNIMPLEMENTED",
+    "RESOURCE_EXHAUSTED",
+    "DEADLINE_EXCEEDED",
+    "INTERNAL",
+    "UNAVAILABLE",
+    "CANCELLED",
+    "UNKNOWN",
+    "other",
+];
+
+/// Upper bounds of the duration histograms' buckets, in seconds.
+const SECONDS: [f64; 16] = [
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+    5.0, 10.0,
+];
+
+/// Upper bounds of the batch-size histogram's buckets, in requests.
+const BATCH_SIZES: [f64; 11] = [
+    1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0,
+];
+
+/// A histogram's counts per bucket (not cumulative; the last is +Inf) and their sum.
+#[repr(C)]
+pub(crate) struct Histogram<const N: usize> {
+    buckets: [AtomicU64; N],
+    /// Sum of observations, in nanoseconds (durations) or units (sizes).
+    sum: AtomicU64,
+}
+
+impl<const N: usize> Histogram<N> {
+    fn observe(&self, bounds: &[f64], value: f64, sum_units: u64) {
+        let i = bounds.iter().position(|&b| value <= b).unwrap_or(N - 1);
+        self.buckets[i].fetch_add(1, Relaxed);
+        self.sum.fetch_add(sum_units, Relaxed);
+    }
+
+    fn observe_duration(&self, took: Duration) {
+        let nanos = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
+        self.observe(&SECONDS, took.as_secs_f64(), nanos);
+    }
+
+    /// Writes `name_bucket`, `name_sum` and `name_count` lines; `labels` is `k="v",...`
+    /// or empty. `scale` turns the stored sum into the unit of the bounds.
+    fn render(&self, out: &mut String, name: &str, labels: &str, bounds: &[f64], scale: f64) {
+        let sep = if labels.is_empty() { "" } else { "," };
+        let mut total = 0u64;
+        for (i, bucket) in self.buckets.iter().enumerate() {
+            total += bucket.load(Relaxed);
+            let le = bounds
+                .get(i)
+                .map_or_else(|| "+Inf".to_owned(), |b| b.to_string());
+            let _ = writeln!(out, "{name}_bucket{{{labels}{sep}le=\"{le}\"}} {total}");
+        }
+        let sum = self.sum.load(Relaxed) as f64 * scale;
+        let braces = if labels.is_empty() {
+            String::new()
+        } else {
+            format!("{{{labels}}}")
+        };
+        let _ = writeln!(out, "{name}_sum{braces} {sum}");
+        let _ = writeln!(out, "{name}_count{braces} {total}");
+    }
+}
+
+type Durations = Histogram<{ SECONDS.len() + 1 }>;
+
+#[repr(C)]
+struct WorkerSlot {
+    pid: AtomicU64,
+    in_flight: AtomicI64,
+    queued: AtomicI64,
+}
+
+#[repr(C)]
+struct Region {
+    requests: [AtomicU64; PROTOCOLS.len() * ROUTES.len() * ENCODINGS.len() * CODES.len()],
+    latency: [Durations; PROTOCOLS.len() * ROUTES.len()],
+    model: Durations,
+    batch: Histogram<{ BATCH_SIZES.len() + 1 }>,
+    workers: [WorkerSlot; MAX_WORKERS],
+    restarts: AtomicU64,
+    custom: CustomTable,
+}
+
+/// A handle on the shared counts, for one worker.
+#[derive(Clone, Copy)]
+pub struct Metrics {
+    region: &'static Region,
+    worker: usize,
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Metrics")
+            .field("worker", &self.worker)
+            .finish()
+    }
+}
+
+impl Metrics {
+    /// Fresh counts in memory that processes forked later share.
+    pub fn shared() -> std::io::Result<Self> {
+        Ok(Self {
+            region: region::shared_zeroed::<Region>()?,
+            worker: 0,
+        })
+    }
+
+    /// The same counts, with gauges kept in worker `index`'s slot.
+    pub fn for_worker(self, index: usize) -> Self {
+        Self {
+            worker: index.min(MAX_WORKERS - 1),
+            ..self
+        }
+    }
+
+    fn slot(&self) -> &WorkerSlot {
+        &self.region.workers[self.worker]
+    }
+
+    /// A worker (re)starting: its gauges start from zero, whatever its predecessor left.
+    pub fn worker_started(&self, pid: u32) {
+        let slot = self.slot();
+        slot.in_flight.store(0, Relaxed);
+        slot.queued.store(0, Relaxed);
+        slot.pid.store(u64::from(pid), Relaxed);
+    }
+
+    pub fn worker_stopped(&self) {
+        self.slot().pid.store(0, Relaxed);
+    }
+
+    pub fn worker_restarted(&self) {
+        self.region.restarts.fetch_add(1, Relaxed);
+    }
+
+    /// One answered request. `encoding` is `Payload::kind` (or "none"); `code` is the
+    /// HTTP status or the gRPC code name.
+    pub fn request(
+        &self,
+        protocol: Protocol,
+        route: Route,
+        encoding: &str,
+        code: &str,
+        took: Duration,
+    ) {
+        let e = ENCODINGS
+            .iter()
+            .position(|&x| x == encoding)
+            .unwrap_or(ENCODINGS.len() - 1);
+        let c = CODES
+            .iter()
+            .position(|&x| x == code)
+            .unwrap_or(CODES.len() - 1);
+        let pr = protocol as usize * ROUTES.len() + route as usize;
+        let i = (pr * ENCODINGS.len() + e) * CODES.len() + c;
+        self.region.requests[i].fetch_add(1, Relaxed);
+        self.region.latency[pr].observe_duration(took);
+    }
+
+    /// One model call serving `requests` requests (more than one when batched).
+    pub fn model_call(&self, requests: usize, took: Duration) {
+        self.region.model.observe_duration(took);
+        self.region
+            .batch
+            .observe(&BATCH_SIZES, requests as f64, requests as u64);
+    }
+
+    pub fn add_queued(&self, delta: i64) {
+        self.slot().queued.fetch_add(delta, Relaxed);
+    }
+
+    pub fn add_in_flight(&self, delta: i64) {
+        self.slot().in_flight.fetch_add(delta, Relaxed);
+    }
+
+    /// A metric the model reported (Seldon's `metrics()`): COUNTER adds, GAUGE sets,
+    /// TIMER observes milliseconds into a histogram in seconds.
+    pub fn custom(&self, metric: &Metric) {
+        self.region.custom.record(metric);
+    }
+
+    /// Prometheus' text exposition format (version 0.0.4).
+    pub fn render(&self) -> String {
+        let r = self.region;
+        let mut out = String::with_capacity(16 * 1024);
+        out.push_str(
+            "# HELP inferwire_requests_total Requests answered, by protocol, route, payload \
+             encoding and status.\n# TYPE inferwire_requests_total counter\n",
+        );
+        for (i, n) in r.requests.iter().enumerate() {
+            let n = n.load(Relaxed);
+            if n == 0 {
+                continue;
+            }
+            let c = i % CODES.len();
+            let e = i / CODES.len() % ENCODINGS.len();
+            let pr = i / CODES.len() / ENCODINGS.len();
+            let _ = writeln!(
+                out,
+                "inferwire_requests_total{{protocol=\"{}\",route=\"{}\",encoding=\"{}\",code=\"{}\"}} {n}",
+                PROTOCOLS[pr / ROUTES.len()],
+                ROUTES[pr % ROUTES.len()],
+                ENCODINGS[e],
+                CODES[c]
+            );
+        }
+        out.push_str(
+            "# HELP inferwire_request_duration_seconds Time from a request's arrival to its \
+             reply.\n# TYPE inferwire_request_duration_seconds histogram\n",
+        );
+        for (pr, h) in r.latency.iter().enumerate() {
+            if h.buckets.iter().all(|b| b.load(Relaxed) == 0) {
+                continue;
+            }
+            let labels = format!(
+                "protocol=\"{}\",route=\"{}\"",
+                PROTOCOLS[pr / ROUTES.len()],
+                ROUTES[pr % ROUTES.len()]
+            );
+            h.render(
+                &mut out,
+                "inferwire_request_duration_seconds",
+                &labels,
+                &SECONDS,
+                1e-9,
+            );
+        }
+        out.push_str(
+            "# HELP inferwire_model_duration_seconds Time in the model per call (per batch \
+             when batching).\n# TYPE inferwire_model_duration_seconds histogram\n",
+        );
+        r.model.render(
+            &mut out,
+            "inferwire_model_duration_seconds",
+            "",
+            &SECONDS,
+            1e-9,
+        );
+        out.push_str(
+            "# HELP inferwire_batch_size Requests served by one model call.\n\
+             # TYPE inferwire_batch_size histogram\n",
+        );
+        r.batch
+            .render(&mut out, "inferwire_batch_size", "", &BATCH_SIZES, 1.0);
+        let live = || r.workers.iter().filter(|w| w.pid.load(Relaxed) != 0);
+        let queued: i64 = live().map(|w| w.queued.load(Relaxed).max(0)).sum();
+        let in_flight: i64 = live().map(|w| w.in_flight.load(Relaxed).max(0)).sum();
+        let _ = write!(
+            out,
+            "# HELP inferwire_queue_depth Requests waiting for the model.\n\
+             # TYPE inferwire_queue_depth gauge\ninferwire_queue_depth {queued}\n\
+             # HELP inferwire_in_flight_requests Requests admitted to the model (running or \
+             gathered into a batch).\n# TYPE inferwire_in_flight_requests gauge\n\
+             inferwire_in_flight_requests {in_flight}\n\
+             # HELP inferwire_workers Worker processes serving.\n# TYPE inferwire_workers gauge\n\
+             inferwire_workers {}\n\
+             # HELP inferwire_worker_restarts_total Workers restarted after they died.\n\
+             # TYPE inferwire_worker_restarts_total counter\ninferwire_worker_restarts_total {}\n",
+            live().count(),
+            r.restarts.load(Relaxed),
+        );
+        r.custom.render(&mut out);
+        out
+    }
+}
+
+/// The label for a gRPC status code.
+pub fn grpc_code_name(code: tonic::Code) -> &'static str {
+    use tonic::Code::*;
+    match code {
+        Ok => "OK",
+        InvalidArgument => "INVALID_ARGUMENT",
+        NotFound => "NOT_FOUND",
+        Unimplemented => "UNIMPLEMENTED",
+        ResourceExhausted => "RESOURCE_EXHAUSTED",
+        DeadlineExceeded => "DEADLINE_EXCEEDED",
+        Internal => "INTERNAL",
+        Unavailable => "UNAVAILABLE",
+        Cancelled => "CANCELLED",
+        Unknown => "UNKNOWN",
+        _ => "other",
+    }
+}
+
+/// The label for an HTTP status.
+pub fn http_code_name(status: u16) -> &'static str {
+    CODES
+        .iter()
+        .take(9)
+        .find(|c| c.parse::<u16>().ok() == Some(status))
+        .copied()
+        .unwrap_or("other")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use inferwire_codec::protocol::seldon::MetricType;
+
+    #[test]
+    fn counts_render_as_prometheus_text() {
+        let m = Metrics::shared().unwrap();
+        m.worker_started(42);
+        m.request(
+            Protocol::Rest,
+            Route::Predict,
+            "tensor",
+            "200",
+            Duration::from_micros(30),
+        );
+        m.request(
+            Protocol::Grpc,
+            Route::Predict,
+            "ndarray",
+            "RESOURCE_EXHAUSTED",
+            Duration::from_millis(2),
+        );
+        m.model_call(3, Duration::from_millis(1));
+        m.add_in_flight(2);
+        m.custom(&Metric {
+            key: "my_counter".into(),
+            kind: MetricType::Counter,
+            value: 2.0,
+            tags: [("a".to_string(), "b".to_string())].into(),
+        });
+        m.custom(&Metric {
+            key: "my_counter".into(),
+            kind: MetricType::Counter,
+            value: 1.0,
+            tags: [("a".to_string(), "b".to_string())].into(),
+        });
+        let text = m.render();
+        assert!(text.contains(
+            "inferwire_requests_total{protocol=\"rest\",route=\"predict\",encoding=\"tensor\",code=\"200\"} 1\n"
+        ), "{text}");
+        assert!(text.contains("code=\"RESOURCE_EXHAUSTED\"} 1\n"), "{text}");
+        assert!(
+            text.contains("inferwire_batch_size_bucket{le=\"4\"} 1\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("inferwire_batch_size_bucket{le=\"2\"} 0\n"),
+            "{text}"
+        );
+        assert!(text.contains("inferwire_in_flight_requests 2\n"), "{text}");
+        assert!(text.contains("inferwire_workers 1\n"), "{text}");
+        assert!(text.contains("my_counter{a=\"b\"} 3\n"), "{text}");
+        assert_eq!(http_code_name(503), "503");
+        assert_eq!(http_code_name(302), "other");
+    }
+}

@@ -1,0 +1,203 @@
+"""``--workers N``: the model is loaded once, then N worker processes are forked from
+the loaded process (its memory shared copy-on-write), each serving the same REST and
+gRPC ports (SO_REUSEPORT: the kernel spreads new connections among them). This process
+stays behind as the supervisor: it restarts a worker that dies, with backoff and a log
+line saying why, and forwards SIGTERM/SIGINT so that every worker drains."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from types import FrameType
+from typing import Any
+
+log = logging.getLogger("inferwire.workers")
+
+# A worker that lived less than this before dying is restarted after a growing pause,
+# so that a model that crashes at once does not make the supervisor spin.
+_HEALTHY_AFTER = 10.0
+_FIRST_PAUSE = 0.1
+_LONGEST_PAUSE = 10.0
+_POLL = 0.05
+
+
+def reserve_port(host: str, port: int) -> tuple[int, socket.socket]:
+    """Binds ``port`` (0: a free one) with SO_REUSEPORT without listening, so that the
+    workers can all bind it and nothing else takes it meanwhile. Returns the port and
+    the socket to keep open while the workers run."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    s = socket.socket(family, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    try:
+        s.bind((host, port))
+    except OSError as e:
+        s.close()
+        raise RuntimeError(f"cannot listen on {host}:{port}: {e.strerror or e}") from e
+    return s.getsockname()[1], s
+
+
+def describe_status(status: int) -> str:
+    """Why a worker ended, in words."""
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        try:
+            name = signal.Signals(sig).name
+        except ValueError:
+            name = f"signal {sig}"
+        return f"was killed by {name}"
+    if os.WIFEXITED(status):
+        return f"exited with status {os.WEXITSTATUS(status)}"
+    return f"ended (status {status})"
+
+
+@dataclass
+class _Worker:
+    index: int
+    pid: int
+    started: float
+    pause: float = _FIRST_PAUSE
+
+
+@dataclass
+class Supervisor:
+    """Forks and watches the workers. ``serve_worker(index, restarted)`` runs in each
+    child and serves until told to stop; ``on_restart()`` counts a restart in the shared
+    metrics."""
+
+    serve_worker: Callable[[int, bool], None]
+    workers: int
+    grace_period: float
+    on_restart: Callable[[], None]
+    on_exit: Callable[[int], None]
+    _live: dict[int, _Worker] = field(default_factory=dict)
+    _stopping: float | None = None
+    _forced: bool = False
+
+    def run(self) -> None:
+        previous = {
+            sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)
+        }
+        try:
+            for i in range(self.workers):
+                self._spawn(i)
+            self._watch()
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
+        if self._stopping is None:
+            self._stopping = time.monotonic()
+            log.info(
+                "%s: stopping %d workers (grace %.1fs)",
+                signal.Signals(signum).name,
+                len(self._live),
+                self.grace_period,
+            )
+            self._signal_all(signal.SIGTERM)
+        elif not self._forced:
+            # A second Ctrl-C: do not wait for the drain.
+            self._forced = True
+            log.warning("stopping now: killing the workers")
+            self._signal_all(signal.SIGKILL)
+
+    def _signal_all(self, sig: int) -> None:
+        for w in self._live.values():
+            try:
+                os.kill(w.pid, sig)
+            except ProcessLookupError:
+                pass
+
+    def _spawn(self, index: int, pause: float = _FIRST_PAUSE, restarted: bool = False) -> None:
+        pid = os.fork()
+        if pid == 0:
+            self._child(index, restarted)
+        self._live[pid] = _Worker(index, pid, time.monotonic(), pause)
+        log.debug("worker %d started (pid %d)", index, pid)
+
+    def _child(self, index: int, restarted: bool) -> None:
+        # The worker's own server handles SIGTERM/SIGINT (it drains); never return into
+        # the supervisor's code, whatever happens.
+        code = 0
+        try:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            self.serve_worker(index, restarted)
+        except BaseException as e:
+            log.error("worker %d failed: %s", index, e)
+            code = 1
+        finally:
+            logging.shutdown()
+            os._exit(code)
+
+    def _watch(self) -> None:
+        pending: list[tuple[float, _Worker]] = []  # restarts waiting out their pause
+        while self._live or (pending and self._stopping is None):
+            self._reap(pending)
+            now = time.monotonic()
+            if self._stopping is None:
+                for due, w in [p for p in pending if p[0] <= now]:
+                    pending.remove((due, w))
+                    self._spawn(w.index, w.pause, restarted=True)
+                    self.on_restart()
+            elif self._live and now - self._stopping > self.grace_period + 5.0:
+                log.warning("workers still running after the grace period: killing them")
+                self._signal_all(signal.SIGKILL)
+                self._stopping = now  # give the kernel a moment before trying again
+            time.sleep(_POLL)
+
+    def _reap(self, pending: list[tuple[float, _Worker]]) -> None:
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            w = self._live.pop(pid, None)
+            if w is None:
+                continue
+            self.on_exit(w.index)
+            if self._stopping is not None:
+                log.debug("worker %d (pid %d) %s", w.index, pid, describe_status(status))
+                continue
+            lived = time.monotonic() - w.started
+            pause = _FIRST_PAUSE if lived >= _HEALTHY_AFTER else min(w.pause * 2, _LONGEST_PAUSE)
+            log.error(
+                "worker %d (pid %d) %s after %.1fs; restarting it in %.1fs",
+                w.index,
+                pid,
+                describe_status(status),
+                lived,
+                pause,
+            )
+            w.pause = pause
+            pending.append((time.monotonic() + pause, w))
+
+
+def run_workers(
+    server: Any,
+    workers: int,
+    grace_period: float,
+    on_bound: Callable[[int, int], None],
+) -> None:
+    """Serves ``server`` (an ``inferwire._core.Server`` built before the fork) from
+    ``workers`` processes until SIGTERM/SIGINT."""
+
+    def serve_worker(index: int, restarted: bool) -> None:
+        def bound(http_port: int, grpc_port: int) -> None:
+            if index == 0 and not restarted:
+                on_bound(http_port, grpc_port)
+            log.debug("worker %d (pid %d) listening", index, os.getpid())
+
+        server.serve(bound, index)
+
+    Supervisor(
+        serve_worker, workers, grace_period, server.worker_restarted, server.worker_exited
+    ).run()
