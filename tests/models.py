@@ -138,3 +138,109 @@ class RawTypes:
         kind = type(value).__name__
         dtype = getattr(value, "dtype", "")
         return {"strData": f"{kind}:{dtype}:{np.asarray(value).tolist()}"}
+
+
+class Doubler:
+    """Returns ``2 * X`` after 20 ms, and reports every batch's row count in a tag."""
+
+    def __init__(self) -> None:
+        self.batches: list[int] = []
+
+    def predict(self, X: Any, features_names: list[str] | None = None) -> Any:
+        import time
+
+        X = np.asarray(X)
+        self.batches.append(int(X.shape[0]))
+        time.sleep(0.02)
+        return X * 2
+
+    def tags(self) -> dict[str, Any]:
+        return {"largest_batch": max(self.batches)}
+
+
+class NoNegatives:
+    """Fails on any negative value (in a batch: the batch fails, then each runs alone)."""
+
+    def predict(self, X: Any, features_names: list[str] | None = None) -> Any:
+        import time
+
+        X = np.asarray(X)
+        time.sleep(0.02)
+        if (X < 0).any():
+            raise ValueError("negative values are not allowed")
+        return X + 1
+
+
+class Total:
+    """Returns one number for the whole input: fine alone, wrong for a batch."""
+
+    def predict(self, X: Any, features_names: list[str] | None = None) -> Any:
+        import time
+
+        time.sleep(0.05)
+        return np.array([float(np.asarray(X).sum())])
+
+
+class Tally:
+    """Sleeps ``X`` seconds (strData) and answers how many calls it has run."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def predict(self, X: Any, features_names: list[str] | None = None) -> Any:
+        import time
+
+        self.calls += 1
+        time.sleep(float(X))
+        return f"calls {self.calls}"
+
+
+class AsyncEcho:
+    """``async def predict``, as FastAPI-style code is written."""
+
+    async def predict(self, X: Any, features_names: list[str] | None = None) -> Any:
+        import asyncio
+
+        await asyncio.sleep(0.001)
+        return X
+
+
+class Pid:
+    """Answers the worker process' pid (strData), after ``X`` seconds."""
+
+    def predict(self, X: Any, features_names: list[str] | None = None) -> Any:
+        import os
+        import time
+
+        time.sleep(float(X))
+        return str(os.getpid())
+
+
+class BuiltOnce:
+    """Writes the pid of the process that built it to ``$BUILT_ONCE_FILE``, then answers
+    the pid of the worker that serves each request."""
+
+    def __init__(self) -> None:
+        import os
+
+        with open(os.environ["BUILT_ONCE_FILE"], "a") as f:
+            f.write(f"{os.getpid()}\n")
+
+    def predict(self, X: Any, features_names: list[str] | None = None) -> Any:
+        import os
+        import time
+
+        time.sleep(float(X))
+        return str(os.getpid())
+
+
+class Timed:
+    """Reports a Seldon TIMER metric (milliseconds) with a tag."""
+
+    def predict(self, X: Any, features_names: list[str] | None = None) -> Any:
+        return X
+
+    def metrics(self) -> list[dict[str, Any]]:
+        return [
+            {"type": "TIMER", "key": "model_step_seconds", "value": 25, "tags": {"step": "score"}}
+        ]

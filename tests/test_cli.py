@@ -149,3 +149,53 @@ def test_sigterm_drains_in_flight_requests(tmp_path: Path) -> None:
     assert results and results[0].status_code == 200 and results[0].json()["strData"] == "done"
     assert s.proc.wait(15) == 0
     assert "stopped" in s.log()
+
+
+def test_settings_file_with_flags_and_env_taking_precedence(tmp_path: Path) -> None:
+    from seldon_client import rest
+
+    settings = tmp_path / "settings.yaml"
+    settings.write_text(
+        "model-name: from-file\nmodel_image: img-from-file\nmax_batch_size: 4\n"
+        "parameters:\n  - {name: threshold, value: '0.9', type: FLOAT}\n"
+    )
+    s = Served(
+        "models:Annotated",
+        "--settings",
+        str(settings),
+        "--model-name",
+        "from-flag",
+        env={"INFERWIRE_MODEL_IMAGE": "img-from-env"},
+    )
+    try:
+        r = rest(s.url, {"data": {"ndarray": [[0.5, 0.3]]}})
+        assert r.status_code == 200, r.text
+        reply = r.json()
+        assert reply["meta"]["requestPath"] == {"from-flag": "img-from-env"}
+        assert reply["meta"]["tags"]["threshold"] == 0.9  # parameters from the file
+        assert "batching up to 4 requests" in s.log()
+    finally:
+        s.stop()
+
+
+@pytest.mark.parametrize(
+    ("text", "suffix", "message"),
+    [
+        ("max_batch_sise: 4\n", ".yaml", "unknown setting 'max_batch_sise'"),
+        ('{"workers": "many"}', ".json", "workers in"),
+        ("- 1\n- 2\n", ".yaml", "must be a mapping"),
+        ("max_batch_size: [\n", ".yml", "not valid YAML/JSON"),
+        ("workers: 1.5\n", ".yaml", "1.5 is not a valid int"),
+    ],
+)
+def test_bad_settings_files_are_refused(
+    tmp_path: Path, text: str, suffix: str, message: str
+) -> None:
+    path = tmp_path / f"settings{suffix}"
+    path.write_text(text)
+    r = run_cli("serve", "models:Noop", "--settings", str(path))
+    assert r.returncode == 2, r.stderr
+    assert message in r.stderr and str(path) in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr
+    missing = run_cli("serve", "models:Noop", "--settings", str(tmp_path / "nope.yaml"))
+    assert missing.returncode == 2 and "nope.yaml" in missing.stderr

@@ -35,9 +35,9 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no usage report sent an
 # stack trace, "*** SIGTERM received ..."): off, so that SIGTERM reaches on_signal below.
 os.environ.setdefault("RAY_DISABLE_FAILURE_SIGNAL_HANDLER", "1")
 
-import ray  # noqa: E402
-from ray import serve  # noqa: E402
-from starlette.requests import Request  # noqa: E402
+import ray
+from ray import serve
+from starlette.requests import Request
 
 ANSWER = {"result": "ok"}
 

@@ -26,7 +26,6 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 # The seed's six configurations: (max_batch_size, max_concurrent_queries, num_replicas).
 CONFIGS = [(1, 1, 1), (1, 10000, 1), (10000, 10000, 1), (1, 1, 8), (1, 10000, 8), (10000, 10000, 8)]
-RAY_NAMES = ("raylet", "gcs_server", "ray::", "ray/_private", "ray/dashboard", "ray/autoscaler")
 BODY = json.dumps({"data": {"ndarray": [1]}}).encode()
 
 
@@ -37,13 +36,18 @@ def free_port() -> int:
 
 
 def ray_processes() -> list[str]:
+    """Ray's daemons (gcs_server, raylet), its Python helpers and its workers (ray::...)."""
     out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
-    me = str(os.getpid())
-    return [
-        line.strip()
-        for line in out.splitlines()[1:]
-        if any(n in line for n in RAY_NAMES) and line.split()[0] != me
-    ]
+    left = []
+    for line in out.splitlines()[1:]:
+        words = line.split()[1:4]  # the executable and its first arguments
+        if words and (
+            words[0].startswith("ray::")
+            or words[0].endswith(("/raylet", "/gcs_server"))
+            or any("/site-packages/ray/" in w for w in words[1:])
+        ):
+            left.append(line.strip())
+    return left
 
 
 def load(port: int, method: str, clients: int, seconds: float) -> float:
@@ -63,7 +67,7 @@ def load(port: int, method: str, clients: int, seconds: float) -> float:
                 if reply.status != 200:
                     raise RuntimeError(f"{method} /noop: {reply.status}")
                 counts[i] += 1
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             errors.append(repr(e))
         finally:
             conn.close()
@@ -136,7 +140,7 @@ def main() -> int:
     for i in chosen:
         try:
             r = trial(*CONFIGS[i - 1], args.seconds, args.ready_timeout)
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             r = {"config": CONFIGS[i - 1], "error": str(e)}
         print(json.dumps(r), flush=True)
     return 0

@@ -407,7 +407,7 @@ mod tests {
         );
         assert!(text.contains("inferwire_in_flight_requests 2\n"), "{text}");
         assert!(text.contains("inferwire_workers 1\n"), "{text}");
-        assert!(text.contains("my_counter{a=\"b\"} 3\n"), "{text}");
+        assert!(text.contains("my_counter_total{a=\"b\"} 3\n"), "{text}");
         assert_eq!(http_code_name(503), "503");
         assert_eq!(http_code_name(302), "other");
     }

@@ -5,8 +5,8 @@
 //! - running: at most `model_threads` model calls run at the same time (`Slots`);
 //! - deadlines: a request whose deadline passes while it waits is dropped, not computed.
 //!
-//! Without batching a call runs on the I/O thread that decoded the request when it is
-//! cheap and a running slot is free: handing it to another thread and back costs two
+//! Without batching or a deadline, a call runs on the I/O thread that decoded the
+//! request when it is cheap and a running slot is free: handing it to another thread and back costs two
 //! cross-thread wake-ups, which on a 2-core VM cost more than a small model call. Slow
 //! calls go to the model threads so the I/O thread keeps serving. With batching every
 //! predict goes to the model threads, which gather compatible requests into one call.
@@ -27,6 +27,10 @@ use slots::Slots;
 
 /// Calls slower than this (moving average) go to the model threads.
 const SLOW_CALL_MICROS: u64 = 1_000;
+/// Until calls are measured, assume they are slow: a model's first call (often its
+/// slowest) must not block an I/O thread. About ten fast calls bring the average under
+/// the threshold.
+const FIRST_GUESS_MICROS: u64 = 4 * SLOW_CALL_MICROS;
 
 #[derive(Debug, Clone)]
 pub struct RunnerConfig {
@@ -87,7 +91,7 @@ impl Runner {
             max_queue: config.max_queue,
             slots,
             batching: config.max_batch_size > 1,
-            recent_micros: AtomicU64::new(0),
+            recent_micros: AtomicU64::new(FIRST_GUESS_MICROS),
             pool,
             metrics,
         })
@@ -137,7 +141,10 @@ impl Runner {
             in_flight: true,
         };
         let batchable = self.batching && matches!(call, Call::Predict(_));
-        if !batchable && self.recent_micros.load(Ordering::Relaxed) < SLOW_CALL_MICROS {
+        // A request with a deadline runs on a model thread, so that its I/O thread is
+        // free to answer 504 when the deadline passes.
+        let inline = !batchable && deadline.is_none();
+        if inline && self.recent_micros.load(Ordering::Relaxed) < SLOW_CALL_MICROS {
             if let Some(slot) = self.slots.try_take() {
                 let start = Instant::now();
                 let result = self.model.call(call);

@@ -79,7 +79,11 @@ impl Slot {
 
 impl CustomTable {
     pub(super) fn record(&self, metric: &Metric) {
-        let name = metric_name(&metric.key);
+        let mut name = metric_name(&metric.key);
+        // Prometheus names counters `*_total`, as the Seldon wrapper's client library does.
+        if metric.kind == MetricType::Counter && !name.ends_with("_total") {
+            name.push_str("_total");
+        }
         let mut labels = String::new();
         for (k, v) in &metric.tags {
             if !labels.is_empty() {
