@@ -115,8 +115,15 @@ def test_unknown_route_and_method(echo: Any) -> None:
     r = httpx.get(echo.url + "/nope")
     assert r.status_code == 404
     assert "no route" in r.json()["status"]["info"]
-    r = httpx.get(echo.url + "/api/v1.0/predictions")
+    r = httpx.put(echo.url + "/api/v1.0/predictions")
     assert r.status_code == 405
+    # GET takes the message in the `json` query parameter, as the Seldon wrapper does.
+    r = httpx.get(echo.url + "/api/v1.0/predictions")
+    assert r.status_code == 400 and "`json` query parameter" in r.json()["status"]["info"]
+    r = httpx.get(
+        echo.url + "/api/v1.0/predictions", params={"json": '{"data":{"ndarray":[[1,2]]}}'}
+    )
+    assert r.status_code == 200 and r.json()["data"]["ndarray"] == [[1, 2]]
 
 
 def grpc_error(call: Any) -> grpc.RpcError:

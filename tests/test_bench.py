@@ -174,6 +174,32 @@ def test_seldon_matrix_suite_tables_and_vs(noop: Served, noop_raw: Served) -> No
     assert "inferwire: answered OK" in out and "other: answered OK" in out
 
 
+def test_ray_micro_suite_short(serve: Any, noop: Served) -> None:
+    batched = serve("models:Echo", "--max-batch-size", "4")
+    r = bench(
+        "suite", "ray-micro", "--target", batched.url, "--server-pid", str(batched.proc.pid),
+        "--vs", noop.url, "--vs-pid", str(noop.proc.pid), "--config", "10000/10000/1",
+        "--name-target", "batched", "--name-vs", "plain", "-z", "300ms", "--warmup", "0s",
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert "{'max_batch_size': 10000, 'max_concurrent_queries': 10000, 'num_replicas': 1}" in out
+    single = next(line for line in out.splitlines() if "single client small data" in line)
+    eight = next(line for line in out.splitlines() if "8 clients small data" in line)
+    assert single.rstrip().endswith("| 602.93 |") and eight.rstrip().endswith("| 1723.73 |")
+    cells = [c.strip() for c in single.split("|")]
+    assert float(cells[2]) > 0 and float(cells[5]) > 0, single  # both servers answered
+    plain = bench(
+        "suite", "ray-micro", "--target", noop.url, "-z", "200ms", "--warmup", "0s",
+        "--format", "json",
+    )  # fmt: skip
+    rows = json.loads(plain.stdout)
+    assert [row["clients"] for row in rows] == [1, 8]
+    assert all(row["reports"][0]["success"] == 1.0 for row in rows)
+    bad = bench("suite", "ray-micro", "--target", noop.url, "--config", "1/2")
+    assert bad.returncode == 1 and "BATCH/CONCURRENT/REPLICAS" in bad.stderr
+
+
 def test_suites_not_there_yet_say_why() -> None:
     r = bench("suite", "--list")
     assert r.returncode == 0 and "seldon-matrix" in r.stdout and "ray-micro" in r.stdout

@@ -21,3 +21,17 @@ def test_readme_quick_start_is_two_commands() -> None:
     ]
     ci = (ROOT / ".ci/run").read_text()
     assert "scripts/test.sh" in ci
+
+
+def test_relative_links_in_the_docs_resolve() -> None:
+    import re
+
+    pages = [ROOT / "README.md", *(ROOT / "docs").rglob("*.md")]
+    broken = []
+    for page in pages:
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text()):
+            if "://" in target or target.startswith("mailto:"):
+                continue
+            if not (page.parent / target).exists():
+                broken.append(f"{page.relative_to(ROOT)} -> {target}")
+    assert not broken, broken

@@ -11,6 +11,19 @@ from prometheus_client.parser import text_string_to_metric_families
 from seldon_client import grpc_call, rest
 
 
+def test_every_metric_served_is_documented(serve: Any) -> None:
+    from conftest import ROOT
+
+    server = serve("models.py:Echo")
+    assert rest(server.url, {"data": {"ndarray": [[1]]}}).status_code == 200
+    families = {
+        f.name for f in text_string_to_metric_families(httpx.get(server.url + "/metrics").text)
+    }
+    doc = (ROOT / "docs/reference/metrics.md").read_text()
+    missing = [name for name in families if f"`{name}" not in doc]
+    assert families and not missing, missing
+
+
 def _samples(url: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     r = httpx.get(url + "/metrics")
     assert r.status_code == 200

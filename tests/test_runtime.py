@@ -109,23 +109,36 @@ def test_a_request_past_its_deadline_is_dropped_not_computed(serve: Any, pb: Any
 
 
 def test_overload_is_refused_fast_over_grpc_too(serve: Any, pb: Any) -> None:
+    import time
+
     import grpc
 
     server = serve("models.py:Slow", "--max-queue", "2")
+    channels = [server.channel() for _ in range(12)]
     barrier = threading.Barrier(12)
 
-    def call(_: int) -> str:
+    def call(ch: Any) -> tuple[str, float]:
+        stub = pb.grpc.SeldonStub(ch)
         barrier.wait()
-        with server.channel() as ch:
-            try:
-                pb.grpc.SeldonStub(ch).Predict(pb.msgs.SeldonMessage(strData="0.2"), timeout=30)
-                return "OK"
-            except grpc.RpcError as e:
-                assert "already waiting for the model" in (e.details() or "")
-                return e.code().name
+        start = time.monotonic()
+        try:
+            stub.Predict(pb.msgs.SeldonMessage(strData="0.2"), timeout=30)
+            return "OK", time.monotonic() - start
+        except grpc.RpcError as e:
+            assert "already waiting for the model" in (e.details() or "")
+            return e.code().name, time.monotonic() - start
 
     with ThreadPoolExecutor(12) as pool:
-        codes = list(pool.map(call, range(12)))
+        results = list(pool.map(call, channels))
+    for ch in channels:
+        ch.close()
+    codes = [c for c, _ in results]
     # One running, two waiting: the rest are refused at once.
     assert codes.count("OK") >= 3 and codes.count("RESOURCE_EXHAUSTED") >= 6, codes
     assert set(codes) <= {"OK", "RESOURCE_EXHAUSTED"}, codes
+    # Refusals do not wait for the model (one call takes 0.2 s); the accepted wait for at
+    # most the queue ahead of them, not for everything that was sent.
+    refused = [t for c, t in results if c != "OK"]
+    accepted = [t for c, t in results if c == "OK"]
+    assert max(refused) < 0.2, refused
+    assert max(accepted) < 0.2 * (codes.count("OK") + 1), accepted

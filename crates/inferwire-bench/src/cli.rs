@@ -12,7 +12,7 @@ use crate::html;
 use crate::load::{self, Load};
 use crate::payload::{self, ENCODINGS};
 use crate::report::{self, Report};
-use crate::suite::{self, seldon_matrix};
+use crate::suite::{self, ray_micro, seldon_matrix};
 use crate::target::{parse_header, Target};
 
 #[derive(Parser)]
@@ -174,6 +174,10 @@ struct SuiteArgs {
     vs_pid: Option<u32>,
     #[arg(long)]
     vs_raw_pid: Option<u32>,
+    /// ray-micro: the seed row the servers were started as, BATCH/CONCURRENT/REPLICAS
+    /// (e.g. 1/10000/8), to print its published figure beside ours.
+    #[arg(long)]
+    config: Option<String>,
     /// Names for the two servers in the tables.
     #[arg(long, default_value = "target")]
     name_target: String,
@@ -346,6 +350,14 @@ fn run_suite(s: SuiteArgs) -> Result<(), String> {
         }
         Some(_) => {}
     }
+    if name == "ray-micro" {
+        if s.html.is_some() {
+            return Err(
+                "suite ray-micro: --html is not supported yet (seldon-matrix has it)".into(),
+            );
+        }
+        return run_ray_micro(&s);
+    }
     let encodings = s
         .encodings
         .iter()
@@ -390,6 +402,38 @@ fn run_suite(s: SuiteArgs) -> Result<(), String> {
     let text = match s.format {
         Format::Json => serde_json::to_string_pretty(&cells).unwrap_or_default() + "\n",
         _ => seldon_matrix::markdown(&opts, &cells),
+    };
+    emit(&text, &s.output)
+}
+
+fn run_ray_micro(s: &SuiteArgs) -> Result<(), String> {
+    let mut servers = vec![ray_micro::Server {
+        name: s.name_target.clone(),
+        url: s.target.clone(),
+        pid: s.server_pid,
+    }];
+    if let Some(vs) = &s.vs {
+        servers.push(ray_micro::Server {
+            name: s.name_vs.clone(),
+            url: vs.clone(),
+            pid: s.vs_pid,
+        });
+    }
+    let opts = ray_micro::Options {
+        servers,
+        config: s
+            .config
+            .as_deref()
+            .map(ray_micro::parse_config)
+            .transpose()?,
+        duration: s.duration,
+        warmup: s.warmup,
+        progress: !s.no_progress,
+    };
+    let rows = ray_micro::run(&opts)?;
+    let text = match s.format {
+        Format::Json => serde_json::to_string_pretty(&rows).unwrap_or_default() + "\n",
+        _ => ray_micro::markdown(&opts, &rows),
     };
     emit(&text, &s.output)
 }

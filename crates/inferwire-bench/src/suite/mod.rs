@@ -1,4 +1,5 @@
 //! The source benchmarks (shared/seeds), runnable against any compatible server.
+pub mod ray_micro;
 pub mod seldon_matrix;
 
 /// Every suite the issue names: (name, source, what it needs that is not there yet).
@@ -26,6 +27,6 @@ pub const SUITES: &[(&str, &str, Option<&str>)] = &[
     (
         "ray-micro",
         "seed 004, Ray Serve's replicas / batch size / concurrency table",
-        Some("workers and dynamic batching (issue 4)"),
+        None,
     ),
 ];

@@ -87,6 +87,7 @@ async fn dispatch(
 ) -> Result<Reply, ServeError> {
     match (route, method) {
         (Some(Route::Predict), &Method::POST) => seldon::predict(app, req, obs).await,
+        (Some(Route::Predict), &Method::GET) => seldon::predict_query(app, req, obs).await,
         (Some(Route::Feedback), &Method::POST) => seldon::feedback(app, req).await,
         (Some(Route::Ping), &Method::GET) => Ok(body::text(StatusCode::OK, "pong")),
         (Some(Route::Status), &Method::GET) => seldon::health_status(app).await,

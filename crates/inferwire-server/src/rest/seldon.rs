@@ -16,7 +16,29 @@ pub async fn predict(
     obs: &mut Observed,
 ) -> Result<Reply, ServeError> {
     let body = json_body(app, req).await?;
-    let msg = json::decode_message(&body, &app.config.limits)?;
+    predict_body(app, &body, obs).await
+}
+
+/// `GET` with the message in the `json` query parameter, as the Seldon wrapper accepts
+/// (and as tools that only send GETs, like wrk, can call the model).
+pub async fn predict_query(
+    app: &App,
+    req: Request<Incoming>,
+    obs: &mut Observed,
+) -> Result<Reply, ServeError> {
+    let query = req.uri().query().unwrap_or("");
+    let Some(value) = query.split('&').find_map(|kv| kv.strip_prefix("json=")) else {
+        return Err(ServeError::new(
+            Kind::BadRequest,
+            "GET on predictions needs the SeldonMessage in the `json` query parameter \
+             (or POST it as the body)",
+        ));
+    };
+    predict_body(app, &percent_decode(value.as_bytes()), obs).await
+}
+
+async fn predict_body(app: &App, body: &[u8], obs: &mut Observed) -> Result<Reply, ServeError> {
+    let msg = json::decode_message(body, &app.config.limits)?;
     obs.encoding = msg.payload.kind();
     if obs.id.is_empty() {
         obs.id.clone_from(&msg.meta.puid);
