@@ -56,7 +56,7 @@ pub fn concat(parts: &[&Tensor]) -> crate::Result<Tensor> {
             }
         };
     }
-    let data = join_all!(Bool, U8, U16, U32, U64, I8, I16, I32, I64, F16, F32, F64, Bytes);
+    let data = join_all!(Bool, U8, U16, U32, U64, I8, I16, I32, I64, F16, BF16, F32, F64, Bytes);
     Tensor::new(shape, data)
 }
 
@@ -100,7 +100,8 @@ macro_rules! from_vec {
     };
 }
 from_vec!(bool => Bool, u8 => U8, u16 => U16, u32 => U32, u64 => U64, i8 => I8, i16 => I16,
-    i32 => I32, i64 => I64, half::f16 => F16, f32 => F32, f64 => F64, bytes::Bytes => Bytes);
+    i32 => I32, i64 => I64, half::f16 => F16, half::bf16 => BF16, f32 => F32, f64 => F64,
+    bytes::Bytes => Bytes);
 
 #[cfg(test)]
 mod tests {

@@ -3,7 +3,7 @@
 //! Buffers are plain `Vec<T>` so that the Python glue can hand them to numpy without a
 //! copy (numpy borrows the `Vec` and keeps it alive as the array's base object).
 use bytes::Bytes;
-use half::f16;
+use half::{bf16, f16};
 
 /// Element type of a tensor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -18,6 +18,8 @@ pub enum DType {
     I32,
     I64,
     F16,
+    /// bfloat16 (V2 `BF16`); numpy has no such dtype, so models get it widened to float32.
+    BF16,
     F32,
     F64,
     /// Variable-length byte strings (TensorFlow `DT_STRING`, V2 `BYTES`).
@@ -37,6 +39,7 @@ pub enum TensorData {
     I32(Vec<i32>),
     I64(Vec<i64>),
     F16(Vec<f16>),
+    BF16(Vec<bf16>),
     F32(Vec<f32>),
     F64(Vec<f64>),
     Bytes(Vec<Bytes>),
@@ -57,6 +60,7 @@ macro_rules! with_data {
             $crate::TensorData::I32($v) => $body,
             $crate::TensorData::I64($v) => $body,
             $crate::TensorData::F16($v) => $body,
+            $crate::TensorData::BF16($v) => $body,
             $crate::TensorData::F32($v) => $body,
             $crate::TensorData::F64($v) => $body,
             $crate::TensorData::Bytes($v) => $body,
@@ -85,6 +89,7 @@ impl TensorData {
             TensorData::I32(_) => DType::I32,
             TensorData::I64(_) => DType::I64,
             TensorData::F16(_) => DType::F16,
+            TensorData::BF16(_) => DType::BF16,
             TensorData::F32(_) => DType::F32,
             TensorData::F64(_) => DType::F64,
             TensorData::Bytes(_) => DType::Bytes,
@@ -104,6 +109,7 @@ impl TensorData {
             TensorData::I32(v) => v.iter().map(|&x| x.into()).collect(),
             TensorData::I64(v) => v.iter().map(|&x| x as f64).collect(),
             TensorData::F16(v) => v.iter().map(|&x| x.to_f64()).collect(),
+            TensorData::BF16(v) => v.iter().map(|&x| x.to_f64()).collect(),
             TensorData::F32(v) => v.iter().map(|&x| x.into()).collect(),
             TensorData::F64(v) => v.clone(),
             TensorData::Bytes(_) => return None,
@@ -128,6 +134,7 @@ impl TensorData {
             TensorData::I32(v) => le(v),
             TensorData::I64(v) => le(v),
             TensorData::F16(v) => le(v),
+            TensorData::BF16(v) => le(v),
             TensorData::F32(v) => le(v),
             TensorData::F64(v) => le(v),
             TensorData::Bytes(_) => return None,

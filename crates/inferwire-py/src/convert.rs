@@ -46,6 +46,8 @@ pub fn tensor_to_numpy<'py>(py: Python<'py>, t: Tensor) -> PyResult<Bound<'py, P
         TensorData::I32(v) => vec_to_numpy(py, v, &shape),
         TensorData::I64(v) => vec_to_numpy(py, v, &shape),
         TensorData::F16(v) => vec_to_numpy(py, v, &shape),
+        // numpy has no bfloat16: widened to float32, which holds every value exactly.
+        TensorData::BF16(v) => vec_to_numpy(py, v.iter().map(|x| x.to_f32()).collect(), &shape),
         TensorData::F32(v) => vec_to_numpy(py, v, &shape),
         TensorData::F64(v) => vec_to_numpy(py, v, &shape),
         TensorData::Bytes(v) => {

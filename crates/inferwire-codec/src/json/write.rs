@@ -54,6 +54,13 @@ impl JsonNumber for half::f16 {
     }
 }
 
+impl JsonNumber for half::bf16 {
+    #[inline]
+    fn write(self, out: &mut Vec<u8>) {
+        self.to_f32().write(out);
+    }
+}
+
 impl JsonNumber for bool {
     #[inline]
     fn write(self, out: &mut Vec<u8>) {
@@ -130,6 +137,7 @@ pub fn tensor_nested(t: &Tensor, out: &mut Vec<u8>) {
         TensorData::I32(v) => nested(&t.shape, v, out),
         TensorData::I64(v) => nested(&t.shape, v, out),
         TensorData::F16(v) => nested(&t.shape, v, out),
+        TensorData::BF16(v) => nested(&t.shape, v, out),
         TensorData::F32(v) => nested(&t.shape, v, out),
         TensorData::F64(v) => nested(&t.shape, v, out),
     }

@@ -766,6 +766,7 @@ fn write_flat_values(t: &Tensor, out: &mut Vec<u8>) -> Result<()> {
         TensorData::I32(v) => write::flat(v, out),
         TensorData::I64(v) => write::flat(v, out),
         TensorData::F16(v) => write::flat(v, out),
+        TensorData::BF16(v) => write::flat(v, out),
         TensorData::F32(v) => write::flat(v, out),
         TensorData::F64(v) => write::flat(v, out),
         TensorData::Bytes(_) => {

@@ -1,0 +1,167 @@
+//! Tensor contents as raw bytes, as the HTTP binary extension and gRPC's
+//! `raw_input_contents` / `raw_output_contents` carry them: elements little-endian, BOOL
+//! one byte each, BYTES each as a 4-byte little-endian length and then its bytes.
+use bytes::Bytes;
+use half::{bf16, f16};
+
+use crate::error::{CodecError, Result};
+use crate::tensor::{DType, Tensor, TensorData};
+
+use super::datatype_name;
+
+/// Bytes per element, `None` for BYTES (variable).
+pub fn element_size(d: DType) -> Option<usize> {
+    Some(match d {
+        DType::Bool | DType::U8 | DType::I8 => 1,
+        DType::U16 | DType::I16 | DType::F16 | DType::BF16 => 2,
+        DType::U32 | DType::I32 | DType::F32 => 4,
+        DType::U64 | DType::I64 | DType::F64 => 8,
+        DType::Bytes => return None,
+    })
+}
+
+/// The raw form of `data`.
+pub fn to_bytes(data: &TensorData) -> Vec<u8> {
+    match data {
+        TensorData::Bytes(items) => {
+            let mut out = Vec::with_capacity(items.iter().map(|b| b.len() + 4).sum());
+            for b in items {
+                out.extend_from_slice(&(b.len() as u32).to_le_bytes());
+                out.extend_from_slice(b);
+            }
+            out
+        }
+        other => other.to_le_bytes().unwrap_or_default(),
+    }
+}
+
+/// A tensor of `dtype` and `shape` (its element count already checked against the
+/// limits) from `raw`. `field` names the input in errors.
+pub fn from_bytes(raw: Bytes, dtype: DType, shape: Vec<usize>, field: &str) -> Result<Tensor> {
+    let count: usize = shape.iter().product();
+    let data = match element_size(dtype) {
+        None => TensorData::Bytes(split_bytes(raw, count, field)?),
+        Some(size) => {
+            if raw.len() != count * size {
+                return Err(CodecError::bad_request(format!(
+                    "{field}: {} bytes of data do not hold {count} {} elements ({} bytes)",
+                    raw.len(),
+                    datatype_name(dtype),
+                    count * size
+                )));
+            }
+            fixed(&raw, dtype, field)?
+        }
+    };
+    Tensor::new(shape, data)
+}
+
+fn fixed(raw: &[u8], dtype: DType, field: &str) -> Result<TensorData> {
+    // `pod_collect_to_vec` copies once into an aligned Vec: the blob may start anywhere.
+    fn v<T: bytemuck::Pod>(raw: &[u8]) -> Vec<T> {
+        const _: () = assert!(cfg!(target_endian = "little"));
+        bytemuck::pod_collect_to_vec(raw)
+    }
+    Ok(match dtype {
+        DType::Bool => {
+            if let Some(bad) = raw.iter().find(|&&b| b > 1) {
+                return Err(CodecError::bad_request(format!(
+                    "{field}: BOOL elements are one byte, 0 or 1; got {bad}"
+                )));
+            }
+            TensorData::Bool(raw.iter().map(|&b| b == 1).collect())
+        }
+        DType::U8 => TensorData::U8(raw.to_vec()),
+        DType::U16 => TensorData::U16(v(raw)),
+        DType::U32 => TensorData::U32(v(raw)),
+        DType::U64 => TensorData::U64(v(raw)),
+        DType::I8 => TensorData::I8(v(raw)),
+        DType::I16 => TensorData::I16(v(raw)),
+        DType::I32 => TensorData::I32(v(raw)),
+        DType::I64 => TensorData::I64(v(raw)),
+        DType::F16 => TensorData::F16(v::<f16>(raw)),
+        DType::BF16 => TensorData::BF16(v::<bf16>(raw)),
+        DType::F32 => TensorData::F32(v(raw)),
+        DType::F64 => TensorData::F64(v(raw)),
+        DType::Bytes => unreachable!("BYTES has no fixed element size"),
+    })
+}
+
+/// BYTES elements: each a 4-byte little-endian length and that many bytes. The elements
+/// are slices of `raw`, not copies.
+fn split_bytes(raw: Bytes, count: usize, field: &str) -> Result<Vec<Bytes>> {
+    let mut out = Vec::with_capacity(count.min(raw.len() / 4 + 1));
+    let mut at = 0usize;
+    while at < raw.len() {
+        let Some(len) = raw.get(at..at + 4) else {
+            return Err(CodecError::bad_request(format!(
+                "{field}: BYTES element {} starts with {} bytes where a 4-byte length is needed",
+                out.len(),
+                raw.len() - at
+            )));
+        };
+        let len = u32::from_le_bytes([len[0], len[1], len[2], len[3]]) as usize;
+        at += 4;
+        if len > raw.len() - at {
+            return Err(CodecError::bad_request(format!(
+                "{field}: BYTES element {} says it has {len} bytes but only {} remain",
+                out.len(),
+                raw.len() - at
+            )));
+        }
+        out.push(raw.slice(at..at + len));
+        at += len;
+    }
+    if out.len() != count {
+        return Err(CodecError::bad_request(format!(
+            "{field}: the shape needs {count} BYTES elements but the data holds {}",
+            out.len()
+        )));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips() {
+        let cases = [
+            TensorData::Bool(vec![true, false]),
+            TensorData::I64(vec![-1, 2]),
+            TensorData::F16(vec![f16::from_f32(1.5), f16::from_f32(-2.0)]),
+            TensorData::BF16(vec![bf16::from_f32(1.5), bf16::from_f32(3.0)]),
+            TensorData::Bytes(vec![Bytes::from_static(b"ab"), Bytes::new()]),
+        ];
+        for data in cases {
+            let raw = Bytes::from(to_bytes(&data));
+            let t = from_bytes(raw, data.dtype(), vec![2], "inputs[0]").unwrap();
+            assert_eq!(t.data, data);
+        }
+    }
+
+    #[test]
+    fn bad_lengths_name_the_input() {
+        let e = from_bytes(
+            Bytes::from_static(&[0; 6]),
+            DType::F32,
+            vec![2],
+            "inputs[1]",
+        );
+        assert!(e.unwrap_err().message.starts_with("inputs[1]: 6 bytes"));
+        let overrun = Bytes::from(vec![9, 0, 0, 0, b'x']);
+        let e = from_bytes(overrun, DType::Bytes, vec![1], "inputs[0]").unwrap_err();
+        assert!(
+            e.message.contains("says it has 9 bytes but only 1 remain"),
+            "{e:?}"
+        );
+        let e = from_bytes(Bytes::from_static(&[2]), DType::Bool, vec![1], "x").unwrap_err();
+        assert!(e.message.contains("0 or 1"));
+        let short = Bytes::from(vec![1, 0, 0, 0, b'a']);
+        let e = from_bytes(short, DType::Bytes, vec![2], "x").unwrap_err();
+        assert!(e
+            .message
+            .contains("needs 2 BYTES elements but the data holds 1"));
+    }
+}

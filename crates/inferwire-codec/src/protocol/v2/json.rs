@@ -1,0 +1,571 @@
+//! V2 over REST: the JSON request (with the binary tensor extension: a JSON header of
+//! `Inference-Header-Content-Length` bytes, then the inputs' raw data in order) and the
+//! JSON response (outputs asked for in binary go after the JSON, in order).
+use bytes::Bytes;
+use half::{bf16, f16};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+use super::binary;
+use super::message::*;
+use crate::error::{CodecError, Result};
+use crate::json::{numbers, write};
+use crate::limits::Limits;
+use crate::tensor::{DType, Tensor, TensorData};
+
+#[derive(Deserialize)]
+struct Header<'a> {
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    parameters: Option<Parameters>,
+    #[serde(borrow)]
+    inputs: Vec<RawInput<'a>>,
+    #[serde(default)]
+    outputs: Option<Vec<RawRequested>>,
+}
+
+#[derive(Deserialize)]
+struct RawInput<'a> {
+    name: String,
+    shape: Vec<i64>,
+    datatype: String,
+    #[serde(default)]
+    parameters: Option<Parameters>,
+    #[serde(borrow, default)]
+    data: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct RawRequested {
+    name: String,
+    #[serde(default)]
+    parameters: Option<Parameters>,
+}
+
+/// Decodes an inference request. `header_len` is `Inference-Header-Content-Length` when
+/// the client used the binary extension: the JSON is that many bytes, the rest of `body`
+/// is the inputs' binary data.
+pub fn decode_request(
+    body: Bytes,
+    header_len: Option<usize>,
+    limits: &Limits,
+) -> Result<InferRequest> {
+    let (header, mut blobs) = match header_len {
+        None => (body.clone(), Bytes::new()),
+        Some(n) if n > body.len() => {
+            return Err(CodecError::bad_request(format!(
+                "Inference-Header-Content-Length is {n} but the body has only {} bytes",
+                body.len()
+            )))
+        }
+        Some(n) => (body.slice(..n), body.slice(n..)),
+    };
+    let mut de = serde_json::Deserializer::from_slice(&header);
+    let raw: Header<'_> = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        if inner.is_syntax() || inner.is_eof() || path == "." || path == "?" {
+            CodecError::bad_request(format!("invalid JSON: {inner}"))
+        } else {
+            CodecError::bad_request(format!("{path}: {inner}"))
+        }
+    })?;
+    de.end()
+        .map_err(|e| CodecError::bad_request(format!("invalid JSON: {e}")))?;
+    let mut inputs = Vec::with_capacity(raw.inputs.len());
+    for (i, input) in raw.inputs.into_iter().enumerate() {
+        let field = format!("inputs[{i}]");
+        let dtype = parse_datatype(&input.datatype).ok_or_else(|| {
+            CodecError::bad_request(format!(
+                "{field}.datatype: {:?} is not a V2 datatype ({})",
+                input.datatype,
+                DATATYPES.map(|(n, _)| n).join(", ")
+            ))
+        })?;
+        let count = limits
+            .element_count(&input.shape)
+            .map_err(|e| e.in_field(&format!("{field}.shape")))?;
+        let shape: Vec<usize> = input.shape.iter().map(|&d| d as usize).collect();
+        let parameters = input.parameters.unwrap_or_default();
+        let tensor = match parameters.get("binary_data_size") {
+            Some(size) => {
+                let size = size.as_u64().ok_or_else(|| {
+                    CodecError::bad_request(format!(
+                        "{field}.parameters.binary_data_size: must be a byte count, got {size}"
+                    ))
+                })? as usize;
+                if size > blobs.len() {
+                    return Err(CodecError::bad_request(format!(
+                        "{field}.parameters.binary_data_size: {size} bytes, but only {} bytes of \
+                         binary data are left after the JSON header",
+                        blobs.len()
+                    )));
+                }
+                binary::from_bytes(blobs.split_to(size), dtype, shape, &field)?
+            }
+            None => {
+                let data = input.data.ok_or_else(|| {
+                    CodecError::bad_request(format!(
+                        "{field}.data: missing (send data, or binary_data_size with the binary \
+                         tensor extension)"
+                    ))
+                })?;
+                json_tensor(data.get().as_bytes(), dtype, shape, count, &field, limits)?
+            }
+        };
+        inputs.push(InferInput {
+            name: input.name,
+            tensor,
+            parameters,
+        });
+    }
+    if !blobs.is_empty() {
+        return Err(CodecError::bad_request(format!(
+            "the body has {} bytes of binary data that no input's binary_data_size accounts for",
+            blobs.len()
+        )));
+    }
+    Ok(InferRequest {
+        id: raw.id.unwrap_or_default(),
+        parameters: raw.parameters.unwrap_or_default(),
+        inputs,
+        outputs: raw
+            .outputs
+            .unwrap_or_default()
+            .into_iter()
+            .map(|o| RequestedOutput {
+                name: o.name,
+                parameters: o.parameters.unwrap_or_default(),
+            })
+            .collect(),
+    })
+}
+
+/// `data` (flat or nested, the protocol allows both) as a tensor of `dtype` and `shape`.
+fn json_tensor(
+    text: &[u8],
+    dtype: DType,
+    shape: Vec<usize>,
+    count: usize,
+    field: &str,
+    limits: &Limits,
+) -> Result<Tensor> {
+    let field = format!("{field}.data");
+    let data = if dtype == DType::Bytes {
+        TensorData::Bytes(strings(text, &field)?)
+    } else {
+        // The fast path reads numbers straight into a typed buffer; other shapes of JSON
+        // (a scalar, mixed ints and floats across rows) take the generic path.
+        match numbers::parse_array(text, *limits)? {
+            Some(t) => t.data,
+            None => generic_numbers(text, &field)?,
+        }
+    };
+    if data.len() != count {
+        return Err(CodecError::bad_request(format!(
+            "{field}: {} values for shape {shape:?}, which needs {count}",
+            data.len()
+        )));
+    }
+    Tensor::new(shape, cast(data, dtype, &field)?)
+}
+
+fn leaves<'v>(v: &'v Value, out: &mut Vec<&'v Value>) {
+    match v {
+        Value::Array(items) => items.iter().for_each(|x| leaves(x, out)),
+        other => out.push(other),
+    }
+}
+
+fn parse_value(text: &[u8], field: &str) -> Result<Value> {
+    serde_json::from_slice(text).map_err(|e| CodecError::bad_request(format!("{field}: {e}")))
+}
+
+fn strings(text: &[u8], field: &str) -> Result<Vec<Bytes>> {
+    let v = parse_value(text, field)?;
+    let mut flat = Vec::new();
+    leaves(&v, &mut flat);
+    flat.into_iter()
+        .map(|x| match x {
+            Value::String(s) => Ok(Bytes::copy_from_slice(s.as_bytes())),
+            other => Err(CodecError::bad_request(format!(
+                "{field}: BYTES elements are strings, got {other}"
+            ))),
+        })
+        .collect()
+}
+
+fn generic_numbers(text: &[u8], field: &str) -> Result<TensorData> {
+    let v = parse_value(text, field)?;
+    let mut flat = Vec::new();
+    leaves(&v, &mut flat);
+    if flat.iter().all(|x| x.is_boolean()) && !flat.is_empty() {
+        return Ok(TensorData::Bool(
+            flat.iter().filter_map(|x| x.as_bool()).collect(),
+        ));
+    }
+    if flat.iter().all(|x| x.is_i64()) {
+        return Ok(TensorData::I64(
+            flat.iter().filter_map(|x| x.as_i64()).collect(),
+        ));
+    }
+    if flat.iter().all(|x| x.is_u64() || x.is_i64()) {
+        // Past i64's range: only UINT64 can hold these.
+        if let Some(v) = flat
+            .iter()
+            .map(|x| x.as_u64())
+            .collect::<Option<Vec<u64>>>()
+        {
+            return Ok(TensorData::U64(v));
+        }
+    }
+    flat.iter()
+        .map(|x| {
+            x.as_f64().ok_or_else(|| {
+                CodecError::bad_request(format!("{field}: expected numbers, got {x}"))
+            })
+        })
+        .collect::<Result<Vec<f64>>>()
+        .map(TensorData::F64)
+}
+
+/// Numbers as read from JSON (i64, u64, f64 or bool) → the declared datatype, refusing
+/// values that do not fit rather than wrapping them.
+fn cast(data: TensorData, to: DType, field: &str) -> Result<TensorData> {
+    let name = datatype_name(to);
+    let out_of_range = |x: &dyn std::fmt::Display| {
+        CodecError::bad_request(format!("{field}: {x} does not fit in {name}"))
+    };
+    macro_rules! ints {
+        ($v:expr, $t:ty, $variant:ident) => {
+            TensorData::$variant(
+                $v.into_iter()
+                    .map(|x| <$t>::try_from(x).map_err(|_| out_of_range(&x)))
+                    .collect::<Result<_>>()?,
+            )
+        };
+    }
+    let integral = |v: Vec<f64>| -> Result<Vec<i64>> {
+        v.into_iter()
+            .map(|x| {
+                if x.fract() == 0.0 && x >= i64::MIN as f64 && x <= i64::MAX as f64 {
+                    Ok(x as i64)
+                } else {
+                    Err(CodecError::bad_request(format!(
+                        "{field}: {name} elements are integers, got {x}"
+                    )))
+                }
+            })
+            .collect()
+    };
+    Ok(match (data, to) {
+        (TensorData::Bytes(v), DType::Bytes) => TensorData::Bytes(v),
+        (TensorData::Bool(v), DType::Bool) => TensorData::Bool(v),
+        (TensorData::Bool(_), _) => {
+            return Err(CodecError::bad_request(format!(
+                "{field}: true/false values for a {name} input (BOOL takes them)"
+            )))
+        }
+        (_, DType::Bool) => {
+            return Err(CodecError::bad_request(format!(
+                "{field}: BOOL elements are true or false"
+            )))
+        }
+        (TensorData::U64(v), DType::U64) => TensorData::U64(v),
+        (TensorData::U64(v), DType::F64) => {
+            TensorData::F64(v.into_iter().map(|x| x as f64).collect())
+        }
+        (TensorData::U64(v), _) => return Err(out_of_range(&v.first().copied().unwrap_or(0))),
+        (TensorData::F64(v), DType::F64) => TensorData::F64(v),
+        (TensorData::F64(v), DType::F32) => {
+            TensorData::F32(v.into_iter().map(|x| x as f32).collect())
+        }
+        (TensorData::F64(v), DType::F16) => {
+            TensorData::F16(v.into_iter().map(f16::from_f64).collect())
+        }
+        (TensorData::F64(v), DType::BF16) => {
+            TensorData::BF16(v.into_iter().map(bf16::from_f64).collect())
+        }
+        (TensorData::F64(v), int) => return cast(TensorData::I64(integral(v)?), int, field),
+        (TensorData::I64(v), DType::I64) => TensorData::I64(v),
+        (TensorData::I64(v), DType::F64) => {
+            TensorData::F64(v.into_iter().map(|x| x as f64).collect())
+        }
+        (TensorData::I64(v), DType::F32) => {
+            TensorData::F32(v.into_iter().map(|x| x as f32).collect())
+        }
+        (TensorData::I64(v), DType::F16) => {
+            TensorData::F16(v.into_iter().map(|x| f16::from_f64(x as f64)).collect())
+        }
+        (TensorData::I64(v), DType::BF16) => {
+            TensorData::BF16(v.into_iter().map(|x| bf16::from_f64(x as f64)).collect())
+        }
+        (TensorData::I64(v), DType::I32) => ints!(v, i32, I32),
+        (TensorData::I64(v), DType::I16) => ints!(v, i16, I16),
+        (TensorData::I64(v), DType::I8) => ints!(v, i8, I8),
+        (TensorData::I64(v), DType::U64) => ints!(v, u64, U64),
+        (TensorData::I64(v), DType::U32) => ints!(v, u32, U32),
+        (TensorData::I64(v), DType::U16) => ints!(v, u16, U16),
+        (TensorData::I64(v), DType::U8) => ints!(v, u8, U8),
+        (other, _) => {
+            return Err(CodecError::bad_request(format!(
+                "{field}: {:?} values for a {name} input",
+                other.dtype()
+            )))
+        }
+    })
+}
+
+/// Writes `r` as JSON into `out`. Outputs for which `binary(name)` holds are not written
+/// as `data` but returned, in order, for the caller to append after the JSON (and the
+/// JSON's length goes into `Inference-Header-Content-Length`).
+pub fn encode_response(
+    r: &InferResponse,
+    binary: impl Fn(&str) -> bool,
+    out: &mut Vec<u8>,
+) -> Result<Vec<Bytes>> {
+    let mut blobs = Vec::new();
+    out.extend_from_slice(b"{\"model_name\":");
+    write::string(&r.model_name, out);
+    if !r.model_version.is_empty() {
+        out.extend_from_slice(b",\"model_version\":");
+        write::string(&r.model_version, out);
+    }
+    if !r.id.is_empty() {
+        out.extend_from_slice(b",\"id\":");
+        write::string(&r.id, out);
+    }
+    if !r.parameters.is_empty() {
+        out.extend_from_slice(b",\"parameters\":");
+        serde_json::to_writer(&mut *out, &r.parameters)
+            .map_err(|e| CodecError::bad_output(e.to_string()))?;
+    }
+    out.extend_from_slice(b",\"outputs\":[");
+    for (i, o) in r.outputs.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(b"{\"name\":");
+        write::string(&o.name, out);
+        out.extend_from_slice(b",\"datatype\":\"");
+        out.extend_from_slice(datatype_name(o.tensor.dtype()).as_bytes());
+        out.extend_from_slice(b"\",\"shape\":");
+        write::flat(
+            &o.tensor.shape.iter().map(|&d| d as u64).collect::<Vec<_>>(),
+            out,
+        );
+        let mut parameters = o.parameters.clone();
+        if binary(&o.name) {
+            let raw = binary::to_bytes(&o.tensor.data);
+            parameters.insert("binary_data_size".into(), Value::from(raw.len()));
+            blobs.push(Bytes::from(raw));
+        }
+        if !parameters.is_empty() {
+            out.extend_from_slice(b",\"parameters\":");
+            serde_json::to_writer(&mut *out, &parameters)
+                .map_err(|e| CodecError::bad_output(e.to_string()))?;
+        }
+        if !binary(&o.name) {
+            out.extend_from_slice(b",\"data\":");
+            write_flat(&o.name, &o.tensor.data, out)?;
+        }
+        out.push(b'}');
+    }
+    out.extend_from_slice(b"]}");
+    Ok(blobs)
+}
+
+fn write_flat(name: &str, data: &TensorData, out: &mut Vec<u8>) -> Result<()> {
+    match data {
+        TensorData::Bytes(items) => {
+            out.push(b'[');
+            for (i, b) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                let s = std::str::from_utf8(b).map_err(|_| {
+                    CodecError::bad_output(format!(
+                        "output {name:?} holds bytes that are not UTF-8, which JSON cannot carry: \
+                         ask for it with binary_data (or use gRPC)"
+                    ))
+                })?;
+                write::string(s, out);
+            }
+            out.push(b']');
+        }
+        other => crate::with_data!(other, v => write_numbers(v, out)),
+    }
+    Ok(())
+}
+
+/// Flat JSON numbers; `Bytes` never reaches here (handled above).
+fn write_numbers<T: MaybeNumber>(v: &[T], out: &mut Vec<u8>) {
+    out.push(b'[');
+    for (i, x) in v.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        x.write_json(out);
+    }
+    out.push(b']');
+}
+
+trait MaybeNumber {
+    fn write_json(&self, out: &mut Vec<u8>);
+}
+
+impl<T: write::JsonNumber> MaybeNumber for T {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        (*self).write(out);
+    }
+}
+
+impl MaybeNumber for Bytes {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(b"null");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decode(body: &str) -> Result<InferRequest> {
+        decode_request(Bytes::from(body.to_string()), None, &Limits::default())
+    }
+
+    #[test]
+    fn every_datatype_from_json() {
+        for (name, dtype) in DATATYPES {
+            let data = match dtype {
+                DType::Bool => "[[true,false]]",
+                DType::Bytes => "[\"a\",\"b\"]",
+                DType::F16 | DType::BF16 | DType::F32 | DType::F64 => "[1.5, 2]",
+                _ => "[[1, 2]]",
+            };
+            let body = format!(
+                r#"{{"inputs":[{{"name":"x","shape":[1,2],"datatype":"{name}","data":{data}}}]}}"#
+            );
+            let r = decode(&body).unwrap_or_else(|e| panic!("{name}: {e:?}"));
+            assert_eq!(r.inputs[0].tensor.dtype(), dtype, "{name}");
+            assert_eq!(r.inputs[0].tensor.shape, vec![1, 2]);
+        }
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let cases = [
+            (
+                r#"{"inputs":[{"name":"x","shape":[2],"datatype":"FP8","data":[1,2]}]}"#,
+                "inputs[0].datatype: \"FP8\" is not a V2 datatype",
+            ),
+            (
+                r#"{"inputs":[{"name":"x","shape":[3],"datatype":"INT32","data":[1,2]}]}"#,
+                "inputs[0].data: 2 values for shape [3]",
+            ),
+            (
+                r#"{"inputs":[{"name":"x","shape":[1],"datatype":"INT8","data":[300]}]}"#,
+                "inputs[0].data: 300 does not fit in INT8",
+            ),
+            (
+                r#"{"inputs":[{"name":"x","shape":[1],"datatype":"INT32","data":[1.5]}]}"#,
+                "INT32 elements are integers, got 1.5",
+            ),
+            (
+                r#"{"inputs":[{"name":"x","shape":[1],"datatype":"INT32"}]}"#,
+                "inputs[0].data: missing",
+            ),
+            (
+                r#"{"inputs":[{"name":"x","shape":[-1],"datatype":"INT32","data":[1]}]}"#,
+                "inputs[0].shape",
+            ),
+            (
+                r#"{"inputs":[{"name":"x","datatype":"INT32","data":[1]}]}"#,
+                "inputs[0]: missing field `shape`",
+            ),
+            (
+                r#"{"inputs":[{"name":"x","shape":[1],"datatype":"BYTES","data":[1]}]}"#,
+                "BYTES elements are strings",
+            ),
+            (
+                r#"{"inputs":[{"name":"x","shape":[1],"datatype":"BOOL","data":[1]}]}"#,
+                "BOOL elements are true or false",
+            ),
+        ];
+        for (body, want) in cases {
+            let e = decode(body).unwrap_err();
+            assert!(e.message.contains(want), "{body}: {}", e.message);
+        }
+    }
+
+    #[test]
+    fn binary_extension() {
+        let header = r#"{"inputs":[{"name":"a","shape":[2],"datatype":"FP32","parameters":{"binary_data_size":8}},{"name":"b","shape":[1],"datatype":"BYTES","parameters":{"binary_data_size":7}}],"outputs":[{"name":"o","parameters":{"binary_data":true}}]}"#;
+        let mut body = header.as_bytes().to_vec();
+        body.extend_from_slice(&1.5f32.to_le_bytes());
+        body.extend_from_slice(&(-2.0f32).to_le_bytes());
+        body.extend_from_slice(&3u32.to_le_bytes());
+        body.extend_from_slice(b"abc");
+        let r = decode_request(
+            Bytes::from(body.clone()),
+            Some(header.len()),
+            &Limits::default(),
+        )
+        .unwrap();
+        assert_eq!(r.inputs[0].tensor.data, TensorData::F32(vec![1.5, -2.0]));
+        assert_eq!(
+            r.inputs[1].tensor.data,
+            TensorData::Bytes(vec![Bytes::from_static(b"abc")])
+        );
+        assert!(r.wants_binary("o") && !r.wants_binary("p"));
+        let e = decode_request(
+            Bytes::from(body.clone()),
+            Some(body.len() + 1),
+            &Limits::default(),
+        );
+        assert!(e
+            .unwrap_err()
+            .message
+            .contains("Inference-Header-Content-Length"));
+        let e = decode_request(
+            Bytes::from(body[..body.len() - 2].to_vec()),
+            Some(header.len()),
+            &Limits::default(),
+        );
+        assert!(e
+            .unwrap_err()
+            .message
+            .contains("inputs[1].parameters.binary_data_size: 7 bytes"));
+    }
+
+    #[test]
+    fn response_json_and_binary() {
+        let r = InferResponse {
+            model_name: "m".into(),
+            id: "1".into(),
+            outputs: vec![
+                InferOutput {
+                    name: "a".into(),
+                    tensor: Tensor::new(vec![2], TensorData::I64(vec![1, 2])).unwrap(),
+                    parameters: Parameters::new(),
+                },
+                InferOutput {
+                    name: "b".into(),
+                    tensor: Tensor::new(vec![1], TensorData::Bytes(vec![Bytes::from_static(b"x")]))
+                        .unwrap(),
+                    parameters: Parameters::new(),
+                },
+            ],
+            ..Default::default()
+        };
+        let mut out = Vec::new();
+        let blobs = encode_response(&r, |n| n == "b", &mut out).unwrap();
+        let v: Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(v["outputs"][0]["data"], serde_json::json!([1, 2]));
+        assert_eq!(v["outputs"][0]["datatype"], "INT64");
+        assert_eq!(v["outputs"][1]["parameters"]["binary_data_size"], 5);
+        assert_eq!(blobs, vec![Bytes::from_static(&[1, 0, 0, 0, b'x'])]);
+    }
+}

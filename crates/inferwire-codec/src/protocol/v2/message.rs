@@ -1,0 +1,94 @@
+//! V2 requests and responses as inferwire holds them, the same for REST and gRPC, with
+//! every input already decoded into a typed `Tensor`.
+use serde_json::{Map, Value};
+
+use crate::tensor::{DType, Tensor};
+
+/// `parameters`: V2 allows bool, integer, float and string values.
+pub type Parameters = Map<String, Value>;
+
+/// Every datatype of the protocol, as it spells them.
+pub const DATATYPES: [(&str, DType); 14] = [
+    ("BOOL", DType::Bool),
+    ("UINT8", DType::U8),
+    ("UINT16", DType::U16),
+    ("UINT32", DType::U32),
+    ("UINT64", DType::U64),
+    ("INT8", DType::I8),
+    ("INT16", DType::I16),
+    ("INT32", DType::I32),
+    ("INT64", DType::I64),
+    ("FP16", DType::F16),
+    ("BF16", DType::BF16),
+    ("FP32", DType::F32),
+    ("FP64", DType::F64),
+    ("BYTES", DType::Bytes),
+];
+
+pub fn datatype_name(d: DType) -> &'static str {
+    DATATYPES
+        .iter()
+        .find(|(_, t)| *t == d)
+        .map_or("BYTES", |(n, _)| n)
+}
+
+pub fn parse_datatype(name: &str) -> Option<DType> {
+    DATATYPES.iter().find(|(n, _)| *n == name).map(|(_, t)| *t)
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct InferInput {
+    pub name: String,
+    pub tensor: Tensor,
+    pub parameters: Parameters,
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RequestedOutput {
+    pub name: String,
+    pub parameters: Parameters,
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct InferRequest {
+    pub id: String,
+    pub parameters: Parameters,
+    pub inputs: Vec<InferInput>,
+    /// Empty: every output the model produces.
+    pub outputs: Vec<RequestedOutput>,
+}
+
+impl InferRequest {
+    /// Whether output `name` goes back as binary data (HTTP binary extension): its own
+    /// `binary_data` parameter, else the request's `binary_data_output`.
+    pub fn wants_binary(&self, name: &str) -> bool {
+        let own = self
+            .outputs
+            .iter()
+            .find(|o| o.name == name)
+            .and_then(|o| o.parameters.get("binary_data"))
+            .and_then(Value::as_bool);
+        own.unwrap_or_else(|| {
+            self.parameters
+                .get("binary_data_output")
+                .and_then(Value::as_bool)
+                .unwrap_or(false)
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct InferOutput {
+    pub name: String,
+    pub tensor: Tensor,
+    pub parameters: Parameters,
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct InferResponse {
+    pub model_name: String,
+    pub model_version: String,
+    pub id: String,
+    pub parameters: Parameters,
+    pub outputs: Vec<InferOutput>,
+}
