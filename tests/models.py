@@ -244,3 +244,10 @@ class Timed:
         return [
             {"type": "TIMER", "key": "model_step_seconds", "value": 25, "tags": {"step": "score"}}
         ]
+
+
+class TwoInputs:
+    """Two V2 inputs in, two named outputs out."""
+
+    def predict(self, X: Any, features_names: list[str] | None = None) -> Any:
+        return {"sum": X["a"] + X["b"], "diff": X["a"] - X["b"], "names": np.array(features_names)}

@@ -3,8 +3,12 @@ use std::path::PathBuf;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../proto");
-    let files = ["prediction.proto"];
-    for f in ["prediction.proto", "tensorflow/core/framework"] {
+    let files = ["prediction.proto", "grpc_service.proto"];
+    for f in [
+        "prediction.proto",
+        "grpc_service.proto",
+        "tensorflow/core/framework",
+    ] {
         println!("cargo:rerun-if-changed={}", root.join(f).display());
     }
     let fds = protox::compile(files, [&root])?;

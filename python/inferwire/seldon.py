@@ -86,6 +86,31 @@ class SeldonAdapter:
             log.exception("%s.predict raised", self.name)
             raise
 
+    def infer(
+        self, inputs: dict[str, Any], parameters: dict[str, Any], requested: list[str]
+    ) -> list[tuple[str, Any]]:
+        """A V2 request through the Seldon ``predict``: one input is ``X`` itself, several
+        are a dict of arrays by name; ``names`` are the input names. A dict result gives
+        one output per key; anything else is one output, named as the request's single
+        requested output, else ``output-0``."""
+        names = list(inputs)
+        X = inputs[names[0]] if len(inputs) == 1 else inputs
+        try:
+            if self.wants_meta:
+                out = self._predict(X, names, meta={"parameters": parameters})
+            elif self._positional >= 2:
+                out = self._predict(X, names)
+            else:
+                out = self._predict(X)
+            out = self._resolve(out)
+        except Exception:
+            log.exception("%s.predict raised", self.name)
+            raise
+        if isinstance(out, dict):
+            return [(str(k), v) for k, v in out.items()]
+        name = requested[0] if len(requested) == 1 else "output-0"
+        return [(name, out)]
+
     def predict_raw(self, request: dict[str, Any]) -> Any:
         try:
             return self._resolve(self.model.predict_raw(request))

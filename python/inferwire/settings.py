@@ -41,6 +41,9 @@ class Settings:
         "value beside the name in meta.requestPath (Seldon puts the image there)",
         "PREDICTIVE_UNIT_IMAGE",
     )
+    model_version: str = _opt(
+        "", "the model's version on V2 routes (/v2/models/NAME/versions/VERSION); empty: none"
+    )
     parameters: str = _opt(
         "",
         "constructor arguments, Seldon style: JSON list of {name, value, type}",

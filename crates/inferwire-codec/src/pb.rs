@@ -11,5 +11,10 @@ pub mod seldon {
     }
 }
 
+/// The Open Inference Protocol (V2), `inference.GRPCInferenceService`.
+pub mod inference {
+    include!(concat!(env!("OUT_DIR"), "/inference.rs"));
+}
+
 /// File descriptors of every proto, for gRPC server reflection.
 pub const FILE_DESCRIPTOR_SET: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/descriptor.bin"));

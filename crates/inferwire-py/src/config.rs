@@ -65,6 +65,7 @@ pub fn from_dict(d: &Bound<'_, PyDict>) -> PyResult<ServerConfig> {
         limits,
         model_name: get_str(d, "model_name", base.model_name)?,
         model_image: get_str(d, "model_image", base.model_image)?,
+        model_version: get_str(d, "model_version", base.model_version)?,
         max_queue: get_usize(d, "max_queue", base.max_queue)?,
         io_threads: get_usize(d, "io_threads", base.io_threads)?,
         grace_period: Duration::from_secs_f64(get_f64(

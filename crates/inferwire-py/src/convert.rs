@@ -316,3 +316,39 @@ pub fn py_to_json(obj: &Bound<'_, PyAny>) -> PyResult<Value> {
         obj.get_type().name()?
     )))
 }
+
+/// A V2 output: numpy arrays (or lists, made arrays) of numbers, booleans, or strings and
+/// bytes (BYTES: str is sent as its UTF-8 bytes).
+pub fn py_to_tensor(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Tensor> {
+    let py = obj.py();
+    let arr = match obj.cast::<PyUntypedArray>() {
+        Ok(a) => a.clone(),
+        Err(_) => numpy(py)?
+            .getattr("asarray")?
+            .call1((obj,))?
+            .cast_into::<PyUntypedArray>()?,
+    };
+    if let Some(t) = numpy_to_tensor(&arr)? {
+        return Ok(t);
+    }
+    let shape = arr.shape().to_vec();
+    let flat = arr.call_method0("ravel")?.call_method0("tolist")?;
+    let mut items = Vec::with_capacity(shape.iter().product());
+    for item in flat.try_iter()? {
+        let item = item?;
+        if let Ok(b) = item.cast::<PyBytes>() {
+            items.push(Bytes::copy_from_slice(b.as_bytes()));
+        } else if let Ok(s) = item.cast::<PyString>() {
+            items.push(Bytes::copy_from_slice(s.to_str()?.as_bytes()));
+        } else {
+            return Err(PyTypeError::new_err(format!(
+                "output {name:?}: a {} array cannot be sent over V2 (numbers, booleans, str or \
+                 bytes only); got an element of type {}",
+                arr.dtype(),
+                item.get_type().name()?
+            )));
+        }
+    }
+    Tensor::new(shape, TensorData::Bytes(items))
+        .map_err(|e| PyTypeError::new_err(format!("output {name:?}: {}", e.message)))
+}

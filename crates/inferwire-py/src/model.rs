@@ -1,12 +1,16 @@
 //! `Model` for a Python model: the executor thread takes the GIL here, and only here.
 use inferwire_codec::protocol::seldon::{Meta, Metric, MetricType, Payload, SeldonMessage};
+use inferwire_codec::protocol::v2::InferOutput;
 use inferwire_server::{Answer, Call, Model, ModelError, ModelErrorKind, Reply};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
 use crate::thread_state;
 
-use crate::convert::{message_to_py, meta_to_py, payload_to_py, py_to_json, py_to_output};
+use crate::convert::{
+    json_to_py, message_to_py, meta_to_py, payload_to_py, py_to_json, py_to_output, py_to_tensor,
+    tensor_to_numpy,
+};
 
 /// The Python adapter (`inferwire.seldon.SeldonAdapter`) wrapping the user's model.
 pub struct PyModel {
@@ -177,6 +181,29 @@ impl PyModel {
             Call::Metadata => Ok(Reply::Metadata(py_to_json(
                 &adapter.call_method0("metadata")?,
             )?)),
+            Call::Infer(req) => {
+                let req = *req;
+                let requested: Vec<String> = req.outputs.iter().map(|o| o.name.clone()).collect();
+                let inputs = PyDict::new(py);
+                for input in req.inputs {
+                    inputs.set_item(input.name, tensor_to_numpy(py, input.tensor)?)?;
+                }
+                let parameters = json_to_py(py, &serde_json::Value::Object(req.parameters))?;
+                let out = adapter.call_method1("infer", (inputs, parameters, requested))?;
+                let mut outputs = Vec::new();
+                for item in out.try_iter()? {
+                    let pair = item?;
+                    let pair = pair.cast::<PyTuple>()?;
+                    let name: String = pair.get_item(0)?.extract()?;
+                    let tensor = py_to_tensor(&pair.get_item(1)?, &name)?;
+                    outputs.push(InferOutput {
+                        name,
+                        tensor,
+                        parameters: Default::default(),
+                    });
+                }
+                Ok(Reply::Infer(outputs))
+            }
         }
     }
 }

@@ -3,6 +3,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use inferwire_codec::protocol::seldon::{Feedback, Meta, SeldonMessage};
+use inferwire_codec::protocol::v2::{InferRequest, InferResponse};
 use serde_json::Value;
 
 use crate::config::ServerConfig;
@@ -93,6 +94,84 @@ impl App {
             Reply::Metadata(v) => Ok(v),
             other => Err(unexpected(other)),
         }
+    }
+
+    /// Refuses a V2 model name or version this server does not serve (404 / NOT_FOUND).
+    pub fn check_model(&self, name: &str, version: &str) -> Result<(), ServeError> {
+        if name != self.config.model_name {
+            return Err(ServeError::new(
+                Kind::NotFound,
+                format!(
+                    "no model named {name:?} (this server serves {:?})",
+                    self.config.model_name
+                ),
+            ));
+        }
+        if !version.is_empty() && version != self.config.model_version {
+            let served = if self.config.model_version.is_empty() {
+                "it has no versions (see --model-version)".to_string()
+            } else {
+                format!("it serves version {:?}", self.config.model_version)
+            };
+            return Err(ServeError::new(
+                Kind::NotFound,
+                format!("model {name:?} has no version {version:?}: {served}"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Runs a V2 inference and keeps the outputs the request asked for, in its order.
+    pub async fn infer(
+        &self,
+        req: InferRequest,
+        deadline: Option<Instant>,
+    ) -> Result<InferResponse, ServeError> {
+        let id = req.id.clone();
+        let wanted: Vec<String> = req.outputs.iter().map(|o| o.name.clone()).collect();
+        let outputs = match self
+            .runner
+            .call(Call::Infer(Box::new(req)), deadline)
+            .await?
+        {
+            Reply::Infer(outputs) => outputs,
+            other => return Err(unexpected(other)),
+        };
+        let outputs = if wanted.is_empty() {
+            outputs
+        } else {
+            let mut outputs: Vec<_> = outputs.into_iter().map(Some).collect();
+            let mut picked = Vec::with_capacity(wanted.len());
+            for name in &wanted {
+                let found = outputs
+                    .iter_mut()
+                    .find(|o| o.as_ref().is_some_and(|o| &o.name == name))
+                    .and_then(Option::take);
+                match found {
+                    Some(o) => picked.push(o),
+                    None => {
+                        let produced: Vec<&str> =
+                            outputs.iter().flatten().map(|o| o.name.as_str()).collect();
+                        return Err(ServeError::new(
+                            Kind::BadRequest,
+                            format!(
+                                "outputs: the model produced no output named {name:?} (it \
+                                 produced {})",
+                                produced.join(", ")
+                            ),
+                        ));
+                    }
+                }
+            }
+            picked
+        };
+        Ok(InferResponse {
+            model_name: self.config.model_name.clone(),
+            model_version: self.config.model_version.clone(),
+            id,
+            parameters: Default::default(),
+            outputs,
+        })
     }
 
     /// Seldon's reply meta: the request's `puid` echoed, and this model in `requestPath`.

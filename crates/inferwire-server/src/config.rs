@@ -17,6 +17,9 @@ pub struct ServerConfig {
     pub model_name: String,
     /// The value beside the name in `meta.requestPath` (Seldon puts the image there).
     pub model_image: String,
+    /// The model's version on V2 routes (`/v2/models/NAME/versions/VERSION`); empty: the
+    /// model is served without one.
+    pub model_version: String,
     /// Requests admitted to the model at once (running, or gathered into a batch).
     pub max_concurrency: usize,
     /// Requests that may wait for admission before new ones get 503 / RESOURCE_EXHAUSTED.
@@ -69,6 +72,7 @@ impl Default for ServerConfig {
             limits: Limits::default(),
             model_name: "model".into(),
             model_image: String::new(),
+            model_version: String::new(),
             max_concurrency: 1,
             max_queue: 1024,
             model_threads: 1,

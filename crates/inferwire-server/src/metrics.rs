@@ -30,12 +30,17 @@ pub enum Route {
     Health,
     Metadata,
     Other,
+    /// V2 `infer`.
+    Infer,
 }
 
-const ROUTES: [&str; 5] = ["predict", "feedback", "health", "metadata", "other"];
+const ROUTES: [&str; 6] = [
+    "predict", "feedback", "health", "metadata", "other", "infer",
+];
 
-/// Payload kinds, as `Payload::kind` spells them; `none` for requests without one.
-const ENCODINGS: [&str; 8] = [
+/// Payload kinds, as `Payload::kind` spells them, then V2's (`json` and `binary` over
+/// REST, `typed` and `raw` contents over gRPC); `none` for requests without one.
+const ENCODINGS: [&str; 12] = [
     "ndarray",
     "tensor",
     "tftensor",
@@ -43,6 +48,10 @@ const ENCODINGS: [&str; 8] = [
     "binData",
     "strData",
     "customData",
+    "json",
+    "binary",
+    "typed",
+    "raw",
     "none",
 ];
 

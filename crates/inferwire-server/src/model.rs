@@ -2,6 +2,7 @@
 //! through `runner::Runner`, which bounds how many run and wait.
 use inferwire_codec::protocol::seldon::reply::{predict_payload, Output};
 use inferwire_codec::protocol::seldon::{Feedback, Meta, Metric, Payload, SeldonMessage};
+use inferwire_codec::protocol::v2::{InferOutput, InferRequest};
 use serde_json::{Map, Value};
 
 /// One request for the model.
@@ -17,6 +18,8 @@ pub enum Call {
     Feedback(Box<Feedback>),
     HealthStatus,
     Metadata,
+    /// A V2 inference request: the runtime answers with `Reply::Infer`.
+    Infer(Box<InferRequest>),
 }
 
 /// What the model answered.
@@ -32,6 +35,8 @@ pub enum Reply {
     Metadata(Value),
     /// `predict`'s result before it is shaped into a reply (for `Call::PredictBatch`).
     Answer(Answer),
+    /// A V2 request's outputs, every one the model produced, in its order.
+    Infer(Vec<InferOutput>),
 }
 
 /// What `predict` returned, with the tags and metrics the model gave alongside.

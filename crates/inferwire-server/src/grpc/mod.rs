@@ -1,12 +1,19 @@
-//! gRPC: `seldon.protos.Seldon` and `seldon.protos.Model`, plus health and reflection.
+//! gRPC: `seldon.protos.Seldon` and `seldon.protos.Model`, V2's
+//! `inference.GRPCInferenceService`, plus health and reflection.
 pub mod codec;
 mod predict;
 mod seldon;
 mod serve;
+mod v2;
 
 pub use serve::{serve, CONNECTION_WINDOW, STREAM_WINDOW};
 
 #[allow(clippy::all)]
 pub(crate) mod generated {
     include!(concat!(env!("OUT_DIR"), "/seldon.protos.rs"));
+}
+
+#[allow(clippy::all)]
+pub(crate) mod generated_v2 {
+    include!(concat!(env!("OUT_DIR"), "/inference.rs"));
 }

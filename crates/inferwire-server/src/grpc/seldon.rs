@@ -97,10 +97,10 @@ fn reply_to_pb(reply: Reply) -> std::result::Result<pb::SeldonMessage, ServeErro
             payload: Payload::Bin(b),
             ..Default::default()
         },
-        Reply::Answer(a) => {
+        Reply::Answer(_) | Reply::Infer(_) => {
             return Err(ServeError::new(
                 crate::error::Kind::Internal,
-                format!("a batch answer reached the gRPC encoder: {a:?}"),
+                "a batch or V2 answer reached the Seldon gRPC encoder",
             ))
         }
         Reply::Metadata(v) => SeldonMessage {

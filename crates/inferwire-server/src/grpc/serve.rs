@@ -8,8 +8,10 @@ use tokio_stream::StreamExt;
 use tonic::transport::server::{Connected, TcpConnectInfo};
 
 use super::generated::{model_server::ModelServer, seldon_server::SeldonServer};
+use super::generated_v2::grpc_inference_service_server::GrpcInferenceServiceServer;
 use super::predict::FastPredict;
 use super::seldon::SeldonService;
+use super::v2::V2Service;
 use crate::app::App;
 use crate::read_ahead::ReadAhead;
 
@@ -37,10 +39,16 @@ pub async fn serve(app: Arc<App>, listener: TcpListener, mut stop: watch::Receiv
         .max_decoding_message_size(limit)
         .max_encoding_message_size(usize::MAX);
     let model = FastPredict::new(model, svc, limit);
+    let v2 = GrpcInferenceServiceServer::new(V2Service(app.clone()))
+        .max_decoding_message_size(limit)
+        .max_encoding_message_size(usize::MAX);
 
     let (health, health_svc) = tonic_health::server::health_reporter();
     health.set_serving::<SeldonServer<SeldonService>>().await;
     health.set_serving::<ModelServer<SeldonService>>().await;
+    health
+        .set_serving::<GrpcInferenceServiceServer<V2Service>>()
+        .await;
 
     let reflection = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(inferwire_codec::pb::FILE_DESCRIPTOR_SET)
@@ -65,6 +73,9 @@ pub async fn serve(app: Arc<App>, listener: TcpListener, mut stop: watch::Receiv
             .set_not_serving::<SeldonServer<SeldonService>>()
             .await;
         health.set_not_serving::<ModelServer<SeldonService>>().await;
+        health
+            .set_not_serving::<GrpcInferenceServiceServer<V2Service>>()
+            .await;
     };
     let result = tonic::transport::Server::builder()
         // HTTP/2's default 64 KiB windows make a client wait for WINDOW_UPDATEs a dozen
@@ -76,6 +87,7 @@ pub async fn serve(app: Arc<App>, listener: TcpListener, mut stop: watch::Receiv
         ))
         .add_service(seldon)
         .add_service(model)
+        .add_service(v2)
         .add_service(health_svc)
         .add_service(reflection)
         .add_service(reflection_alpha)

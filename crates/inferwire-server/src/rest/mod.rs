@@ -3,5 +3,6 @@ mod body;
 mod routes;
 mod seldon;
 mod serve;
+pub(crate) mod v2;
 
 pub use serve::serve;

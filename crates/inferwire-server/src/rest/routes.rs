@@ -62,9 +62,13 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Reply {
     if let Some(id) = request_id.as_ref().and_then(|v| v.to_str().ok()) {
         obs.id = id.to_owned();
     }
-    let mut reply = dispatch(&app, req, route, &path, &method, &mut obs)
-        .await
-        .unwrap_or_else(|e| body::error(&e));
+    let mut reply = if path.starts_with("/v2") {
+        super::v2::handle(&app, req, &path, &mut obs).await
+    } else {
+        dispatch(&app, req, route, &path, &method, &mut obs)
+            .await
+            .unwrap_or_else(|e| body::error(&e))
+    };
     if let Some(id) = request_id {
         reply.headers_mut().insert("x-request-id", id);
     }

@@ -92,10 +92,10 @@ fn encode_reply(reply: ModelReply) -> Result<Reply, ServeError> {
             ));
         }
         ModelReply::Metadata(v) => serde_json::to_vec(&v).unwrap_or_default(),
-        ModelReply::Answer(a) => {
+        ModelReply::Answer(_) | ModelReply::Infer(_) => {
             return Err(ServeError::new(
                 Kind::Internal,
-                format!("a batch answer reached the REST encoder: {a:?}"),
+                "a batch or V2 answer reached the Seldon REST encoder",
             ))
         }
     };

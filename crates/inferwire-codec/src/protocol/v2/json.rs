@@ -159,6 +159,10 @@ fn json_tensor(
         // The fast path reads numbers straight into a typed buffer; other shapes of JSON
         // (a scalar, mixed ints and floats across rows) take the generic path.
         match numbers::parse_array(text, *limits)? {
+            // Integers past i64's range read as floats there: UINT64 needs them exact.
+            Some(t) if dtype == DType::U64 && matches!(t.data, TensorData::F64(_)) => {
+                generic_numbers(text, &field)?
+            }
             Some(t) => t.data,
             None => generic_numbers(text, &field)?,
         }

@@ -3,5 +3,6 @@
 pub mod binary;
 pub mod json;
 mod message;
+pub mod proto;
 
 pub use message::*;

@@ -1,0 +1,292 @@
+//! V2 over gRPC: `ModelInferRequest` → `InferRequest` (typed `contents` or
+//! `raw_input_contents`) and `InferResponse` → `ModelInferResponse`.
+use std::collections::HashMap;
+
+use bytes::Bytes;
+use half::{bf16, f16};
+use serde_json::Value;
+
+use super::binary;
+use super::message::*;
+use crate::error::{CodecError, Result};
+use crate::limits::Limits;
+use crate::pb::inference as pb;
+use crate::pb::inference::infer_parameter::ParameterChoice;
+use crate::tensor::{DType, Tensor, TensorData};
+
+fn parameters(p: HashMap<String, pb::InferParameter>) -> Parameters {
+    let mut out: Vec<(String, Value)> = p
+        .into_iter()
+        .filter_map(|(k, v)| {
+            let v = match v.parameter_choice? {
+                ParameterChoice::BoolParam(b) => Value::from(b),
+                ParameterChoice::Int64Param(i) => Value::from(i),
+                ParameterChoice::StringParam(s) => Value::from(s),
+                ParameterChoice::DoubleParam(d) => Value::from(d),
+                ParameterChoice::Uint64Param(u) => Value::from(u),
+            };
+            Some((k, v))
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out.into_iter().collect()
+}
+
+fn to_pb_parameters(p: &Parameters) -> HashMap<String, pb::InferParameter> {
+    p.iter()
+        .filter_map(|(k, v)| {
+            let choice = match v {
+                Value::Bool(b) => ParameterChoice::BoolParam(*b),
+                Value::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
+                    (Some(i), _, _) => ParameterChoice::Int64Param(i),
+                    (None, Some(u), _) => ParameterChoice::Uint64Param(u),
+                    (_, _, Some(f)) => ParameterChoice::DoubleParam(f),
+                    _ => return None,
+                },
+                Value::String(s) => ParameterChoice::StringParam(s.clone()),
+                // Other JSON values have no protobuf form: sent as their JSON text.
+                other => ParameterChoice::StringParam(other.to_string()),
+            };
+            Some((
+                k.clone(),
+                pb::InferParameter {
+                    parameter_choice: Some(choice),
+                },
+            ))
+        })
+        .collect()
+}
+
+pub fn from_pb(req: pb::ModelInferRequest, limits: &Limits) -> Result<InferRequest> {
+    let raw = req.raw_input_contents;
+    if !raw.is_empty() && raw.len() != req.inputs.len() {
+        return Err(CodecError::bad_request(format!(
+            "raw_input_contents: {} entries for {} inputs (one each, in order)",
+            raw.len(),
+            req.inputs.len()
+        )));
+    }
+    let mut raw = raw.into_iter();
+    let mut inputs = Vec::with_capacity(req.inputs.len());
+    for (i, input) in req.inputs.into_iter().enumerate() {
+        let field = format!("inputs[{i}]");
+        let dtype = parse_datatype(&input.datatype).ok_or_else(|| {
+            CodecError::bad_request(format!(
+                "{field}.datatype: {:?} is not a V2 datatype ({})",
+                input.datatype,
+                DATATYPES.map(|(n, _)| n).join(", ")
+            ))
+        })?;
+        let count = limits
+            .element_count(&input.shape)
+            .map_err(|e| e.in_field(&format!("{field}.shape")))?;
+        let shape: Vec<usize> = input.shape.iter().map(|&d| d as usize).collect();
+        let tensor = match raw.next() {
+            Some(bytes) => binary::from_bytes(bytes, dtype, shape, &field)?,
+            None => typed(
+                input.contents.unwrap_or_default(),
+                dtype,
+                shape,
+                count,
+                &field,
+            )?,
+        };
+        inputs.push(InferInput {
+            name: input.name,
+            tensor,
+            parameters: parameters(input.parameters),
+        });
+    }
+    Ok(InferRequest {
+        id: req.id,
+        parameters: parameters(req.parameters),
+        inputs,
+        outputs: req
+            .outputs
+            .into_iter()
+            .map(|o| RequestedOutput {
+                name: o.name,
+                parameters: parameters(o.parameters),
+            })
+            .collect(),
+    })
+}
+
+/// An input's typed `contents`: the field for its datatype (narrow integers travel
+/// widened in `int_contents` / `uint_contents`, and are narrowed back with a range check).
+fn typed(
+    c: pb::InferTensorContents,
+    dtype: DType,
+    shape: Vec<usize>,
+    count: usize,
+    field: &str,
+) -> Result<Tensor> {
+    let name = datatype_name(dtype);
+    let narrow = |x: &dyn std::fmt::Display| {
+        CodecError::bad_request(format!("{field}.contents: {x} does not fit in {name}"))
+    };
+    macro_rules! narrow {
+        ($v:expr, $t:ty, $variant:ident) => {
+            TensorData::$variant(
+                $v.into_iter()
+                    .map(|x| <$t>::try_from(x).map_err(|_| narrow(&x)))
+                    .collect::<Result<_>>()?,
+            )
+        };
+    }
+    let data = match dtype {
+        DType::Bool => TensorData::Bool(c.bool_contents),
+        DType::I8 => narrow!(c.int_contents, i8, I8),
+        DType::I16 => narrow!(c.int_contents, i16, I16),
+        DType::I32 => TensorData::I32(c.int_contents),
+        DType::I64 => TensorData::I64(c.int64_contents),
+        DType::U8 => narrow!(c.uint_contents, u8, U8),
+        DType::U16 => narrow!(c.uint_contents, u16, U16),
+        DType::U32 => TensorData::U32(c.uint_contents),
+        DType::U64 => TensorData::U64(c.uint64_contents),
+        DType::F32 => TensorData::F32(c.fp32_contents),
+        DType::F64 => TensorData::F64(c.fp64_contents),
+        DType::Bytes => TensorData::Bytes(c.bytes_contents),
+        DType::F16 | DType::BF16 => {
+            return Err(CodecError::bad_request(format!(
+                "{field}: {name} has no typed contents field; send it in raw_input_contents"
+            )))
+        }
+    };
+    if data.len() != count {
+        return Err(CodecError::bad_request(format!(
+            "{field}.contents: {} {name} values for shape {shape:?}, which needs {count}",
+            data.len()
+        )));
+    }
+    Tensor::new(shape, data)
+}
+
+/// The reply. With `raw`, every output goes in `raw_output_contents` (what Triton does,
+/// and what tritonclient reads fastest); otherwise in typed `contents`, except FP16 and
+/// BF16, which only have a raw form.
+pub fn to_pb(r: InferResponse, raw: bool) -> pb::ModelInferResponse {
+    let any_half = r
+        .outputs
+        .iter()
+        .any(|o| matches!(o.tensor.dtype(), DType::F16 | DType::BF16));
+    // The protocol keeps raw and typed outputs apart: one half-precision output makes
+    // every output raw.
+    let raw = raw || any_half;
+    let mut out = pb::ModelInferResponse {
+        model_name: r.model_name,
+        model_version: r.model_version,
+        id: r.id,
+        parameters: to_pb_parameters(&r.parameters),
+        ..Default::default()
+    };
+    for o in r.outputs {
+        let shape = o.tensor.shape.iter().map(|&d| d as i64).collect();
+        let datatype = datatype_name(o.tensor.dtype()).to_string();
+        let contents = if raw {
+            out.raw_output_contents
+                .push(Bytes::from(binary::to_bytes(&o.tensor.data)));
+            None
+        } else {
+            Some(contents(o.tensor.data))
+        };
+        out.outputs
+            .push(pb::model_infer_response::InferOutputTensor {
+                name: o.name,
+                datatype,
+                shape,
+                parameters: to_pb_parameters(&o.parameters),
+                contents,
+            });
+    }
+    out
+}
+
+fn contents(data: TensorData) -> pb::InferTensorContents {
+    let mut c = pb::InferTensorContents::default();
+    match data {
+        TensorData::Bool(v) => c.bool_contents = v,
+        TensorData::I8(v) => c.int_contents = v.into_iter().map(i32::from).collect(),
+        TensorData::I16(v) => c.int_contents = v.into_iter().map(i32::from).collect(),
+        TensorData::I32(v) => c.int_contents = v,
+        TensorData::I64(v) => c.int64_contents = v,
+        TensorData::U8(v) => c.uint_contents = v.into_iter().map(u32::from).collect(),
+        TensorData::U16(v) => c.uint_contents = v.into_iter().map(u32::from).collect(),
+        TensorData::U32(v) => c.uint_contents = v,
+        TensorData::U64(v) => c.uint64_contents = v,
+        TensorData::F32(v) => c.fp32_contents = v,
+        TensorData::F64(v) => c.fp64_contents = v,
+        TensorData::Bytes(v) => c.bytes_contents = v,
+        // `to_pb` sends these raw; widen rather than lose them if ever called.
+        TensorData::F16(v) => c.fp32_contents = v.into_iter().map(f16::to_f32).collect(),
+        TensorData::BF16(v) => c.fp32_contents = v.into_iter().map(bf16::to_f32).collect(),
+    }
+    c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input(datatype: &str, shape: Vec<i64>, c: pb::InferTensorContents) -> pb::ModelInferRequest {
+        pb::ModelInferRequest {
+            model_name: "m".into(),
+            inputs: vec![pb::model_infer_request::InferInputTensor {
+                name: "x".into(),
+                datatype: datatype.into(),
+                shape,
+                contents: Some(c),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn typed_and_raw_contents() {
+        let c = pb::InferTensorContents {
+            int_contents: vec![1, -2],
+            ..Default::default()
+        };
+        let r = from_pb(input("INT8", vec![2], c), &Limits::default()).unwrap();
+        assert_eq!(r.inputs[0].tensor.data, TensorData::I8(vec![1, -2]));
+        let c = pb::InferTensorContents {
+            int_contents: vec![300],
+            ..Default::default()
+        };
+        let e = from_pb(input("INT8", vec![1], c), &Limits::default()).unwrap_err();
+        assert!(e.message.contains("300 does not fit in INT8"), "{e:?}");
+        let mut req = input("FP16", vec![2], Default::default());
+        req.raw_input_contents = vec![Bytes::from(vec![0, 0x3c, 0, 0xc0])];
+        let r = from_pb(req, &Limits::default()).unwrap();
+        assert_eq!(
+            r.inputs[0].tensor.data,
+            TensorData::F16(vec![f16::from_f32(1.0), f16::from_f32(-2.0)])
+        );
+        let e = from_pb(
+            input("FP16", vec![1], Default::default()),
+            &Limits::default(),
+        );
+        assert!(e.unwrap_err().message.contains("raw_input_contents"));
+    }
+
+    #[test]
+    fn replies_raw_or_typed() {
+        let r = InferResponse {
+            outputs: vec![InferOutput {
+                name: "y".into(),
+                tensor: Tensor::new(vec![2], TensorData::U8(vec![1, 2])).unwrap(),
+                parameters: Parameters::new(),
+            }],
+            ..Default::default()
+        };
+        let typed = to_pb(r.clone(), false);
+        assert_eq!(
+            typed.outputs[0].contents.as_ref().unwrap().uint_contents,
+            vec![1, 2]
+        );
+        let raw = to_pb(r, true);
+        assert_eq!(raw.raw_output_contents, vec![Bytes::from_static(&[1, 2])]);
+        assert_eq!(raw.outputs[0].datatype, "UINT8");
+    }
+}

@@ -1,0 +1,139 @@
+//! V2's `inference.GRPCInferenceService`: health, metadata and `ModelInfer` with typed or
+//! raw contents (a request sent raw is answered raw, as tritonclient expects).
+use std::sync::Arc;
+use std::time::Instant;
+
+use inferwire_codec::pb::inference as pb;
+use inferwire_codec::protocol::v2::proto;
+use serde_json::Value;
+use tonic::{Request, Response, Status};
+
+use super::generated_v2::grpc_inference_service_server::GrpcInferenceService;
+use super::predict::client_timeout;
+use crate::app::App;
+use crate::error::ServeError;
+use crate::metrics::{grpc_code_name, Protocol, Route};
+use crate::observe::Observed;
+
+#[derive(Clone)]
+pub struct V2Service(pub Arc<App>);
+
+type Result<T> = std::result::Result<Response<T>, Status>;
+
+#[tonic::async_trait]
+impl GrpcInferenceService for V2Service {
+    async fn server_live(
+        &self,
+        _: Request<pb::ServerLiveRequest>,
+    ) -> Result<pb::ServerLiveResponse> {
+        Ok(Response::new(pb::ServerLiveResponse { live: true }))
+    }
+
+    async fn server_ready(
+        &self,
+        _: Request<pb::ServerReadyRequest>,
+    ) -> Result<pb::ServerReadyResponse> {
+        Ok(Response::new(pb::ServerReadyResponse {
+            ready: self.0.is_ready(),
+        }))
+    }
+
+    async fn model_ready(
+        &self,
+        req: Request<pb::ModelReadyRequest>,
+    ) -> Result<pb::ModelReadyResponse> {
+        let r = req.into_inner();
+        self.0
+            .check_model(&r.name, &r.version)
+            .map_err(|e| e.to_status())?;
+        Ok(Response::new(pb::ModelReadyResponse {
+            ready: self.0.is_ready(),
+        }))
+    }
+
+    async fn server_metadata(
+        &self,
+        _: Request<pb::ServerMetadataRequest>,
+    ) -> Result<pb::ServerMetadataResponse> {
+        Ok(Response::new(pb::ServerMetadataResponse {
+            name: "inferwire".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            extensions: vec![],
+        }))
+    }
+
+    async fn model_metadata(
+        &self,
+        req: Request<pb::ModelMetadataRequest>,
+    ) -> Result<pb::ModelMetadataResponse> {
+        let r = req.into_inner();
+        self.0
+            .check_model(&r.name, &r.version)
+            .map_err(|e| e.to_status())?;
+        let meta = crate::rest::v2::model_metadata(&self.0)
+            .await
+            .map_err(|e| e.to_status())?;
+        let tensors = |key: &str| {
+            meta[key]
+                .as_array()
+                .map(|items| {
+                    items
+                        .iter()
+                        .map(|t| pb::model_metadata_response::TensorMetadata {
+                            name: t["name"].as_str().unwrap_or_default().into(),
+                            datatype: t["datatype"].as_str().unwrap_or_default().into(),
+                            shape: t["shape"]
+                                .as_array()
+                                .map(|d| d.iter().filter_map(Value::as_i64).collect())
+                                .unwrap_or_default(),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        Ok(Response::new(pb::ModelMetadataResponse {
+            name: meta["name"].as_str().unwrap_or_default().into(),
+            versions: meta["versions"]
+                .as_array()
+                .map(|v| {
+                    v.iter()
+                        .filter_map(|x| x.as_str().map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            platform: meta["platform"].as_str().unwrap_or_default().into(),
+            inputs: tensors("inputs"),
+            outputs: tensors("outputs"),
+        }))
+    }
+
+    async fn model_infer(
+        &self,
+        req: Request<pb::ModelInferRequest>,
+    ) -> Result<pb::ModelInferResponse> {
+        let app = &self.0;
+        let mut obs = Observed::new(Protocol::Grpc, Route::Infer);
+        if let Some(id) = req.metadata().get("x-request-id") {
+            obs.id = id.to_str().unwrap_or_default().to_owned();
+        }
+        let deadline = app.deadline(Instant::now(), client_timeout(req.metadata()));
+        let req = req.into_inner();
+        let raw = !req.raw_input_contents.is_empty();
+        obs.encoding = if raw { "raw" } else { "typed" };
+        let run = async {
+            app.check_model(&req.model_name, &req.model_version)?;
+            let request = proto::from_pb(req, &app.config.limits)?;
+            if obs.id.is_empty() {
+                obs.id.clone_from(&request.id);
+            }
+            let response = app.infer(request, deadline).await?;
+            Ok::<_, ServeError>(proto::to_pb(response, raw))
+        };
+        let result = run.await.map_err(|e| e.to_status());
+        let code = result
+            .as_ref()
+            .map_or_else(|s| grpc_code_name(s.code()), |_| "OK");
+        obs.finish(app, code, "ModelInfer");
+        result.map(Response::new)
+    }
+}

@@ -1,0 +1,255 @@
+//! The Open Inference Protocol (V2) over REST: health, server and model metadata, and
+//! `infer` with JSON or the binary tensor extension. Errors are `{"error": "..."}`.
+use http::{header, HeaderValue, Method, Request, StatusCode};
+use hyper::body::Incoming;
+use inferwire_codec::protocol::v2::json;
+use serde_json::{json, Value};
+
+use super::body::{self, Reply};
+use crate::app::App;
+use crate::error::{Kind, ServeError};
+use crate::metrics;
+use crate::model::{Call, Reply as ModelReply};
+use crate::observe::Observed;
+
+const BINARY_HEADER: &str = "inference-header-content-length";
+
+/// What a `/v2...` path names.
+enum Target<'a> {
+    Server,
+    Live,
+    Ready,
+    Model(&'a str, &'a str),
+    ModelReady(&'a str, &'a str),
+    Infer(&'a str, &'a str),
+}
+
+fn parse(path: &str) -> Option<Target<'_>> {
+    let rest = path.strip_prefix("/v2")?;
+    match rest {
+        "" | "/" => return Some(Target::Server),
+        "/health/live" => return Some(Target::Live),
+        "/health/ready" => return Some(Target::Ready),
+        _ => {}
+    }
+    let rest = rest.strip_prefix("/models/")?;
+    let (name, mut tail) = rest.split_once('/').unwrap_or((rest, ""));
+    let mut version = "";
+    if let Some(v) = tail.strip_prefix("versions/") {
+        let (v, t) = v.split_once('/').unwrap_or((v, ""));
+        version = v;
+        tail = t;
+    }
+    if name.is_empty() {
+        return None;
+    }
+    match tail {
+        "" => Some(Target::Model(name, version)),
+        "ready" => Some(Target::ModelReady(name, version)),
+        "infer" => Some(Target::Infer(name, version)),
+        _ => None,
+    }
+}
+
+pub async fn handle(app: &App, req: Request<Incoming>, path: &str, obs: &mut Observed) -> Reply {
+    let method = req.method().clone();
+    let target = parse(path);
+    obs.route = match target {
+        Some(Target::Infer(..)) => metrics::Route::Infer,
+        Some(Target::Model(..)) | Some(Target::Server) => metrics::Route::Metadata,
+        Some(_) => metrics::Route::Health,
+        None => metrics::Route::Other,
+    };
+    let result = match (target, &method) {
+        (Some(Target::Infer(name, version)), &Method::POST) => {
+            infer(app, req, name, version, obs).await
+        }
+        (Some(Target::Infer(..)), _) => Err(not_allowed(&method, path)),
+        (Some(_), m) if m != Method::GET => Err(not_allowed(&method, path)),
+        (Some(Target::Server), _) => Ok(ok(json!({
+            "name": "inferwire",
+            "version": env!("CARGO_PKG_VERSION"),
+            "extensions": ["binary_tensor_data"],
+        }))),
+        (Some(Target::Live), _) => Ok(ok(json!({"live": true}))),
+        (Some(Target::Ready), _) => Ok(readiness(app.is_ready(), json!({"ready": app.is_ready()}))),
+        (Some(Target::ModelReady(name, version)), _) => app.check_model(name, version).map(|()| {
+            readiness(
+                app.is_ready(),
+                json!({"name": name, "ready": app.is_ready()}),
+            )
+        }),
+        (Some(Target::Model(name, version)), _) => match app.check_model(name, version) {
+            Ok(()) => model_metadata(app).await.map(ok),
+            Err(e) => Err(e),
+        },
+        (None, _) => Err(ServeError::new(
+            Kind::NotFound,
+            format!("no route for {method} {path}"),
+        )),
+    };
+    result.unwrap_or_else(|e| error(&e))
+}
+
+fn not_allowed(method: &Method, path: &str) -> ServeError {
+    ServeError::new(
+        Kind::MethodNotAllowed,
+        format!("{method} is not allowed on {path}"),
+    )
+}
+
+fn ok(v: Value) -> Reply {
+    body::json(StatusCode::OK, serde_json::to_vec(&v).unwrap_or_default())
+}
+
+fn readiness(ready: bool, v: Value) -> Reply {
+    let status = if ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    body::json(status, serde_json::to_vec(&v).unwrap_or_default())
+}
+
+/// V2's error body.
+pub fn error(e: &ServeError) -> Reply {
+    let status = StatusCode::from_u16(e.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut r = body::json(
+        status,
+        serde_json::to_vec(&json!({"error": e.message})).unwrap_or_default(),
+    );
+    if e.kind == Kind::Overloaded {
+        r.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    }
+    r
+}
+
+/// The model's metadata in V2's shape: the model's `init_metadata()` supplies versions,
+/// platform, inputs and outputs; name and version come from the server.
+pub async fn model_metadata(app: &App) -> Result<Value, ServeError> {
+    let meta = match app.runner.call(Call::Metadata, None).await? {
+        ModelReply::Metadata(v) => v,
+        _ => Value::Null,
+    };
+    let tensors = |key: &str| -> Vec<Value> {
+        meta.get(key)
+            .and_then(Value::as_array)
+            .map(|items| {
+                items
+                    .iter()
+                    .map(|t| {
+                        json!({
+                            "name": t.get("name").and_then(Value::as_str).unwrap_or_default(),
+                            "datatype": t.get("datatype").and_then(Value::as_str).unwrap_or("BYTES"),
+                            "shape": t.get("shape").cloned().unwrap_or_else(|| json!([-1])),
+                        })
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let versions: Vec<Value> = if app.config.model_version.is_empty() {
+        meta.get("versions")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    } else {
+        vec![Value::from(app.config.model_version.clone())]
+    };
+    Ok(json!({
+        "name": app.config.model_name,
+        "versions": versions,
+        "platform": meta.get("platform").and_then(Value::as_str).unwrap_or("inferwire"),
+        "inputs": tensors("inputs"),
+        "outputs": tensors("outputs"),
+    }))
+}
+
+async fn infer(
+    app: &App,
+    req: Request<Incoming>,
+    name: &str,
+    version: &str,
+    obs: &mut Observed,
+) -> Result<Reply, ServeError> {
+    app.check_model(name, version)?;
+    let header_len = match req.headers().get(BINARY_HEADER) {
+        None => None,
+        Some(v) => Some(
+            v.to_str()
+                .ok()
+                .and_then(|s| s.trim().parse::<usize>().ok())
+                .ok_or_else(|| {
+                    ServeError::new(
+                        Kind::BadRequest,
+                        format!("Inference-Header-Content-Length: {v:?} is not a byte count"),
+                    )
+                })?,
+        ),
+    };
+    obs.encoding = if header_len.is_some() {
+        "binary"
+    } else {
+        "json"
+    };
+    let body = body::read(req, app.config.max_body_bytes).await?;
+    let request = json::decode_request(body, header_len, &app.config.limits)?;
+    if obs.id.is_empty() {
+        obs.id.clone_from(&request.id);
+    }
+    let binary: Vec<(String, bool)> = request
+        .outputs
+        .iter()
+        .map(|o| (o.name.clone(), request.wants_binary(&o.name)))
+        .collect();
+    let binary_default = request.wants_binary("\0 no output has this name");
+    let deadline = app.deadline(obs.start, None);
+    let response = app.infer(request, deadline).await?;
+    let wants_binary = |name: &str| {
+        binary
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or(binary_default, |(_, b)| *b)
+    };
+    let mut out = Vec::with_capacity(256);
+    let blobs = json::encode_response(&response, wants_binary, &mut out)?;
+    if blobs.is_empty() {
+        return Ok(body::json(StatusCode::OK, out));
+    }
+    let json_len = out.len();
+    for b in blobs {
+        out.extend_from_slice(&b);
+    }
+    let mut r = body::with_type(StatusCode::OK, out.into(), "application/octet-stream");
+    r.headers_mut().insert(
+        BINARY_HEADER,
+        HeaderValue::from_str(&json_len.to_string()).unwrap_or(HeaderValue::from_static("0")),
+    );
+    Ok(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths() {
+        assert!(matches!(parse("/v2"), Some(Target::Server)));
+        assert!(matches!(parse("/v2/health/ready"), Some(Target::Ready)));
+        assert!(matches!(
+            parse("/v2/models/m"),
+            Some(Target::Model("m", ""))
+        ));
+        assert!(matches!(
+            parse("/v2/models/m/versions/3/infer"),
+            Some(Target::Infer("m", "3"))
+        ));
+        assert!(matches!(
+            parse("/v2/models/m/ready"),
+            Some(Target::ModelReady("m", ""))
+        ));
+        assert!(parse("/v2/models//infer").is_none());
+        assert!(parse("/v2/models/m/other").is_none());
+    }
+}
