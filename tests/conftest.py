@@ -41,7 +41,7 @@ class Served:
             "-m",
             "inferwire",
             "serve",
-            spec,
+            *([spec] if spec else []),
             "--host",
             "127.0.0.1",
             "--http-port",

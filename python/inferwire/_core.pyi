@@ -13,7 +13,16 @@ __version__: str
 class Server:
     """The Rust REST + gRPC servers around a model adapter (``inferwire.seldon.SeldonAdapter``)."""
 
-    def __new__(cls, config: dict[str, Any], adapter: Any) -> Self: ...
+    def __new__(
+        cls,
+        config: dict[str, Any],
+        adapter: Any,
+        models: list[Any] = ...,
+        repository: Any | None = None,
+    ) -> Self:
+        """``models``: ``(adapter, settings dict)`` of further models already built;
+        ``repository``: an ``inferwire.repository.Repository`` the repository API loads
+        from."""
     def serve(self, on_bound: Callable[[int, int], None], worker: int = 0) -> None:
         """Serve until SIGINT, SIGTERM or ``stop()``; the GIL is released meanwhile.
         ``worker`` is this process' index among ``--workers`` (its slot in the shared

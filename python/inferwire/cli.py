@@ -22,7 +22,12 @@ def _serve_parser(sub: Any) -> None:
         "(port 5000). MODEL is module:Class, module.Class, or a file path (file.py or "
         "file.py:Class).",
     )
-    p.add_argument("model", help="module:Class, module.Class, path/to/model.py[:Class]")
+    p.add_argument(
+        "model",
+        nargs="?",
+        help="module:Class, module.Class, path/to/model.py[:Class] (optional with "
+        "--model-repository)",
+    )
     p.add_argument(
         "--settings",
         dest="settings_file",
@@ -81,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         from .server import serve
 
         try:
-            serve(spec, settings)
+            serve(spec or None, settings)
         except InferwireError as e:
             print(f"inferwire: {e}", file=sys.stderr)
             return 1

@@ -7,6 +7,7 @@ from typing import Any
 
 from . import _core, loader
 from .errors import SettingsError
+from .repository import Repository
 from .seldon import SeldonAdapter
 from .settings import Settings
 from .workers import reserve_port, run_workers
@@ -19,47 +20,73 @@ def _describe(host: str, http_port: int, grpc_port: int) -> str:
     return (
         f"REST  http://{shown}:{http_port}/api/v1.0/predictions  (HTTP/1.1 and h2c)\n"
         f"gRPC  {shown}:{grpc_port}  "
-        "(seldon.protos.Seldon, seldon.protos.Model, health, reflection)"
+        "(seldon.protos.Seldon, seldon.protos.Model, inference.GRPCInferenceService, "
+        "health, reflection)"
     )
 
 
-def serve(model: Any, settings: Settings | None = None, *, spec: str | None = None) -> None:
-    """Serves ``model`` (an instance, or a ``module:Class`` / file spec) until SIGINT or
-    SIGTERM. Blocks; the GIL is released while waiting. With ``settings.workers`` above 1
-    the model is loaded here once and the workers are forked from this process."""
+def serve(model: Any = None, settings: Settings | None = None, *, spec: str | None = None) -> None:
+    """Serves ``model`` (an instance, or a ``module:Class`` / file spec) and the models of
+    ``settings.model_repository`` until SIGINT or SIGTERM. Blocks; the GIL is released
+    while waiting. With ``settings.workers`` above 1 every model is loaded here once and
+    the workers are forked from this process."""
     settings = (settings or Settings()).validate()
-    if isinstance(model, str):
-        spec = model
-        model = loader.build(model, settings.constructor_parameters())
-    name = settings.model_name or type(model).__name__
-    image = settings.model_image or spec or type(model).__name__
-    adapter = SeldonAdapter(model, name, settings.raw_arrays)
-    if adapter.has_predict_raw and settings.max_batch_size > 1:
-        raise SettingsError(
-            f"max_batch_size: {type(model).__name__} defines predict_raw, whose requests "
-            "cannot be joined; batching needs predict (set max_batch_size to 1)"
-        )
+    repo = Repository(settings.model_repository) if settings.model_repository else None
+    others: list[tuple[SeldonAdapter, dict[str, Any]]] = []
+    if repo is not None:
+        others = [repo.load(n) for n in repo.names()]
+    core_settings = settings.to_core()
+    if model is None:
+        # The repository's default model answers the Seldon protocol's routes.
+        if not others:
+            raise SettingsError(
+                "nothing to serve: give a model, or a --model-repository with models in it"
+            )
+        names = [o[1]["name"] for o in others]
+        wanted = settings.default_model or names[0]
+        if wanted not in names:
+            raise SettingsError(
+                f"default_model: the repository has no model {wanted!r} ({', '.join(names)})"
+            )
+        adapter, own = others.pop(names.index(wanted))
+        name = own["name"]
+        core_settings.update(own, model_version=own["version"])
+        image = settings.model_image or name
+        batch = own["max_batch_size"]
+    else:
+        if isinstance(model, str):
+            spec = model
+            model = loader.build(model, settings.constructor_parameters())
+        name = settings.model_name or type(model).__name__
+        image = settings.model_image or spec or type(model).__name__
+        adapter = SeldonAdapter(model, name, settings.raw_arrays)
+        if adapter.has_predict_raw and settings.max_batch_size > 1:
+            raise SettingsError(
+                f"max_batch_size: {type(model).__name__} defines predict_raw, whose requests "
+                "cannot be joined; batching needs predict (set max_batch_size to 1)"
+            )
+        batch = settings.max_batch_size
+        if any(o[1]["name"] == name for o in others):
+            raise SettingsError(f"model_name: the repository also has a model named {name!r}")
     reserved = []
-    core_settings = {**settings.to_core(), "model_name": name, "model_image": image}
+    core_settings.update(model_name=name, model_image=image)
     if settings.workers > 1:
         # Every worker binds the same ports: fix them now if they were 0.
         for key in ("http_port", "grpc_port"):
             port, sock = reserve_port(settings.host, core_settings[key])
             core_settings[key] = port
             reserved.append(sock)
-    server = _core.Server(core_settings, adapter)
+    server = _core.Server(core_settings, adapter, others, repo)
     workers = f" with {settings.workers} workers" if settings.workers > 1 else ""
-    batching = (
-        f", batching up to {settings.max_batch_size} requests"
-        if settings.max_batch_size > 1
-        else ""
-    )
+    batching = f", batching up to {batch} requests" if batch > 1 else ""
+    more = f" and {len(others)} more from {settings.model_repository}" if others else ""
 
     def on_bound(http_port: int, grpc_port: int) -> None:
         log.info(
-            "serving %s as %r%s%s\n%s",
-            spec or type(model).__name__,
+            "serving %s as %r%s%s%s\n%s",
+            spec or type(model).__name__ if model is not None else "the repository",
             name,
+            more,
             workers,
             batching,
             _describe(settings.host, http_port, grpc_port),

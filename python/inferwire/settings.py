@@ -44,6 +44,12 @@ class Settings:
     model_version: str = _opt(
         "", "the model's version on V2 routes (/v2/models/NAME/versions/VERSION); empty: none"
     )
+    model_repository: str = _opt(
+        "", "folder of models, one subfolder with a model-settings.yaml/json each (V2 routes)"
+    )
+    default_model: str = _opt(
+        "", "with a repository and no MODEL: the model the Seldon routes call (default: first)"
+    )
     parameters: str = _opt(
         "",
         "constructor arguments, Seldon style: JSON list of {name, value, type}",
@@ -166,8 +172,8 @@ class Settings:
     def to_core(self) -> dict[str, Any]:
         """The dict the Rust core reads (it crosses the boundary once)."""
         d = asdict(self)
-        d.pop("parameters")
-        d.pop("raw_arrays")
+        for key in ("parameters", "raw_arrays", "model_repository", "default_model"):
+            d.pop(key)
         d["log_level"] = self.log_level.lower()
         return d
 

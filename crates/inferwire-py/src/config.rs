@@ -2,7 +2,8 @@
 use std::time::Duration;
 
 use inferwire_codec::Limits;
-use inferwire_server::{AccessLog, ServerConfig};
+use inferwire_server::runner::RunnerConfig;
+use inferwire_server::{AccessLog, ModelSpec, ServerConfig};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -73,5 +74,26 @@ pub fn from_dict(d: &Bound<'_, PyDict>) -> PyResult<ServerConfig> {
             "grace_period",
             base.grace_period.as_secs_f64(),
         )?),
+    })
+}
+
+/// A repository model's settings (`inferwire.repository.ModelSettings.runner()` plus name
+/// and version) → how it is served.
+pub fn spec_from_dict(d: &Bound<'_, PyDict>) -> PyResult<ModelSpec> {
+    let model_threads = get_usize(d, "model_threads", 1)?;
+    let max_batch_size = get_usize(d, "max_batch_size", 1)?;
+    Ok(ModelSpec {
+        name: get_str(d, "name", String::new())?,
+        version: get_str(d, "version", String::new())?,
+        runner: RunnerConfig {
+            max_concurrency: match get_usize(d, "max_concurrency", 0)? {
+                0 => model_threads.max(1) * max_batch_size.max(1),
+                n => n,
+            },
+            max_queue: get_usize(d, "max_queue", 1024)?,
+            model_threads,
+            max_batch_size,
+            max_batch_delay: Duration::from_secs_f64(get_f64(d, "max_batch_delay", 0.0)?),
+        },
     })
 }

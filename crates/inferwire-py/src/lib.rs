@@ -7,6 +7,7 @@ mod bench;
 mod config;
 mod convert;
 mod model;
+mod repository;
 mod server;
 mod thread_state;
 

@@ -1,17 +1,23 @@
 //! `inferwire._core.Server`: runs the Rust servers with the GIL released.
 use std::sync::Arc;
 
-use inferwire_server::{serve, Metrics, ServerConfig, StopHandle};
+use inferwire_server::{
+    serve, Metrics, Model, ModelSpec, Repository, ServerConfig, Serving, StopHandle,
+};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::model::PyModel;
+use crate::repository::{built, PyRepository};
 
 #[pyclass(module = "inferwire._core", frozen)]
 pub struct Server {
     config: ServerConfig,
     model: Arc<PyModel>,
+    /// Repository models built before the fork (shared copy-on-write, as the default one).
+    others: Vec<(Arc<dyn Model>, ModelSpec)>,
+    repository: Option<Arc<dyn Repository>>,
     /// Made here, before `inferwire serve --workers` forks: every worker counts in it.
     metrics: Metrics,
     stop: StopHandle,
@@ -19,8 +25,16 @@ pub struct Server {
 
 #[pymethods]
 impl Server {
+    /// `models`: `(adapter, settings dict)` of other models already built; `repository`:
+    /// an `inferwire.repository.Repository` the repository API loads from.
     #[new]
-    fn new(config: &Bound<'_, PyDict>, adapter: Bound<'_, PyAny>) -> PyResult<Self> {
+    #[pyo3(signature = (config, adapter, models=Vec::new(), repository=None))]
+    fn new(
+        config: &Bound<'_, PyDict>,
+        adapter: Bound<'_, PyAny>,
+        models: Vec<Bound<'_, PyAny>>,
+        repository: Option<Py<PyAny>>,
+    ) -> PyResult<Self> {
         let level: String = config
             .get_item("log_level")?
             .map(|v| v.extract())
@@ -30,6 +44,8 @@ impl Server {
         Ok(Self {
             config: crate::config::from_dict(config)?,
             model: Arc::new(PyModel::new(adapter)?),
+            others: models.iter().map(built).collect::<PyResult<_>>()?,
+            repository: repository.map(|r| Arc::new(PyRepository(r)) as Arc<dyn Repository>),
             metrics: Metrics::shared()
                 .map_err(|e| PyRuntimeError::new_err(format!("cannot map metrics memory: {e}")))?,
             stop: StopHandle::new(),
@@ -40,12 +56,16 @@ impl Server {
     /// once both ports listen. `worker` is this process' index among the workers.
     #[pyo3(signature = (on_bound, worker=0))]
     fn serve(&self, py: Python<'_>, on_bound: Py<PyAny>, worker: usize) -> PyResult<()> {
-        let config = self.config.clone();
-        let model = self.model.clone();
+        let serving = Serving {
+            config: self.config.clone(),
+            model: self.model.clone(),
+            others: self.others.clone(),
+            repository: self.repository.clone(),
+        };
         let metrics = self.metrics.for_worker(worker);
         let stop = self.stop.clone();
         py.detach(move || {
-            serve(config, model, metrics, stop, |bound| {
+            serve(serving, metrics, stop, |bound| {
                 Python::attach(|py| {
                     if let Err(e) = on_bound.call1(py, (bound.http.port(), bound.grpc.port())) {
                         e.print(py);

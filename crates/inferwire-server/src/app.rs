@@ -10,23 +10,33 @@ use crate::config::ServerConfig;
 use crate::error::{Kind, ServeError};
 use crate::metrics::Metrics;
 use crate::model::{Call, Reply};
-use crate::runner::Runner;
+use crate::models::{Models, Served};
 
 pub struct App {
     pub config: ServerConfig,
-    pub runner: Runner,
+    pub models: Models,
     pub metrics: Metrics,
     ready: AtomicBool,
 }
 
 impl App {
-    pub fn new(config: ServerConfig, runner: Runner, metrics: Metrics) -> Self {
+    pub fn new(config: ServerConfig, models: Models, metrics: Metrics) -> Self {
         Self {
             config,
-            runner,
+            models,
             metrics,
             ready: AtomicBool::new(true),
         }
+    }
+
+    /// A call to the default model (the Seldon protocol's).
+    async fn call_default(
+        &self,
+        call: Call,
+        deadline: Option<Instant>,
+    ) -> Result<Reply, ServeError> {
+        let model = self.models.default_model()?;
+        model.runner.call(call, deadline).await
     }
 
     /// When a request that arrived at `start` must be answered: the sooner of the
@@ -54,7 +64,7 @@ impl App {
         deadline: Option<Instant>,
     ) -> Result<Reply, ServeError> {
         let puid = msg.meta.puid.clone();
-        let reply = self.runner.call(Call::Predict(msg), deadline).await?;
+        let reply = self.call_default(Call::Predict(msg), deadline).await?;
         Ok(match reply {
             Reply::Message(mut m) => {
                 self.complete_meta(&mut m.meta, puid);
@@ -70,7 +80,7 @@ impl App {
             .as_ref()
             .map(|r| r.meta.puid.clone())
             .unwrap_or_default();
-        match self.runner.call(Call::Feedback(Box::new(f)), None).await? {
+        match self.call_default(Call::Feedback(Box::new(f)), None).await? {
             Reply::Message(mut m) => {
                 self.complete_meta(&mut m.meta, puid);
                 Ok(m)
@@ -80,7 +90,7 @@ impl App {
     }
 
     pub async fn health_status(&self) -> Result<Reply, ServeError> {
-        match self.runner.call(Call::HealthStatus, None).await? {
+        match self.call_default(Call::HealthStatus, None).await? {
             Reply::Message(mut m) => {
                 self.complete_meta(&mut m.meta, String::new());
                 Ok(Reply::Message(m))
@@ -90,46 +100,22 @@ impl App {
     }
 
     pub async fn metadata(&self) -> Result<Value, ServeError> {
-        match self.runner.call(Call::Metadata, None).await? {
+        match self.call_default(Call::Metadata, None).await? {
             Reply::Metadata(v) => Ok(v),
             other => Err(unexpected(other)),
         }
     }
 
-    /// Refuses a V2 model name or version this server does not serve (404 / NOT_FOUND).
-    pub fn check_model(&self, name: &str, version: &str) -> Result<(), ServeError> {
-        if name != self.config.model_name {
-            return Err(ServeError::new(
-                Kind::NotFound,
-                format!(
-                    "no model named {name:?} (this server serves {:?})",
-                    self.config.model_name
-                ),
-            ));
-        }
-        if !version.is_empty() && version != self.config.model_version {
-            let served = if self.config.model_version.is_empty() {
-                "it has no versions (see --model-version)".to_string()
-            } else {
-                format!("it serves version {:?}", self.config.model_version)
-            };
-            return Err(ServeError::new(
-                Kind::NotFound,
-                format!("model {name:?} has no version {version:?}: {served}"),
-            ));
-        }
-        Ok(())
-    }
-
     /// Runs a V2 inference and keeps the outputs the request asked for, in its order.
     pub async fn infer(
         &self,
+        model: &Served,
         req: InferRequest,
         deadline: Option<Instant>,
     ) -> Result<InferResponse, ServeError> {
         let id = req.id.clone();
         let wanted: Vec<String> = req.outputs.iter().map(|o| o.name.clone()).collect();
-        let outputs = match self
+        let outputs = match model
             .runner
             .call(Call::Infer(Box::new(req)), deadline)
             .await?
@@ -166,8 +152,8 @@ impl App {
             picked
         };
         Ok(InferResponse {
-            model_name: self.config.model_name.clone(),
-            model_version: self.config.model_version.clone(),
+            model_name: model.name.clone(),
+            model_version: model.version.clone(),
             id,
             parameters: Default::default(),
             outputs,
@@ -180,7 +166,7 @@ impl App {
             meta.puid = puid;
         }
         meta.request_path
-            .entry(self.config.model_name.clone())
+            .entry(self.models.default_name().to_string())
             .or_insert_with(|| self.config.model_image.clone());
     }
 }

@@ -15,7 +15,7 @@ use crate::config::ServerConfig;
 use crate::error::{Kind, ServeError};
 use crate::metrics::Metrics;
 use crate::model::Model;
-use crate::runner::Runner;
+use crate::models::{ModelSpec, Models, Repository};
 use crate::{grpc, rest};
 
 /// The addresses actually bound (ports may have been 0).
@@ -100,16 +100,30 @@ fn io_thread(
     })
 }
 
+/// What to serve: the settings, the default model (the Seldon protocol's, served under
+/// `config.model_name`), other models already built, and where more can be loaded from.
+pub struct Serving {
+    pub config: ServerConfig,
+    pub model: Arc<dyn Model>,
+    pub others: Vec<(Arc<dyn Model>, ModelSpec)>,
+    pub repository: Option<Arc<dyn Repository>>,
+}
+
 /// Runs the REST and gRPC servers until SIGINT, SIGTERM or `stop`, then drains: the
 /// server reports not-ready, stops accepting, and open requests finish within the
 /// grace period. Blocks the calling thread.
 pub fn serve(
-    config: ServerConfig,
-    model: Arc<dyn Model>,
+    serving: Serving,
     metrics: Metrics,
     stop: StopHandle,
     on_bound: impl FnOnce(Bound),
 ) -> Result<(), ServeError> {
+    let Serving {
+        config,
+        model,
+        others,
+        repository,
+    } = serving;
     let http = bind(&config.host, config.http_port, "REST", config.reuse_port)?;
     let grpc_listener = bind(&config.host, config.grpc_port, "gRPC", config.reuse_port)?;
     let bound = Bound {
@@ -118,9 +132,20 @@ pub fn serve(
     };
     let threads = config.io_threads.max(1);
     let grace = config.grace_period;
-    let runner = Runner::new(model.clone(), &config.runner(), metrics).map_err(internal)?;
+    let default = ModelSpec {
+        name: config.model_name.clone(),
+        version: config.model_version.clone(),
+        runner: config.runner(),
+    };
+    let default = Models::build(model.clone(), default, metrics).map_err(internal)?;
+    let others = others
+        .into_iter()
+        .map(|(m, spec)| Models::build(m, spec, metrics))
+        .collect::<std::io::Result<Vec<_>>>()
+        .map_err(internal)?;
+    let models = Models::new(default, others, repository, !config.reuse_port, metrics);
     metrics.worker_started(std::process::id());
-    let app = Arc::new(App::new(config, runner, metrics));
+    let app = Arc::new(App::new(config, models, metrics));
     let (stop_tx, stop_rx) = watch::channel(false);
 
     let mut handles = Vec::with_capacity(threads);

@@ -187,10 +187,10 @@ impl seldon_server::Seldon for SeldonService {
     async fn graph_metadata(&self, _req: Request<()>) -> Result<pb::SeldonGraphMetadata> {
         let model = self.metadata().await?.into_inner();
         Ok(Response::new(pb::SeldonGraphMetadata {
-            name: self.0.config.model_name.clone(),
+            name: self.0.models.default_name().to_string(),
             inputs: model.inputs.clone(),
             outputs: model.outputs.clone(),
-            models: [(self.0.config.model_name.clone(), model)]
+            models: [(self.0.models.default_name().to_string(), model)]
                 .into_iter()
                 .collect(),
         }))

@@ -44,7 +44,8 @@ impl GrpcInferenceService for V2Service {
     ) -> Result<pb::ModelReadyResponse> {
         let r = req.into_inner();
         self.0
-            .check_model(&r.name, &r.version)
+            .models
+            .get(&r.name, &r.version)
             .map_err(|e| e.to_status())?;
         Ok(Response::new(pb::ModelReadyResponse {
             ready: self.0.is_ready(),
@@ -67,10 +68,12 @@ impl GrpcInferenceService for V2Service {
         req: Request<pb::ModelMetadataRequest>,
     ) -> Result<pb::ModelMetadataResponse> {
         let r = req.into_inner();
-        self.0
-            .check_model(&r.name, &r.version)
+        let model = self
+            .0
+            .models
+            .get(&r.name, &r.version)
             .map_err(|e| e.to_status())?;
-        let meta = crate::rest::v2::model_metadata(&self.0)
+        let meta = crate::rest::v2::model_metadata(&model)
             .await
             .map_err(|e| e.to_status())?;
         let tensors = |key: &str| {
@@ -121,12 +124,12 @@ impl GrpcInferenceService for V2Service {
         let raw = !req.raw_input_contents.is_empty();
         obs.encoding = if raw { "raw" } else { "typed" };
         let run = async {
-            app.check_model(&req.model_name, &req.model_version)?;
+            let model = app.models.get(&req.model_name, &req.model_version)?;
             let request = proto::from_pb(req, &app.config.limits)?;
             if obs.id.is_empty() {
                 obs.id.clone_from(&request.id);
             }
-            let response = app.infer(request, deadline).await?;
+            let response = app.infer(&model, request, deadline).await?;
             Ok::<_, ServeError>(proto::to_pb(response, raw))
         };
         let result = run.await.map_err(|e| e.to_status());

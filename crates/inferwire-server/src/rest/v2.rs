@@ -10,6 +10,7 @@ use crate::app::App;
 use crate::error::{Kind, ServeError};
 use crate::metrics;
 use crate::model::{Call, Reply as ModelReply};
+use crate::models::Served;
 use crate::observe::Observed;
 
 const BINARY_HEADER: &str = "inference-header-content-length";
@@ -22,6 +23,9 @@ enum Target<'a> {
     Model(&'a str, &'a str),
     ModelReady(&'a str, &'a str),
     Infer(&'a str, &'a str),
+    RepositoryIndex,
+    Load(&'a str),
+    Unload(&'a str),
 }
 
 fn parse(path: &str) -> Option<Target<'_>> {
@@ -31,6 +35,16 @@ fn parse(path: &str) -> Option<Target<'_>> {
         "/health/live" => return Some(Target::Live),
         "/health/ready" => return Some(Target::Ready),
         _ => {}
+    }
+    if rest == "/repository/index" {
+        return Some(Target::RepositoryIndex);
+    }
+    if let Some(m) = rest.strip_prefix("/repository/models/") {
+        return match m.split_once('/') {
+            Some((name, "load")) if !name.is_empty() => Some(Target::Load(name)),
+            Some((name, "unload")) if !name.is_empty() => Some(Target::Unload(name)),
+            _ => None,
+        };
     }
     let rest = rest.strip_prefix("/models/")?;
     let (name, mut tail) = rest.split_once('/').unwrap_or((rest, ""));
@@ -57,6 +71,9 @@ pub async fn handle(app: &App, req: Request<Incoming>, path: &str, obs: &mut Obs
     obs.route = match target {
         Some(Target::Infer(..)) => metrics::Route::Infer,
         Some(Target::Model(..)) | Some(Target::Server) => metrics::Route::Metadata,
+        Some(Target::RepositoryIndex | Target::Load(_) | Target::Unload(_)) => {
+            metrics::Route::Other
+        }
         Some(_) => metrics::Route::Health,
         None => metrics::Route::Other,
     };
@@ -65,6 +82,18 @@ pub async fn handle(app: &App, req: Request<Incoming>, path: &str, obs: &mut Obs
             infer(app, req, name, version, obs).await
         }
         (Some(Target::Infer(..)), _) => Err(not_allowed(&method, path)),
+        (Some(Target::RepositoryIndex), &Method::POST) => {
+            app.models.index().await.map(|v| ok(Value::Array(v)))
+        }
+        (Some(Target::Load(name)), &Method::POST) => {
+            app.models.load(name).await.map(|()| ok(json!({})))
+        }
+        (Some(Target::Unload(name)), &Method::POST) => {
+            app.models.unload(name).map(|()| ok(json!({})))
+        }
+        (Some(Target::RepositoryIndex | Target::Load(_) | Target::Unload(_)), _) => {
+            Err(not_allowed(&method, path))
+        }
         (Some(_), m) if m != Method::GET => Err(not_allowed(&method, path)),
         (Some(Target::Server), _) => Ok(ok(json!({
             "name": "inferwire",
@@ -73,14 +102,14 @@ pub async fn handle(app: &App, req: Request<Incoming>, path: &str, obs: &mut Obs
         }))),
         (Some(Target::Live), _) => Ok(ok(json!({"live": true}))),
         (Some(Target::Ready), _) => Ok(readiness(app.is_ready(), json!({"ready": app.is_ready()}))),
-        (Some(Target::ModelReady(name, version)), _) => app.check_model(name, version).map(|()| {
+        (Some(Target::ModelReady(name, version)), _) => app.models.get(name, version).map(|_| {
             readiness(
                 app.is_ready(),
                 json!({"name": name, "ready": app.is_ready()}),
             )
         }),
-        (Some(Target::Model(name, version)), _) => match app.check_model(name, version) {
-            Ok(()) => model_metadata(app).await.map(ok),
+        (Some(Target::Model(name, version)), _) => match app.models.get(name, version) {
+            Ok(model) => model_metadata(&model).await.map(ok),
             Err(e) => Err(e),
         },
         (None, _) => Err(ServeError::new(
@@ -127,8 +156,8 @@ pub fn error(e: &ServeError) -> Reply {
 
 /// The model's metadata in V2's shape: the model's `init_metadata()` supplies versions,
 /// platform, inputs and outputs; name and version come from the server.
-pub async fn model_metadata(app: &App) -> Result<Value, ServeError> {
-    let meta = match app.runner.call(Call::Metadata, None).await? {
+pub async fn model_metadata(model: &Served) -> Result<Value, ServeError> {
+    let meta = match model.runner.call(Call::Metadata, None).await? {
         ModelReply::Metadata(v) => v,
         _ => Value::Null,
     };
@@ -149,16 +178,16 @@ pub async fn model_metadata(app: &App) -> Result<Value, ServeError> {
             })
             .unwrap_or_default()
     };
-    let versions: Vec<Value> = if app.config.model_version.is_empty() {
+    let versions: Vec<Value> = if model.version.is_empty() {
         meta.get("versions")
             .and_then(Value::as_array)
             .cloned()
             .unwrap_or_default()
     } else {
-        vec![Value::from(app.config.model_version.clone())]
+        vec![Value::from(model.version.clone())]
     };
     Ok(json!({
-        "name": app.config.model_name,
+        "name": model.name,
         "versions": versions,
         "platform": meta.get("platform").and_then(Value::as_str).unwrap_or("inferwire"),
         "inputs": tensors("inputs"),
@@ -173,7 +202,7 @@ async fn infer(
     version: &str,
     obs: &mut Observed,
 ) -> Result<Reply, ServeError> {
-    app.check_model(name, version)?;
+    let model = app.models.get(name, version)?;
     let header_len = match req.headers().get(BINARY_HEADER) {
         None => None,
         Some(v) => Some(
@@ -205,7 +234,7 @@ async fn infer(
         .collect();
     let binary_default = request.wants_binary("\0 no output has this name");
     let deadline = app.deadline(obs.start, None);
-    let response = app.infer(request, deadline).await?;
+    let response = app.infer(&model, request, deadline).await?;
     let wants_binary = |name: &str| {
         binary
             .iter()
@@ -251,5 +280,18 @@ mod tests {
         ));
         assert!(parse("/v2/models//infer").is_none());
         assert!(parse("/v2/models/m/other").is_none());
+        assert!(matches!(
+            parse("/v2/repository/index"),
+            Some(Target::RepositoryIndex)
+        ));
+        assert!(matches!(
+            parse("/v2/repository/models/m/load"),
+            Some(Target::Load("m"))
+        ));
+        assert!(matches!(
+            parse("/v2/repository/models/m/unload"),
+            Some(Target::Unload("m"))
+        ));
+        assert!(parse("/v2/repository/models//load").is_none());
     }
 }

@@ -1,0 +1,184 @@
+"""Starts MLServer serving the no-op model in ``noop/`` for the V2 benchmarks.
+
+Run it with the virtualenv from ``install.sh``:
+
+    .tools/peers/mlserver/bin/python benchmarks/peers/mlserver/serve.py \\
+        --http-port 8080 --grpc-port 8081 [--parallel-workers 0]
+
+It copies the model folder (``noop/`` unless ``--folder``) into a temporary directory,
+writes that copy's ``settings.json`` with the given ports and worker count (and MLServer's
+``.envs``/``.metrics`` folders inside the temporary directory, not the current one), runs
+``mlserver start`` on it in its own process group, waits until
+``GET http://127.0.0.1:PORT/v2/models/noop/ready`` answers 200, prints
+``READY http://127.0.0.1:PORT grpc 127.0.0.1:GPORT`` and serves until SIGTERM or SIGINT.
+Then it sends SIGTERM to MLServer, waits for it (MLServer gives its inference workers
+``parallel_workers_timeout``, 5 s), kills whatever is left of the process group (workers,
+multiprocessing's resource tracker) and removes the temporary directory.
+
+``--parallel-workers`` left out keeps MLServer's default (1 in MLServer 1.7.1: one
+inference worker process beside the server process); 0 runs the model in the server's
+own process. MLServer's log goes to stderr; stdout carries only the READY line.
+
+This script does not import mlserver; it only needs the virtualenv's ``mlserver`` command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+MODEL = "noop"
+
+
+class Stop(Exception):
+    """Raised in the main thread by the SIGTERM/SIGINT handler."""
+
+
+def _answers(url: str) -> bool:
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(url, timeout=2) as reply:
+            return bool(reply.status == 200)
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def stop_group(proc: subprocess.Popen[bytes], grace_s: float) -> None:
+    """SIGTERM to MLServer, up to ``grace_s`` for it to stop, then SIGKILL to its group."""
+    pgid = proc.pid  # start_new_session: MLServer leads its own process group
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            print(f"MLServer still running after {grace_s:.0f} s: SIGKILL", file=sys.stderr)
+    # Workers and multiprocessing's resource tracker may outlive the server process.
+    deadline = time.monotonic() + 2.0
+    while _group_alive(pgid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if _group_alive(pgid):
+        print("processes left in MLServer's group: SIGKILL", file=sys.stderr)
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    if proc.poll() is None:
+        proc.wait()
+    deadline = time.monotonic() + 5.0
+    while _group_alive(pgid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def write_folder(args: argparse.Namespace, tmp: Path) -> Path:
+    # The copy is named after the model, so MLServer does not warn that the model's name
+    # differs from its folder's.
+    folder = tmp / MODEL
+    shutil.copytree(args.folder, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    settings = json.loads((folder / "settings.json").read_text())
+    settings["host"] = "127.0.0.1"
+    settings["http_port"] = args.http_port
+    settings["grpc_port"] = args.grpc_port
+    if args.parallel_workers is not None:
+        settings["parallel_workers"] = args.parallel_workers
+    settings["environments_dir"] = str(tmp / "envs")
+    settings["metrics_dir"] = str(tmp / "metrics")
+    (folder / "settings.json").write_text(json.dumps(settings, indent=4) + "\n")
+    return folder
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument("--http-port", type=int, default=8080)
+    p.add_argument("--grpc-port", type=int, default=8081)
+    p.add_argument(
+        "--parallel-workers",
+        type=int,
+        default=None,
+        help="inference worker processes; 0 = none; left out: MLServer's default (1)",
+    )
+    p.add_argument("--folder", type=Path, default=HERE / MODEL, help="the model folder")
+    p.add_argument(
+        "--mlserver",
+        default=str(Path(sys.executable).parent / "mlserver"),
+        help="the mlserver command (default: the one beside this Python)",
+    )
+    p.add_argument("--ready-timeout", type=float, default=120.0)
+    p.add_argument("--stop-grace", type=float, default=15.0, help="seconds before SIGKILL")
+    args = p.parse_args()
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        # Once: a second signal while MLServer stops must not interrupt the stopping.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        raise Stop(signal.Signals(signum).name)
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+
+    tmp = Path(tempfile.mkdtemp(prefix="mlserver-peer-"))
+    proc: subprocess.Popen[bytes] | None = None
+    url = f"http://127.0.0.1:{args.http_port}"
+    started = time.monotonic()
+    code = 0
+    try:
+        folder = write_folder(args, tmp)
+        proc = subprocess.Popen(
+            [args.mlserver, "start", str(folder)],
+            cwd=tmp,
+            stdin=subprocess.DEVNULL,
+            stdout=sys.stderr,  # stdout is for the READY line only
+            start_new_session=True,  # its own process group, out of reach of a terminal's ^C
+        )
+        deadline = started + args.ready_timeout
+        while not _answers(f"{url}/v2/models/{MODEL}/ready"):
+            if proc.poll() is not None:
+                print(f"mlserver exited with {proc.returncode} before ready", file=sys.stderr)
+                return 1
+            if time.monotonic() > deadline:
+                print(f"not ready within {args.ready_timeout:.0f} s", file=sys.stderr)
+                return 1
+            time.sleep(0.1)
+        print(f"started in {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
+        print(f"READY {url} grpc 127.0.0.1:{args.grpc_port}", flush=True)
+        code = proc.wait()  # until a signal raises Stop, or MLServer exits by itself
+        print(f"mlserver exited with {code}", file=sys.stderr)
+        code = code or 1
+    except (Stop, KeyboardInterrupt) as why:
+        print(f"stopping ({why or 'interrupt'})", file=sys.stderr, flush=True)
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            if proc is not None:
+                stop_group(proc, args.stop_grace)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

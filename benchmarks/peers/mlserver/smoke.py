@@ -1,0 +1,249 @@
+"""Smoke test of serve.py (MLServer with the no-op model), against 127.0.0.1 only.
+
+For ``--parallel-workers 0`` and MLServer's default (1), in turn: starts serve.py on free
+ports and times the start, checks that MLServer listens on 127.0.0.1 only, checks the echo
+over V2 REST JSON (1 and 100,000 INT64 elements) and V2 gRPC ModelInfer with
+``raw_input_contents`` (100,000 INT64, tritonclient.grpc), measures requests/s of small
+REST requests with one client and with 8 client threads (one keep-alive ``http.client``
+connection per thread) for a few seconds each, and the mean latency of the
+100,000-element REST and gRPC requests, then sends SIGTERM, times the stop and checks that
+no MLServer process is left.
+
+    .tools/peers/mlserver/bin/python benchmarks/peers/mlserver/smoke.py [--seconds 5] \\
+        [--calls 20] [--only 0]
+
+Rough figures only: the client runs in Python on the same machine as the server. Latency
+covers sending the (pre-encoded) request and reading the whole answer, not decoding it.
+This script must not import mlserver: it and tritonclient.grpc both register the
+protobuf package ``inference`` and cannot live in one process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import tritonclient.grpc as grpcclient
+
+HERE = Path(__file__).resolve().parent
+MODEL = "noop"
+INFER = f"/v2/models/{MODEL}/infer"
+N = 100_000
+# 100,000 INT64 values over the whole range, negatives and values past 2**53 included.
+BIG = (np.arange(N, dtype=np.int64) - N // 2) * np.int64(92_233_720_368_547)
+SMALL = json.dumps(
+    {"inputs": [{"name": "input-0", "shape": [1], "datatype": "INT64", "data": [7]}]}
+).encode()
+LARGE = json.dumps(
+    {"inputs": [{"name": "input-0", "shape": [N], "datatype": "INT64", "data": BIG.tolist()}]}
+).encode()
+HEADERS = {"Content-Type": "application/json"}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def venv_processes() -> list[str]:
+    """Processes, other than this one, running the virtualenv's Python (MLServer, its
+    workers, multiprocessing's resource tracker, serve.py)."""
+    out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
+    venv = str(Path(sys.executable).parent.parent) + "/"
+    return [
+        line.strip()
+        for line in out.splitlines()[1:]
+        if venv in line and int(line.split()[0]) != os.getpid()
+    ]
+
+
+def listening(pids: set[int]) -> list[str]:
+    """Listening TCP sockets of the given processes, as `ss -ltnpH` prints them."""
+    out = subprocess.run(["ss", "-ltnpH"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if any(f"pid={p}," in line for p in pids)]
+
+
+def group_pids(pgid: int) -> set[int]:
+    out = subprocess.run(["ps", "-eo", "pid,pgid"], capture_output=True, text=True).stdout
+    return {int(a) for a, b in (line.split() for line in out.splitlines()[1:]) if int(b) == pgid}
+
+
+def post(conn: http.client.HTTPConnection, body: bytes) -> bytes:
+    conn.request("POST", INFER, body=body, headers=HEADERS)
+    reply = conn.getresponse()
+    data = reply.read()
+    if reply.status != 200:
+        raise RuntimeError(f"POST {INFER}: {reply.status} {data[:300]!r}")
+    return data
+
+
+def check_rest(port: int) -> None:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        for body, data in ((SMALL, [7]), (LARGE, BIG.tolist())):
+            answer = json.loads(post(conn, body))
+            (out,) = answer["outputs"]
+            got = (out["name"], out["shape"], out["datatype"])
+            assert got == ("output-0", [len(data)], "INT64"), got
+            assert out["data"] == data, "REST echo differs"
+    finally:
+        conn.close()
+
+
+def check_grpc(client: grpcclient.InferenceServerClient) -> None:
+    result = grpc_infer(client)
+    raw = result.get_response()
+    assert len(raw.raw_output_contents) == 1, "expected raw_output_contents"
+    (out,) = raw.outputs
+    got = (out.name, list(out.shape), out.datatype)
+    assert got == ("output-0", [N], "INT64"), got
+    echoed = result.as_numpy("output-0")
+    assert echoed is not None and echoed.dtype == np.int64, "no INT64 output"
+    assert np.array_equal(echoed, BIG), "gRPC echo differs"
+
+
+def grpc_infer(client: grpcclient.InferenceServerClient) -> grpcclient.InferResult:
+    inp = grpcclient.InferInput("input-0", [N], "INT64")
+    inp.set_data_from_numpy(BIG)  # raw_input_contents
+    return client.infer(MODEL, [inp], client_timeout=30)
+
+
+def load(port: int, clients: int, seconds: float) -> float:
+    counts = [0] * clients
+    errors: list[str] = []
+    stop = time.monotonic() + seconds
+
+    def client(i: int) -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        try:
+            while time.monotonic() < stop:
+                post(conn, SMALL)
+                counts[i] += 1
+        except Exception as e:
+            errors.append(repr(e))
+        finally:
+            conn.close()
+
+    started = time.monotonic()
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise RuntimeError(errors[0])
+    return sum(counts) / (time.monotonic() - started)
+
+
+def mean_ms(call, calls: int) -> float:
+    call()  # warm-up
+    started = time.monotonic()
+    for _ in range(calls):
+        call()
+    return (time.monotonic() - started) / calls * 1000
+
+
+def run(workers: int | None, args: argparse.Namespace) -> dict[str, object]:
+    http_port, grpc_port = free_port(), free_port()
+    cmd = [sys.executable, str(HERE / "serve.py"), "--http-port", str(http_port),
+           "--grpc-port", str(grpc_port)]
+    if workers is not None:
+        cmd += ["--parallel-workers", str(workers)]
+    started = time.monotonic()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=args.server_log, text=True)
+    row: dict[str, object] = {"workers": "default (1)" if workers is None else workers}
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()  # serve.py gives up after its --ready-timeout
+        if not line.startswith("READY"):
+            raise RuntimeError(f"serve.py did not start: {line!r}")
+        row["start_s"] = time.monotonic() - started
+        (server_pid,) = children(proc.pid)  # `mlserver start`, its group's leader
+        sockets = listening(group_pids(server_pid))
+        row["listen"] = sorted({s.split()[3] for s in sockets})
+        bad = [s for s in sockets if "127.0.0.1:" not in s.split()[3]]
+        assert not bad, f"listens beyond 127.0.0.1: {bad}"
+
+        check_rest(http_port)
+        client = grpcclient.InferenceServerClient(f"127.0.0.1:{grpc_port}")
+        try:
+            check_grpc(client)
+            row["rest_1c"] = load(http_port, 1, args.seconds)
+            row["rest_8c"] = load(http_port, 8, args.seconds)
+            conn = http.client.HTTPConnection("127.0.0.1", http_port, timeout=30)
+            try:
+                row["rest_100k_ms"] = mean_ms(lambda: post(conn, LARGE), args.calls)
+            finally:
+                conn.close()
+            row["grpc_100k_ms"] = mean_ms(lambda: grpc_infer(client), args.calls)
+        finally:
+            client.close()
+    finally:
+        stopping = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        row["stop_s"] = time.monotonic() - stopping
+    left = venv_processes()
+    row["left"] = left
+    return row
+
+
+def children(ppid: int) -> list[int]:
+    out = subprocess.run(["ps", "-eo", "pid,ppid"], capture_output=True, text=True).stdout
+    return [int(a) for a, b in (line.split() for line in out.splitlines()[1:]) if int(b) == ppid]
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument("--seconds", type=float, default=5.0, help="per requests/s measurement")
+    p.add_argument("--calls", type=int, default=20, help="100,000-element calls timed")
+    p.add_argument("--only", help="comma-separated parallel_workers values; 'default' = 1")
+    p.add_argument("--server-log", type=argparse.FileType("w"), default=subprocess.DEVNULL,
+                   help="file for MLServer's log (default: discarded)")
+    args = p.parse_args()
+    configs: list[int | None] = [0, None]
+    if args.only:
+        configs = [None if w == "default" else int(w) for w in args.only.split(",")]
+    failed = False
+    for workers in configs:
+        try:
+            row = run(workers, args)
+        except Exception as e:
+            failed = True
+            print(f"parallel_workers={workers}: FAILED {e!r}", flush=True)
+            continue
+        print(
+            f"parallel_workers={row['workers']}: start {row['start_s']:.1f} s, "
+            f"REST small {row['rest_1c']:.0f} req/s (1 client), {row['rest_8c']:.0f} req/s "
+            f"(8 threads); 100k INT64 mean REST {row['rest_100k_ms']:.1f} ms, gRPC "
+            f"{row['grpc_100k_ms']:.1f} ms; stop {row['stop_s']:.1f} s; listening "
+            f"{', '.join(row['listen'])}; echo checks passed",  # type: ignore[arg-type]
+            flush=True,
+        )
+        if row["left"]:
+            failed = True
+            print(f"  LEFT RUNNING: {row['left']}", flush=True)
+        else:
+            print("  no MLServer process left", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

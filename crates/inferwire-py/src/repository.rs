@@ -1,0 +1,42 @@
+//! `Repository` for `inferwire.repository.Repository`: the Python side reads the folder
+//! and builds models; the core calls it (off the I/O threads) to list and load them.
+use std::sync::Arc;
+
+use inferwire_server::{Model, ModelSpec, Repository};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple};
+
+use crate::config::spec_from_dict;
+use crate::model::PyModel;
+
+pub struct PyRepository(pub Py<PyAny>);
+
+/// A model built by Python: its adapter and its settings dict.
+pub fn built(pair: &Bound<'_, PyAny>) -> PyResult<(Arc<dyn Model>, ModelSpec)> {
+    let pair = pair.cast::<PyTuple>()?;
+    let model: Arc<dyn Model> = Arc::new(PyModel::new(pair.get_item(0)?)?);
+    let spec = spec_from_dict(pair.get_item(1)?.cast::<PyDict>()?)?;
+    Ok((model, spec))
+}
+
+impl Repository for PyRepository {
+    fn names(&self) -> Result<Vec<String>, String> {
+        Python::attach(|py| {
+            self.0
+                .bind(py)
+                .call_method0("names")
+                .and_then(|n| n.extract())
+                .map_err(|e| e.value(py).to_string())
+        })
+    }
+
+    fn load(&self, name: &str) -> Result<(Arc<dyn Model>, ModelSpec), String> {
+        Python::attach(|py| {
+            self.0
+                .bind(py)
+                .call_method1("load", (name,))
+                .and_then(|pair| built(&pair))
+                .map_err(|e| e.value(py).to_string())
+        })
+    }
+}

@@ -1,0 +1,255 @@
+//! The models a server serves: the default one (the Seldon protocol's) and, with a model
+//! repository, more, each with its own runner (queue, batching, model threads). Models
+//! are loaded and unloaded at runtime without stopping the others: a request holds its
+//! model while it runs, so an unloaded or replaced model finishes what it has started.
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, RwLock};
+
+use serde_json::{json, Value};
+
+use crate::error::{Kind, ServeError};
+use crate::metrics::Metrics;
+use crate::model::Model;
+use crate::runner::{Runner, RunnerConfig};
+
+/// How one model is served.
+#[derive(Debug, Clone)]
+pub struct ModelSpec {
+    pub name: String,
+    /// Empty: the model has no version on V2 routes.
+    pub version: String,
+    pub runner: RunnerConfig,
+}
+
+/// A loaded model.
+pub struct Served {
+    pub name: String,
+    pub version: String,
+    pub runner: Runner,
+}
+
+/// Where models beyond the default come from (a folder of model settings files, read by
+/// the Python side). Both methods block: they are called off the I/O threads.
+pub trait Repository: Send + Sync + 'static {
+    /// Every model the repository has, loaded or not.
+    fn names(&self) -> Result<Vec<String>, String>;
+    /// Builds model `name` from its settings.
+    fn load(&self, name: &str) -> Result<(Arc<dyn Model>, ModelSpec), String>;
+}
+
+pub struct Models {
+    loaded: RwLock<HashMap<String, Arc<Served>>>,
+    default: String,
+    repository: Option<Arc<dyn Repository>>,
+    /// Why the last load of a model failed, for the repository index.
+    failures: Mutex<BTreeMap<String, String>>,
+    /// The repository API changes one process: refused when there are several workers.
+    single_process: bool,
+    metrics: Metrics,
+}
+
+impl Models {
+    pub fn new(
+        default: Served,
+        others: Vec<Served>,
+        repository: Option<Arc<dyn Repository>>,
+        single_process: bool,
+        metrics: Metrics,
+    ) -> Self {
+        let name = default.name.clone();
+        let mut loaded: HashMap<String, Arc<Served>> = others
+            .into_iter()
+            .map(|s| (s.name.clone(), Arc::new(s)))
+            .collect();
+        loaded.insert(name.clone(), Arc::new(default));
+        Self {
+            loaded: RwLock::new(loaded),
+            default: name,
+            repository,
+            failures: Mutex::new(BTreeMap::new()),
+            single_process,
+            metrics,
+        }
+    }
+
+    pub fn build(
+        model: Arc<dyn Model>,
+        spec: ModelSpec,
+        metrics: Metrics,
+    ) -> std::io::Result<Served> {
+        Ok(Served {
+            runner: Runner::new(model, &spec.runner, metrics)?,
+            name: spec.name,
+            version: spec.version,
+        })
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<String, Arc<Served>>> {
+        self.loaded.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The model the Seldon protocol's routes call.
+    pub fn default_model(&self) -> Result<Arc<Served>, ServeError> {
+        self.read().get(&self.default).cloned().ok_or_else(|| {
+            ServeError::new(
+                Kind::NotFound,
+                format!("the default model {:?} is not loaded", self.default),
+            )
+        })
+    }
+
+    pub fn default_name(&self) -> &str {
+        &self.default
+    }
+
+    /// Model `name` (at `version`, if not empty), or 404 / NOT_FOUND saying what is served.
+    pub fn get(&self, name: &str, version: &str) -> Result<Arc<Served>, ServeError> {
+        let loaded = self.read();
+        let Some(m) = loaded.get(name) else {
+            let mut names: Vec<&str> = loaded.keys().map(String::as_str).collect();
+            names.sort_unstable();
+            return Err(ServeError::new(
+                Kind::NotFound,
+                format!("no model named {name:?} (serving: {})", names.join(", ")),
+            ));
+        };
+        if !version.is_empty() && version != m.version {
+            let served = if m.version.is_empty() {
+                "it has no versions".to_string()
+            } else {
+                format!("it serves version {:?}", m.version)
+            };
+            return Err(ServeError::new(
+                Kind::NotFound,
+                format!("model {name:?} has no version {version:?}: {served}"),
+            ));
+        }
+        Ok(m.clone())
+    }
+
+    fn repository(&self) -> Result<Arc<dyn Repository>, ServeError> {
+        if !self.single_process {
+            return Err(ServeError::new(
+                Kind::BadRequest,
+                "the repository API is not available with --workers above 1 (a load would \
+                 change one worker only); restart the server to change its models",
+            ));
+        }
+        self.repository.clone().ok_or_else(|| {
+            ServeError::new(
+                Kind::NotFound,
+                "this server has no model repository (see --model-repository)",
+            )
+        })
+    }
+
+    /// Loads (or reloads) `name` from the repository. The new model takes requests once
+    /// it is ready; a model it replaces finishes the requests it already has. A failed
+    /// load leaves whatever was serving in place.
+    pub async fn load(&self, name: &str) -> Result<(), ServeError> {
+        let repo = self.repository()?;
+        let owned = name.to_string();
+        let metrics = self.metrics;
+        let built = tokio::task::spawn_blocking(move || {
+            let (model, spec) = repo.load(&owned)?;
+            if spec.name != owned {
+                return Err(format!(
+                    "its settings name it {:?}, not {owned:?}",
+                    spec.name
+                ));
+            }
+            Models::build(model, spec, metrics).map_err(|e| e.to_string())
+        })
+        .await
+        .map_err(|e| ServeError::new(Kind::Internal, e.to_string()))?;
+        let mut failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
+        match built {
+            Ok(served) => {
+                failures.remove(name);
+                let old = self
+                    .loaded
+                    .write()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(name.to_string(), Arc::new(served));
+                retire(old);
+                tracing::info!("model {name:?} loaded");
+                Ok(())
+            }
+            Err(reason) => {
+                failures.insert(name.to_string(), reason.clone());
+                Err(ServeError::new(
+                    Kind::BadRequest,
+                    format!("model {name:?} could not be loaded: {reason}"),
+                ))
+            }
+        }
+    }
+
+    /// Stops serving `name`; requests it already has finish.
+    pub fn unload(&self, name: &str) -> Result<(), ServeError> {
+        self.repository()?;
+        if name == self.default {
+            return Err(ServeError::new(
+                Kind::BadRequest,
+                format!(
+                    "{name:?} is the default model (the Seldon protocol's): it cannot be unloaded"
+                ),
+            ));
+        }
+        let old = self
+            .loaded
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(name);
+        if old.is_none() {
+            return Err(ServeError::new(
+                Kind::NotFound,
+                format!("model {name:?} is not loaded"),
+            ));
+        }
+        retire(old);
+        tracing::info!("model {name:?} unloaded");
+        Ok(())
+    }
+
+    /// The repository's models with their state: READY, UNAVAILABLE (with the reason a
+    /// load failed), or UNLOADED.
+    pub async fn index(&self) -> Result<Vec<Value>, ServeError> {
+        let repo = self.repository()?;
+        let names = tokio::task::spawn_blocking(move || repo.names())
+            .await
+            .map_err(|e| ServeError::new(Kind::Internal, e.to_string()))?
+            .map_err(|e| ServeError::new(Kind::Internal, e))?;
+        let loaded = self.read();
+        let failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
+        let mut all: Vec<&str> = names.iter().map(String::as_str).collect();
+        all.extend(loaded.keys().map(String::as_str));
+        all.sort_unstable();
+        all.dedup();
+        Ok(all
+            .into_iter()
+            .map(|name| match (loaded.get(name), failures.get(name)) {
+                (Some(m), _) => {
+                    json!({"name": name, "version": m.version, "state": "READY", "reason": ""})
+                }
+                (None, Some(reason)) => {
+                    json!({"name": name, "state": "UNAVAILABLE", "reason": reason})
+                }
+                (None, None) => json!({"name": name, "state": "UNLOADED", "reason": ""}),
+            })
+            .collect())
+    }
+
+    /// Every loaded model, for shutdown.
+    pub fn all(&self) -> Vec<Arc<Served>> {
+        self.read().values().cloned().collect()
+    }
+}
+
+/// A replaced or unloaded model is dropped off the I/O threads: dropping a runner waits
+/// for its model threads to finish their queue.
+fn retire(old: Option<Arc<Served>>) {
+    if let Some(old) = old {
+        std::thread::spawn(move || drop(old));
+    }
+}

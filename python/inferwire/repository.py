@@ -1,0 +1,175 @@
+"""A model repository: a folder with one subfolder per model, each holding a settings file
+(``model-settings.yaml``, ``.yml`` or ``.json``) that names the model, its version, its
+implementation and how it is served::
+
+    models/
+      iris/
+        model-settings.yaml   # name: iris, implementation: model.py:Iris, version: "2"
+        model.py
+      echo/
+        model-settings.json
+
+Every model is loaded at start; the repository API (``POST /v2/repository/...``) loads,
+reloads and unloads them at runtime."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from . import loader
+from .errors import ModelLoadError, SettingsError
+from .seldon import SeldonAdapter
+from .settings import Settings
+
+SETTINGS_FILES = ("model-settings.yaml", "model-settings.yml", "model-settings.json")
+
+
+@dataclass
+class ModelSettings:
+    """One model's settings file. ``implementation`` is ``file.py[:Class]`` (relative to
+    the model's folder) or ``module:Class`` (importable from it)."""
+
+    name: str
+    implementation: str
+    version: str = ""
+    # Constructor arguments: a mapping, or Seldon's list of {name, value, type}.
+    parameters: Any = field(default_factory=dict)
+    max_batch_size: int = 1
+    max_batch_delay: float = 0.0
+    model_threads: int = 1
+    max_concurrency: int = 0
+    max_queue: int = 1024
+    raw_arrays: str = "numpy"
+
+    def runner(self) -> dict[str, Any]:
+        """What the core reads to build the model's runner."""
+        d = asdict(self)
+        for key in ("implementation", "parameters", "raw_arrays"):
+            d.pop(key)
+        return d
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+        if path.suffix == ".json":
+            data = json.loads(text)
+        else:
+            import yaml
+
+            data = yaml.safe_load(text)
+    except Exception as e:
+        raise SettingsError(f"{path}: not valid YAML/JSON: {e}") from e
+    if not isinstance(data, dict):
+        raise SettingsError(f"{path}: must be a mapping of settings")
+    return data
+
+
+def read_model_settings(folder: Path) -> ModelSettings:
+    """The settings file in ``folder``, checked: unknown keys and bad values are errors
+    that name the file."""
+    path = next((folder / f for f in SETTINGS_FILES if (folder / f).is_file()), None)
+    if path is None:
+        raise SettingsError(f"{folder}: no {' / '.join(SETTINGS_FILES)}")
+    data = {str(k).replace("-", "_"): v for k, v in _read(path).items()}
+    data.setdefault("name", folder.name)
+    known = {f.name: f for f in fields(ModelSettings)}
+    for key in data:
+        if key not in known:
+            raise SettingsError(
+                f"{path}: unknown setting {key!r} (known: {', '.join(sorted(known))})"
+            )
+    if "implementation" not in data:
+        raise SettingsError(f"{path}: implementation is required (file.py:Class or module:Class)")
+    for key in ("name", "implementation", "version", "raw_arrays"):
+        if not isinstance(data.get(key, ""), (str, int)) or isinstance(data.get(key), bool):
+            raise SettingsError(f"{path}: {key} must be a string")
+        if key in data:
+            data[key] = str(data[key])
+    for key in ("max_batch_size", "model_threads", "max_concurrency", "max_queue"):
+        if key in data and (not isinstance(data[key], int) or isinstance(data[key], bool)):
+            raise SettingsError(f"{path}: {key}: {data[key]!r} is not an integer")
+    if "max_batch_delay" in data:
+        if not isinstance(data["max_batch_delay"], (int, float)) or data["max_batch_delay"] < 0:
+            raise SettingsError(f"{path}: max_batch_delay must be a number of seconds >= 0")
+        data["max_batch_delay"] = float(data["max_batch_delay"])
+    s = ModelSettings(**data)
+    # The same checks as the server's own settings, for the keys they share.
+    try:
+        Settings(
+            max_batch_size=s.max_batch_size,
+            max_batch_delay=s.max_batch_delay,
+            model_threads=s.model_threads,
+            max_concurrency=s.max_concurrency,
+            max_queue=s.max_queue,
+            raw_arrays=s.raw_arrays,
+        ).validate()
+    except SettingsError as e:
+        raise SettingsError(f"{path}: {e}") from e
+    return s
+
+
+def _constructor_parameters(s: ModelSettings, where: Path) -> dict[str, Any]:
+    if isinstance(s.parameters, dict):
+        return dict(s.parameters)
+    if isinstance(s.parameters, list):
+        try:
+            return Settings(parameters=json.dumps(s.parameters)).constructor_parameters()
+        except SettingsError as e:
+            raise SettingsError(f"{where}: {e}") from e
+    raise SettingsError(f"{where}: parameters must be a mapping or a list of {{name, value, type}}")
+
+
+class Repository:
+    """The models under ``root``; called by the core (from any thread) to list and load."""
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root).resolve()
+        if not self.root.is_dir():
+            raise SettingsError(f"model repository {root}: not a folder")
+        self._lock = threading.Lock()
+
+    def folders(self) -> dict[str, Path]:
+        """Model name → folder, for every subfolder with a settings file."""
+        out: dict[str, Path] = {}
+        for folder in sorted(p for p in self.root.iterdir() if p.is_dir()):
+            if not any((folder / f).is_file() for f in SETTINGS_FILES):
+                continue
+            name = read_model_settings(folder).name
+            if name in out:
+                raise SettingsError(
+                    f"model repository {self.root}: {out[name].name}/ and {folder.name}/ "
+                    f"both name a model {name!r}"
+                )
+            out[name] = folder
+        return out
+
+    def names(self) -> list[str]:
+        return list(self.folders())
+
+    def load(self, name: str) -> tuple[SeldonAdapter, dict[str, Any]]:
+        """Builds model ``name``: (its adapter, its runner settings)."""
+        with self._lock:  # one import at a time: sys.path and sys.modules are shared
+            folder = self.folders().get(name)
+            if folder is None:
+                raise ModelLoadError(f"the repository has no model named {name!r}")
+            s = read_model_settings(folder)
+            impl, _, cls = s.implementation.partition(":")
+            spec = s.implementation
+            if impl.endswith(".py"):
+                spec = str(folder / impl) + (f":{cls}" if cls else "")
+            elif str(folder) not in sys.path:
+                sys.path.insert(0, str(folder))
+            model = loader.build(spec, _constructor_parameters(s, folder))
+            adapter = SeldonAdapter(model, s.name, s.raw_arrays)
+            if adapter.has_predict_raw and s.max_batch_size > 1:
+                raise SettingsError(
+                    f"{folder}: max_batch_size: {type(model).__name__} defines predict_raw, "
+                    "whose requests cannot be joined"
+                )
+            return adapter, {**s.runner(), "name": s.name, "version": s.version}
