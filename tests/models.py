@@ -251,3 +251,19 @@ class TwoInputs:
 
     def predict(self, X: Any, features_names: list[str] | None = None) -> Any:
         return {"sum": X["a"] + X["b"], "diff": X["a"] - X["b"], "names": np.array(features_names)}
+
+
+class Describe:
+    """Reports what it received (type, dtype, columns) as a BYTES output, and echoes a
+    DataFrame back with a derived column."""
+
+    def predict(self, X: Any, features_names: list[str] | None = None) -> Any:
+        import pandas as pd
+
+        if isinstance(X, pd.DataFrame):
+            out = X.copy()
+            out["n_cols"] = len(X.columns)
+            return out
+        if isinstance(X, list):
+            return {"kind": np.array([f"list:{type(X[0]).__name__}:{X[0]!r}"], dtype=object)}
+        return {"kind": np.array([f"{type(X).__name__}:{getattr(X, 'dtype', '')}"], dtype=object)}

@@ -291,3 +291,69 @@ def test_v2_requests_are_counted_in_metrics(echo: Served) -> None:
     text = httpx.get(f"{echo.url}/metrics").text
     assert 'protocol="rest",route="infer",encoding="json",code="200"' in text
     assert 'protocol="grpc",route="infer",encoding="raw",code="OK"' in text
+
+
+@pytest.fixture(scope="module")
+def describe(serve: Any) -> Served:
+    return serve("models:Describe", "--model-name", "describe")
+
+
+def test_content_types_like_mlserver(describe: Served) -> None:
+    url = f"{describe.url}/v2/models/describe/infer"
+
+    def kind(inp: dict[str, Any], **params: Any) -> Any:
+        body: dict[str, Any] = {"inputs": [inp]}
+        if params:
+            body["parameters"] = params
+        r = httpx.post(url, json=body)
+        assert r.status_code == 200, r.text
+        return r.json()
+
+    plain = {"name": "x", "shape": [2], "datatype": "FP32", "data": [1, 2]}
+    assert kind(plain)["outputs"][0]["data"] == ["ndarray:float32"]
+    text = {"name": "t", "shape": [2], "datatype": "BYTES", "data": ["hé", "b"],
+            "parameters": {"content_type": "str"}}  # fmt: skip
+    assert kind(text)["outputs"][0]["data"] == ["list:str:'hé'"]
+    b64 = {"name": "t", "shape": [1], "datatype": "BYTES", "data": ["aGk="],
+           "parameters": {"content_type": "base64"}}  # fmt: skip
+    assert kind(b64)["outputs"][0]["data"] == ["list:bytes:b'hi'"]
+    # A data frame, column by column, and one back.
+    body = {
+        "parameters": {"content_type": "pd"},
+        "inputs": [
+            {"name": "Number", "shape": [3], "datatype": "INT64", "data": [1, 2, 3]},
+            {"name": "Start", "shape": [3, 1], "datatype": "FP64", "data": [0.5, 1.5, 2.5]},
+            {"name": "Label", "shape": [3], "datatype": "BYTES", "data": ["a", "b", "c"]},
+        ],
+    }
+    r = httpx.post(url, json=body)
+    assert r.status_code == 200, r.text
+    outs = {o["name"]: o for o in r.json()["outputs"]}
+    assert list(outs) == ["Number", "Start", "Label", "n_cols"]
+    assert outs["Number"]["data"] == [1, 2, 3] and outs["Start"]["data"] == [0.5, 1.5, 2.5]
+    assert outs["Label"]["datatype"] == "BYTES" and outs["Label"]["data"] == ["a", "b", "c"]
+    assert outs["n_cols"]["data"] == [3, 3, 3]
+
+
+@pytest.mark.parametrize(
+    ("params", "inp_params", "message"),
+    [
+        ({"content_type": "xml"}, {}, "parameters.content_type: 'xml' is not one of np, pd"),
+        ({}, {"content_type": "pd"}, "inputs[x].parameters.content_type: 'pd'"),
+        ({}, {"content_type": "base64"}, "not base64"),
+    ],
+)
+def test_bad_content_types_are_400(
+    describe: Served, params: dict[str, Any], inp_params: dict[str, Any], message: str
+) -> None:
+    inp = {
+        "name": "x",
+        "shape": [1],
+        "datatype": "BYTES",
+        "data": ["%%%"],
+        "parameters": inp_params,
+    }
+    r = httpx.post(
+        f"{describe.url}/v2/models/describe/infer", json={"inputs": [inp], "parameters": params}
+    )
+    assert r.status_code == 400 and message in r.json()["error"], r.text

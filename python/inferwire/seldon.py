@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from . import content_types
 from .errors import ModelLoadError
 
 log = logging.getLogger("inferwire.model")
@@ -87,14 +88,19 @@ class SeldonAdapter:
             raise
 
     def infer(
-        self, inputs: dict[str, Any], parameters: dict[str, Any], requested: list[str]
+        self,
+        inputs: dict[str, Any],
+        parameters: dict[str, Any],
+        requested: list[str],
+        input_parameters: dict[str, dict[str, Any]],
     ) -> list[tuple[str, Any]]:
-        """A V2 request through the Seldon ``predict``: one input is ``X`` itself, several
-        are a dict of arrays by name; ``names`` are the input names. A dict result gives
-        one output per key; anything else is one output, named as the request's single
-        requested output, else ``output-0``."""
+        """A V2 request through the Seldon ``predict``: ``X`` is one input's value, a dict
+        of them by name, or a DataFrame (content types: ``content_types``); ``names`` are
+        the input names. A dict or DataFrame result gives one output per key or column;
+        anything else is one output, named as the request's single requested output, else
+        ``output-0``."""
+        X = content_types.decode_request(inputs, parameters, input_parameters)
         names = list(inputs)
-        X = inputs[names[0]] if len(inputs) == 1 else inputs
         try:
             if self.wants_meta:
                 out = self._predict(X, names, meta={"parameters": parameters})
@@ -106,10 +112,7 @@ class SeldonAdapter:
         except Exception:
             log.exception("%s.predict raised", self.name)
             raise
-        if isinstance(out, dict):
-            return [(str(k), v) for k, v in out.items()]
-        name = requested[0] if len(requested) == 1 else "output-0"
-        return [(name, out)]
+        return content_types.encode_outputs(out, requested)
 
     def predict_raw(self, request: dict[str, Any]) -> Any:
         try:

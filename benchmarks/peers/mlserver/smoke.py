@@ -172,7 +172,9 @@ def run(workers: int | None, args: argparse.Namespace) -> dict[str, object]:
         (server_pid,) = children(proc.pid)  # `mlserver start`, its group's leader
         sockets = listening(group_pids(server_pid))
         row["listen"] = sorted({s.split()[3] for s in sockets})
-        bad = [s for s in sockets if "127.0.0.1:" not in s.split()[3]]
+        # gRPC binds the IPv4-mapped form of 127.0.0.1 on a dual-stack socket: loopback too.
+        loopback = ("127.0.0.1", "[::ffff:127.0.0.1]")
+        bad = [s for s in sockets if s.split()[3].rsplit(":", 1)[0] not in loopback]
         assert not bad, f"listens beyond 127.0.0.1: {bad}"
 
         check_rest(http_port)

@@ -185,11 +185,17 @@ impl PyModel {
                 let req = *req;
                 let requested: Vec<String> = req.outputs.iter().map(|o| o.name.clone()).collect();
                 let inputs = PyDict::new(py);
+                let input_parameters = PyDict::new(py);
                 for input in req.inputs {
+                    if !input.parameters.is_empty() {
+                        let p = json_to_py(py, &serde_json::Value::Object(input.parameters))?;
+                        input_parameters.set_item(&input.name, p)?;
+                    }
                     inputs.set_item(input.name, tensor_to_numpy(py, input.tensor)?)?;
                 }
                 let parameters = json_to_py(py, &serde_json::Value::Object(req.parameters))?;
-                let out = adapter.call_method1("infer", (inputs, parameters, requested))?;
+                let out = adapter
+                    .call_method1("infer", (inputs, parameters, requested, input_parameters))?;
                 let mut outputs = Vec::new();
                 for item in out.try_iter()? {
                     let pair = item?;
