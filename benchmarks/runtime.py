@@ -134,6 +134,7 @@ class Cell:
     p50_ms: float
     server_cpu_us: float | None
     ok: float
+    mean_us: float = 0.0
 
     @staticmethod
     def of(report: dict[str, Any]) -> Cell:
@@ -143,6 +144,7 @@ class Cell:
             report["latency"]["p50_ns"] / 1e6,
             cpu / 1e3 if cpu else None,
             report["success"],
+            report["latency"]["mean_ns"] / 1e3,
         )
 
 

@@ -200,6 +200,27 @@ def test_ray_micro_suite_short(serve: Any, noop: Served) -> None:
     assert bad.returncode == 1 and "BATCH/CONCURRENT/REPLICAS" in bad.stderr
 
 
+def test_v2_rest_and_grpc_attacks(serve: Any) -> None:
+    v2 = serve("models:Echo", "--model-name", "echo")
+    body = '{"inputs": [{"name": "x", "shape": [3], "datatype": "INT64", "data": [1, 2, 3]}]}'
+    rest = attack_json(f"{v2.url}/v2/models/echo/infer", "-d", body, "-n", "50")
+    assert rest["ok"] == 50 and rest["status_codes"] == {"200": 50}
+    for contents in ("raw", "typed"):
+        r = attack_json(
+            v2.grpc_target, "--call", "inference.GRPCInferenceService/ModelInfer",
+            "--v2", contents, "--model", "echo", "-d", body, "-n", "50",
+        )  # fmt: skip
+        assert r["ok"] == 50, r
+    wrong = attack_json(
+        v2.grpc_target, "--call", "inference.GRPCInferenceService/ModelInfer",
+        "--v2", "raw", "--model", "nope", "-d", body, "-n", "5",
+    )  # fmt: skip
+    assert wrong["ok"] == 0 and any("NOT_FOUND" in e or "nope" in e for e in wrong["errors"]), wrong
+    r = bench("attack", v2.grpc_target, "--call", "inference.GRPCInferenceService/ModelInfer",
+              "--v2", "raw", "-d", body, "-n", "5")  # fmt: skip
+    assert r.returncode != 0 and "--v2 needs --model" in r.stderr
+
+
 def test_suites_not_there_yet_say_why() -> None:
     r = bench("suite", "--list")
     assert r.returncode == 0 and "seldon-matrix" in r.stdout and "ray-micro" in r.stdout

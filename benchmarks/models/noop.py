@@ -36,3 +36,11 @@ class Sleep5ms:
     def predict(self, X: Any, features_names: Any = None, **kwargs: Any) -> np.ndarray:
         time.sleep(0.005)
         return np.array([1])
+
+
+class Echo:
+    """Returns its input unchanged: the V2 no-op (MLServer's peer runtime in
+    benchmarks/peers/mlserver/noop echoes its first input the same way)."""
+
+    def predict(self, X: Any, features_names: Any = None) -> Any:
+        return X

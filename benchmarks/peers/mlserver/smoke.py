@@ -156,8 +156,14 @@ def mean_ms(call, calls: int) -> float:
 
 def run(workers: int | None, args: argparse.Namespace) -> dict[str, object]:
     http_port, grpc_port = free_port(), free_port()
-    cmd = [sys.executable, str(HERE / "serve.py"), "--http-port", str(http_port),
-           "--grpc-port", str(grpc_port)]
+    cmd = [
+        sys.executable,
+        str(HERE / "serve.py"),
+        "--http-port",
+        str(http_port),
+        "--grpc-port",
+        str(grpc_port),
+    ]
     if workers is not None:
         cmd += ["--parallel-workers", str(workers)]
     started = time.monotonic()
@@ -217,8 +223,12 @@ def main() -> int:
     p.add_argument("--seconds", type=float, default=5.0, help="per requests/s measurement")
     p.add_argument("--calls", type=int, default=20, help="100,000-element calls timed")
     p.add_argument("--only", help="comma-separated parallel_workers values; 'default' = 1")
-    p.add_argument("--server-log", type=argparse.FileType("w"), default=subprocess.DEVNULL,
-                   help="file for MLServer's log (default: discarded)")
+    p.add_argument(
+        "--server-log",
+        type=argparse.FileType("w"),
+        default=subprocess.DEVNULL,
+        help="file for MLServer's log (default: discarded)",
+    )
     args = p.parse_args()
     configs: list[int | None] = [0, None]
     if args.only:

@@ -104,6 +104,13 @@ struct AttackArgs {
     /// gRPC: the data is a Seldon JSON message, sent as protobuf `SeldonMessage`.
     #[arg(long)]
     seldon_json: bool,
+    /// gRPC: the data is a V2 JSON inference request, sent as protobuf `ModelInferRequest`
+    /// with its inputs in `raw_input_contents` (raw) or typed `contents` (typed).
+    #[arg(long, value_parser = ["raw", "typed"])]
+    v2: Option<String>,
+    /// gRPC with --v2: the model to call.
+    #[arg(long)]
+    model: Option<String>,
     #[command(flatten)]
     load: LoadArgs,
     #[arg(long, value_enum, default_value = "text")]
@@ -275,6 +282,12 @@ fn attack(a: AttackArgs) -> Result<(), String> {
         Some(call) => {
             let message = if a.seldon_json {
                 payload::seldon_json_to_protobuf(&body)?
+            } else if let Some(contents) = &a.v2 {
+                let model = a
+                    .model
+                    .as_deref()
+                    .ok_or("--v2 needs --model NAME (the model_name of the request)")?;
+                payload::v2_json_to_protobuf(&body, model, contents == "raw")?
             } else {
                 body.to_vec()
             };

@@ -71,6 +71,21 @@ pub fn seldon_json_to_protobuf(body: &[u8]) -> Result<Vec<u8>, String> {
 }
 
 /// One vegeta JSON target line, as the notebook writes it.
+/// A V2 JSON inference request (the REST body) as the gRPC `ModelInferRequest` for
+/// `model`, inputs raw or typed.
+pub fn v2_json_to_protobuf(body: &[u8], model: &str, raw: bool) -> Result<Vec<u8>, String> {
+    use inferwire_codec::protocol::v2;
+    let limits = inferwire_codec::Limits {
+        max_elements: usize::MAX,
+        ..Default::default()
+    };
+    let req = v2::json::decode_request(body.to_vec().into(), None, &limits)
+        .map_err(|e| format!("the V2 request: {}", e.message))?;
+    Ok(prost::Message::encode_to_vec(&v2::proto::to_pb_request(
+        req, model, raw,
+    )))
+}
+
 pub fn vegeta_target(url: &str, body: &[u8]) -> String {
     format!(
         "{{\"method\":\"POST\",\"url\":{},\"body\":\"{}\",\"header\":{{\"Content-Type\":[\"application/json\"]}}}}\n",

@@ -62,64 +62,13 @@ pub fn decode_request(
         }
         Some(n) => (body.slice(..n), body.slice(n..)),
     };
-    let mut de = serde_json::Deserializer::from_slice(&header);
-    let raw: Header<'_> = serde_path_to_error::deserialize(&mut de).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner();
-        if inner.is_syntax() || inner.is_eof() || path == "." || path == "?" {
-            CodecError::bad_request(format!("invalid JSON: {inner}"))
-        } else {
-            CodecError::bad_request(format!("{path}: {inner}"))
-        }
-    })?;
-    de.end()
-        .map_err(|e| CodecError::bad_request(format!("invalid JSON: {e}")))?;
-    let mut inputs = Vec::with_capacity(raw.inputs.len());
-    for (i, input) in raw.inputs.into_iter().enumerate() {
-        let field = format!("inputs[{i}]");
-        let dtype = parse_datatype(&input.datatype).ok_or_else(|| {
-            CodecError::bad_request(format!(
-                "{field}.datatype: {:?} is not a V2 datatype ({})",
-                input.datatype,
-                DATATYPES.map(|(n, _)| n).join(", ")
-            ))
-        })?;
-        let count = limits
-            .element_count(&input.shape)
-            .map_err(|e| e.in_field(&format!("{field}.shape")))?;
-        let shape: Vec<usize> = input.shape.iter().map(|&d| d as usize).collect();
-        let parameters = input.parameters.unwrap_or_default();
-        let tensor = match parameters.get("binary_data_size") {
-            Some(size) => {
-                let size = size.as_u64().ok_or_else(|| {
-                    CodecError::bad_request(format!(
-                        "{field}.parameters.binary_data_size: must be a byte count, got {size}"
-                    ))
-                })? as usize;
-                if size > blobs.len() {
-                    return Err(CodecError::bad_request(format!(
-                        "{field}.parameters.binary_data_size: {size} bytes, but only {} bytes of \
-                         binary data are left after the JSON header",
-                        blobs.len()
-                    )));
-                }
-                binary::from_bytes(blobs.split_to(size), dtype, shape, &field)?
-            }
-            None => {
-                let data = input.data.ok_or_else(|| {
-                    CodecError::bad_request(format!(
-                        "{field}.data: missing (send data, or binary_data_size with the binary \
-                         tensor extension)"
-                    ))
-                })?;
-                json_tensor(data.get().as_bytes(), dtype, shape, count, &field, limits)?
-            }
-        };
-        inputs.push(InferInput {
-            name: input.name,
-            tensor,
-            parameters,
-        });
+    let (parts, top) = match fast::header(&header, limits) {
+        Some(found) => found?,
+        None => serde_header(&header)?,
+    };
+    let mut inputs = Vec::with_capacity(parts.len());
+    for (i, input) in parts.into_iter().enumerate() {
+        inputs.push(finish_input(i, input, &mut blobs, limits)?);
     }
     if !blobs.is_empty() {
         return Err(CodecError::bad_request(format!(
@@ -128,10 +77,10 @@ pub fn decode_request(
         )));
     }
     Ok(InferRequest {
-        id: raw.id.unwrap_or_default(),
-        parameters: raw.parameters.unwrap_or_default(),
+        id: top.id.unwrap_or_default(),
+        parameters: top.parameters.unwrap_or_default(),
         inputs,
-        outputs: raw
+        outputs: top
             .outputs
             .unwrap_or_default()
             .into_iter()
@@ -143,6 +92,256 @@ pub fn decode_request(
     })
 }
 
+/// The request's fields other than `inputs`.
+#[derive(Default)]
+struct Top {
+    id: Option<String>,
+    parameters: Option<Parameters>,
+    outputs: Option<Vec<RawRequested>>,
+}
+
+/// An input before its data is typed: `data` already parsed by the fast path, or its
+/// JSON text.
+struct Parts<'a> {
+    name: String,
+    shape: Vec<i64>,
+    datatype: String,
+    parameters: Option<Parameters>,
+    data: Option<Data<'a>>,
+}
+
+enum Data<'a> {
+    /// Numbers the fast path read, and the text they came from.
+    Parsed(TensorData, &'a [u8]),
+    Text(&'a [u8]),
+}
+
+/// The general path: serde reads the whole header (and words every structural error
+/// with its path), keeping each input's `data` as text.
+fn serde_header(header: &[u8]) -> Result<(Vec<Parts<'_>>, Top)> {
+    let mut de = serde_json::Deserializer::from_slice(header);
+    let raw: Header<'_> = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        if inner.is_syntax() || inner.is_eof() || path == "." || path == "?" {
+            CodecError::bad_request(format!("invalid JSON: {inner}"))
+        } else {
+            CodecError::bad_request(format!("{path}: {inner}"))
+        }
+    })?;
+    de.end()
+        .map_err(|e| CodecError::bad_request(format!("invalid JSON: {e}")))?;
+    let parts = raw
+        .inputs
+        .into_iter()
+        .map(|i| Parts {
+            name: i.name,
+            shape: i.shape,
+            datatype: i.datatype,
+            parameters: i.parameters,
+            data: i.data.map(|d| Data::Text(d.get().as_bytes())),
+        })
+        .collect();
+    Ok((
+        parts,
+        Top {
+            id: raw.id,
+            parameters: raw.parameters,
+            outputs: raw.outputs,
+        },
+    ))
+}
+
+fn finish_input(
+    i: usize,
+    input: Parts<'_>,
+    blobs: &mut Bytes,
+    limits: &Limits,
+) -> Result<InferInput> {
+    let field = format!("inputs[{i}]");
+    let dtype = parse_datatype(&input.datatype).ok_or_else(|| {
+        CodecError::bad_request(format!(
+            "{field}.datatype: {:?} is not a V2 datatype ({})",
+            input.datatype,
+            DATATYPES.map(|(n, _)| n).join(", ")
+        ))
+    })?;
+    let count = limits
+        .element_count(&input.shape)
+        .map_err(|e| e.in_field(&format!("{field}.shape")))?;
+    let shape: Vec<usize> = input.shape.iter().map(|&d| d as usize).collect();
+    let parameters = input.parameters.unwrap_or_default();
+    let tensor = match parameters.get("binary_data_size") {
+        Some(size) => {
+            let size = size.as_u64().ok_or_else(|| {
+                CodecError::bad_request(format!(
+                    "{field}.parameters.binary_data_size: must be a byte count, got {size}"
+                ))
+            })? as usize;
+            if size > blobs.len() {
+                return Err(CodecError::bad_request(format!(
+                    "{field}.parameters.binary_data_size: {size} bytes, but only {} bytes of \
+                     binary data are left after the JSON header",
+                    blobs.len()
+                )));
+            }
+            binary::from_bytes(blobs.split_to(size), dtype, shape, &field)?
+        }
+        None => match input.data {
+            None => {
+                return Err(CodecError::bad_request(format!(
+                    "{field}.data: missing (send data, or binary_data_size with the binary \
+                     tensor extension)"
+                )))
+            }
+            Some(Data::Text(text)) => json_tensor(text, dtype, shape, count, &field, limits)?,
+            // Strings, and integers past i64's range (read as floats), go the general way.
+            Some(Data::Parsed(data, text))
+                if dtype == DType::Bytes
+                    || (dtype == DType::U64 && matches!(data, TensorData::F64(_))) =>
+            {
+                json_tensor(text, dtype, shape, count, &field, limits)?
+            }
+            Some(Data::Parsed(data, _)) => typed_tensor(data, dtype, shape, count, &field)?,
+        },
+    };
+    Ok(InferInput {
+        name: input.name,
+        tensor,
+        parameters,
+    })
+}
+
+/// The usual request in one pass: the top-level object and each input walked with the
+/// scanner, small fields read by serde, `data` parsed straight into a typed buffer.
+mod fast {
+    use super::*;
+    use crate::json::scan;
+
+    /// `None`: not the usual shape (or not valid JSON): the serde path decides, and
+    /// words any error.
+    pub(super) fn header<'a>(
+        b: &'a [u8],
+        limits: &Limits,
+    ) -> Option<Result<(Vec<Parts<'a>>, Top)>> {
+        let mut top = Top::default();
+        let mut inputs = None;
+        let start = scan::ws(b, 0);
+        let end = scan::object(b, start, |key, at| {
+            if key == "inputs" {
+                // Not skipped first: the inputs hold the data, read once, here.
+                return match input_list(b, at, limits)? {
+                    Ok((parts, end)) => {
+                        inputs = Some(Ok(parts));
+                        Some(end)
+                    }
+                    Err(e) => {
+                        inputs = Some(Err(e));
+                        None
+                    }
+                };
+            }
+            let end = scan::skip_value(b, at)?;
+            let value = &b[at..end];
+            match key {
+                "id" => top.id = Some(serde_json::from_slice(value).ok()?),
+                "parameters" => top.parameters = serde_json::from_slice(value).ok()?,
+                "outputs" => top.outputs = serde_json::from_slice(value).ok()?,
+                _ => {}
+            }
+            Some(end)
+        });
+        if let Some(Err(e)) = inputs {
+            return Some(Err(e));
+        }
+        if scan::ws(b, end?) != b.len() {
+            return None;
+        }
+        match inputs? {
+            Ok(parts) => Some(Ok((parts, top))),
+            Err(e) => Some(Err(e)),
+        }
+    }
+
+    /// The inputs and the index just past the list.
+    fn input_list<'a>(
+        b: &'a [u8],
+        at: usize,
+        limits: &Limits,
+    ) -> Option<Result<(Vec<Parts<'a>>, usize)>> {
+        if b.get(at) != Some(&b'[') {
+            return None;
+        }
+        let mut out = Vec::new();
+        let mut j = scan::ws(b, at + 1);
+        if b.get(j) == Some(&b']') {
+            return Some(Ok((out, j + 1)));
+        }
+        loop {
+            let (parts, end) = match input(b, j, limits)? {
+                Ok(found) => found,
+                Err(e) => return Some(Err(e)),
+            };
+            out.push(parts);
+            j = scan::ws(b, end);
+            match b.get(j)? {
+                b',' => j = scan::ws(b, j + 1),
+                b']' => return Some(Ok((out, j + 1))),
+                _ => return None,
+            }
+        }
+    }
+
+    fn input<'a>(b: &'a [u8], at: usize, limits: &Limits) -> Option<Result<(Parts<'a>, usize)>> {
+        let (mut name, mut shape, mut datatype, mut parameters, mut data) =
+            (None, None, None, None, None);
+        let mut failed = None;
+        let end = scan::object(b, at, |key, v| {
+            if key == "data" {
+                return match numbers::parse_array_prefix(&b[v..], *limits) {
+                    Ok(Some((t, len))) => {
+                        data = Some(Data::Parsed(t.data, &b[v..v + len]));
+                        Some(v + len)
+                    }
+                    Ok(None) => {
+                        let end = scan::skip_value(b, v)?;
+                        data = Some(Data::Text(&b[v..end]));
+                        Some(end)
+                    }
+                    Err(e) => {
+                        failed = Some(e);
+                        None
+                    }
+                };
+            }
+            let end = scan::skip_value(b, v)?;
+            let value = &b[v..end];
+            match key {
+                "name" => name = Some(serde_json::from_slice(value).ok()?),
+                "shape" => shape = Some(serde_json::from_slice(value).ok()?),
+                "datatype" => datatype = Some(serde_json::from_slice(value).ok()?),
+                "parameters" => parameters = serde_json::from_slice(value).ok()?,
+                _ => {}
+            }
+            Some(end)
+        });
+        if let Some(e) = failed {
+            return Some(Err(e));
+        }
+        let end = end?;
+        Some(Ok((
+            Parts {
+                name: name?,
+                shape: shape?,
+                datatype: datatype?,
+                parameters,
+                data,
+            },
+            end,
+        )))
+    }
+}
+
 /// `data` (flat or nested, the protocol allows both) as a tensor of `dtype` and `shape`.
 fn json_tensor(
     text: &[u8],
@@ -152,21 +351,33 @@ fn json_tensor(
     field: &str,
     limits: &Limits,
 ) -> Result<Tensor> {
-    let field = format!("{field}.data");
+    let data_field = format!("{field}.data");
     let data = if dtype == DType::Bytes {
-        TensorData::Bytes(strings(text, &field)?)
+        TensorData::Bytes(strings(text, &data_field)?)
     } else {
         // The fast path reads numbers straight into a typed buffer; other shapes of JSON
         // (a scalar, mixed ints and floats across rows) take the generic path.
         match numbers::parse_array(text, *limits)? {
             // Integers past i64's range read as floats there: UINT64 needs them exact.
             Some(t) if dtype == DType::U64 && matches!(t.data, TensorData::F64(_)) => {
-                generic_numbers(text, &field)?
+                generic_numbers(text, &data_field)?
             }
             Some(t) => t.data,
-            None => generic_numbers(text, &field)?,
+            None => generic_numbers(text, &data_field)?,
         }
     };
+    typed_tensor(data, dtype, shape, count, field)
+}
+
+/// Numbers read from `field`'s `data` as a tensor of `dtype` and `shape`.
+fn typed_tensor(
+    data: TensorData,
+    dtype: DType,
+    shape: Vec<usize>,
+    count: usize,
+    field: &str,
+) -> Result<Tensor> {
+    let field = format!("{field}.data");
     if data.len() != count {
         return Err(CodecError::bad_request(format!(
             "{field}: {} values for shape {shape:?}, which needs {count}",
@@ -399,37 +610,21 @@ fn write_flat(name: &str, data: &TensorData, out: &mut Vec<u8>) -> Result<()> {
             }
             out.push(b']');
         }
-        other => crate::with_data!(other, v => write_numbers(v, out)),
+        TensorData::Bool(v) => write::flat(v, out),
+        TensorData::U8(v) => write::flat(v, out),
+        TensorData::U16(v) => write::flat(v, out),
+        TensorData::U32(v) => write::flat(v, out),
+        TensorData::U64(v) => write::flat(v, out),
+        TensorData::I8(v) => write::flat(v, out),
+        TensorData::I16(v) => write::flat(v, out),
+        TensorData::I32(v) => write::flat(v, out),
+        TensorData::I64(v) => write::flat(v, out),
+        TensorData::F16(v) => write::flat(v, out),
+        TensorData::BF16(v) => write::flat(v, out),
+        TensorData::F32(v) => write::flat(v, out),
+        TensorData::F64(v) => write::flat(v, out),
     }
     Ok(())
-}
-
-/// Flat JSON numbers; `Bytes` never reaches here (handled above).
-fn write_numbers<T: MaybeNumber>(v: &[T], out: &mut Vec<u8>) {
-    out.push(b'[');
-    for (i, x) in v.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        x.write_json(out);
-    }
-    out.push(b']');
-}
-
-trait MaybeNumber {
-    fn write_json(&self, out: &mut Vec<u8>);
-}
-
-impl<T: write::JsonNumber> MaybeNumber for T {
-    fn write_json(&self, out: &mut Vec<u8>) {
-        (*self).write(out);
-    }
-}
-
-impl MaybeNumber for Bytes {
-    fn write_json(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(b"null");
-    }
 }
 
 #[cfg(test)]

@@ -162,6 +162,49 @@ fn typed(
     Tensor::new(shape, data)
 }
 
+/// A request as a client sends it (load generators, tests): inputs in
+/// `raw_input_contents` with `raw`, else typed (FP16 and BF16 always raw).
+pub fn to_pb_request(req: InferRequest, model_name: &str, raw: bool) -> pb::ModelInferRequest {
+    let raw = raw
+        || req
+            .inputs
+            .iter()
+            .any(|i| matches!(i.tensor.dtype(), DType::F16 | DType::BF16));
+    let mut out = pb::ModelInferRequest {
+        model_name: model_name.to_string(),
+        id: req.id,
+        parameters: to_pb_parameters(&req.parameters),
+        outputs: req
+            .outputs
+            .iter()
+            .map(|o| pb::model_infer_request::InferRequestedOutputTensor {
+                name: o.name.clone(),
+                parameters: to_pb_parameters(&o.parameters),
+            })
+            .collect(),
+        ..Default::default()
+    };
+    for i in req.inputs {
+        let shape = i.tensor.shape.iter().map(|&d| d as i64).collect();
+        let datatype = datatype_name(i.tensor.dtype()).to_string();
+        let contents = if raw {
+            out.raw_input_contents
+                .push(Bytes::from(binary::to_bytes(&i.tensor.data)));
+            None
+        } else {
+            Some(contents(i.tensor.data))
+        };
+        out.inputs.push(pb::model_infer_request::InferInputTensor {
+            name: i.name,
+            datatype,
+            shape,
+            parameters: to_pb_parameters(&i.parameters),
+            contents,
+        });
+    }
+    out
+}
+
 /// The reply. With `raw`, every output goes in `raw_output_contents` (what Triton does,
 /// and what tritonclient reads fastest); otherwise in typed `contents`, except FP16 and
 /// BF16, which only have a raw form.
