@@ -81,6 +81,28 @@ pub fn flat<T: JsonNumber>(values: &[T], out: &mut Vec<u8>) {
     out.push(b']');
 }
 
+/// Writes a numeric tensor's elements as one flat JSON array (booleans as `true`/`false`).
+/// Returns `false`, writing nothing, for BYTES: they are not numbers.
+pub fn flat_data(data: &TensorData, out: &mut Vec<u8>) -> bool {
+    match data {
+        TensorData::Bytes(_) => return false,
+        TensorData::Bool(v) => flat(v, out),
+        TensorData::U8(v) => flat(v, out),
+        TensorData::U16(v) => flat(v, out),
+        TensorData::U32(v) => flat(v, out),
+        TensorData::U64(v) => flat(v, out),
+        TensorData::I8(v) => flat(v, out),
+        TensorData::I16(v) => flat(v, out),
+        TensorData::I32(v) => flat(v, out),
+        TensorData::I64(v) => flat(v, out),
+        TensorData::F16(v) => flat(v, out),
+        TensorData::BF16(v) => flat(v, out),
+        TensorData::F32(v) => flat(v, out),
+        TensorData::F64(v) => flat(v, out),
+    }
+    true
+}
+
 /// Writes `values` as nested JSON arrays of the given shape (Seldon's `ndarray`).
 pub fn nested<T: JsonNumber>(shape: &[usize], values: &[T], out: &mut Vec<u8>) {
     match shape {

@@ -755,25 +755,15 @@ fn write_data(
 }
 
 fn write_flat_values(t: &Tensor, out: &mut Vec<u8>) -> Result<()> {
-    match &t.data {
-        TensorData::Bool(v) => write::flat(&v.iter().map(|&b| u8::from(b)).collect::<Vec<_>>(), out),
-        TensorData::U8(v) => write::flat(v, out),
-        TensorData::U16(v) => write::flat(v, out),
-        TensorData::U32(v) => write::flat(v, out),
-        TensorData::U64(v) => write::flat(v, out),
-        TensorData::I8(v) => write::flat(v, out),
-        TensorData::I16(v) => write::flat(v, out),
-        TensorData::I32(v) => write::flat(v, out),
-        TensorData::I64(v) => write::flat(v, out),
-        TensorData::F16(v) => write::flat(v, out),
-        TensorData::BF16(v) => write::flat(v, out),
-        TensorData::F32(v) => write::flat(v, out),
-        TensorData::F64(v) => write::flat(v, out),
-        TensorData::Bytes(_) => {
-            return Err(CodecError::bad_output(
-                "the model returned strings, which the tensor encoding cannot carry; use ndarray or tftensor",
-            ))
-        }
+    // Seldon's `tensor.values` are doubles: booleans go as 0 and 1.
+    if let TensorData::Bool(v) = &t.data {
+        write::flat(&v.iter().map(|&b| u8::from(b)).collect::<Vec<_>>(), out);
+        return Ok(());
+    }
+    if !write::flat_data(&t.data, out) {
+        return Err(CodecError::bad_output(
+            "the model returned strings, which the tensor encoding cannot carry; use ndarray or tftensor",
+        ));
     }
     Ok(())
 }

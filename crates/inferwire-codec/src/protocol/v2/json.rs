@@ -159,17 +159,7 @@ fn finish_input(
     limits: &Limits,
 ) -> Result<InferInput> {
     let field = format!("inputs[{i}]");
-    let dtype = parse_datatype(&input.datatype).ok_or_else(|| {
-        CodecError::bad_request(format!(
-            "{field}.datatype: {:?} is not a V2 datatype ({})",
-            input.datatype,
-            DATATYPES.map(|(n, _)| n).join(", ")
-        ))
-    })?;
-    let count = limits
-        .element_count(&input.shape)
-        .map_err(|e| e.in_field(&format!("{field}.shape")))?;
-    let shape: Vec<usize> = input.shape.iter().map(|&d| d as usize).collect();
+    let (dtype, count, shape) = declared(&field, &input.datatype, &input.shape, limits)?;
     let parameters = input.parameters.unwrap_or_default();
     let tensor = match parameters.get("binary_data_size") {
         Some(size) => {
@@ -593,37 +583,26 @@ pub fn encode_response(
 }
 
 fn write_flat(name: &str, data: &TensorData, out: &mut Vec<u8>) -> Result<()> {
-    match data {
-        TensorData::Bytes(items) => {
-            out.push(b'[');
-            for (i, b) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                let s = std::str::from_utf8(b).map_err(|_| {
-                    CodecError::bad_output(format!(
-                        "output {name:?} holds bytes that are not UTF-8, which JSON cannot carry: \
-                         ask for it with binary_data (or use gRPC)"
-                    ))
-                })?;
-                write::string(s, out);
-            }
-            out.push(b']');
-        }
-        TensorData::Bool(v) => write::flat(v, out),
-        TensorData::U8(v) => write::flat(v, out),
-        TensorData::U16(v) => write::flat(v, out),
-        TensorData::U32(v) => write::flat(v, out),
-        TensorData::U64(v) => write::flat(v, out),
-        TensorData::I8(v) => write::flat(v, out),
-        TensorData::I16(v) => write::flat(v, out),
-        TensorData::I32(v) => write::flat(v, out),
-        TensorData::I64(v) => write::flat(v, out),
-        TensorData::F16(v) => write::flat(v, out),
-        TensorData::BF16(v) => write::flat(v, out),
-        TensorData::F32(v) => write::flat(v, out),
-        TensorData::F64(v) => write::flat(v, out),
+    if write::flat_data(data, out) {
+        return Ok(());
     }
+    let TensorData::Bytes(items) = data else {
+        return Ok(());
+    };
+    out.push(b'[');
+    for (i, b) in items.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        let s = std::str::from_utf8(b).map_err(|_| {
+            CodecError::bad_output(format!(
+                "output {name:?} holds bytes that are not UTF-8, which JSON cannot carry: \
+                 ask for it with binary_data (or use gRPC)"
+            ))
+        })?;
+        write::string(s, out);
+    }
+    out.push(b']');
     Ok(())
 }
 

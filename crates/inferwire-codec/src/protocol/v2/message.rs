@@ -2,6 +2,8 @@
 //! every input already decoded into a typed `Tensor`.
 use serde_json::{Map, Value};
 
+use crate::error::{CodecError, Result};
+use crate::limits::Limits;
 use crate::tensor::{DType, Tensor};
 
 /// `parameters`: V2 allows bool, integer, float and string values.
@@ -34,6 +36,26 @@ pub fn datatype_name(d: DType) -> &'static str {
 
 pub fn parse_datatype(name: &str) -> Option<DType> {
     DATATYPES.iter().find(|(n, _)| *n == name).map(|(_, t)| *t)
+}
+
+/// An input's declared datatype and shape, checked (against the limits too): the dtype,
+/// the element count and the shape. `field` names the input in errors.
+pub(crate) fn declared(
+    field: &str,
+    datatype: &str,
+    shape: &[i64],
+    limits: &Limits,
+) -> Result<(DType, usize, Vec<usize>)> {
+    let dtype = parse_datatype(datatype).ok_or_else(|| {
+        CodecError::bad_request(format!(
+            "{field}.datatype: {datatype:?} is not a V2 datatype ({})",
+            DATATYPES.map(|(n, _)| n).join(", ")
+        ))
+    })?;
+    let count = limits
+        .element_count(shape)
+        .map_err(|e| e.in_field(&format!("{field}.shape")))?;
+    Ok((dtype, count, shape.iter().map(|&d| d as usize).collect()))
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -70,17 +70,7 @@ pub fn from_pb(req: pb::ModelInferRequest, limits: &Limits) -> Result<InferReque
     let mut inputs = Vec::with_capacity(req.inputs.len());
     for (i, input) in req.inputs.into_iter().enumerate() {
         let field = format!("inputs[{i}]");
-        let dtype = parse_datatype(&input.datatype).ok_or_else(|| {
-            CodecError::bad_request(format!(
-                "{field}.datatype: {:?} is not a V2 datatype ({})",
-                input.datatype,
-                DATATYPES.map(|(n, _)| n).join(", ")
-            ))
-        })?;
-        let count = limits
-            .element_count(&input.shape)
-            .map_err(|e| e.in_field(&format!("{field}.shape")))?;
-        let shape: Vec<usize> = input.shape.iter().map(|&d| d as usize).collect();
+        let (dtype, count, shape) = declared(&field, &input.datatype, &input.shape, limits)?;
         let tensor = match raw.next() {
             Some(bytes) => binary::from_bytes(bytes, dtype, shape, &field)?,
             None => typed(

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs a Debian package whose command the project needs, unless the command is
+# already on PATH: `apt-install.sh PACKAGE [COMMAND]` (COMMAND defaults to PACKAGE).
+# Needs root (or passwordless sudo) and the Debian mirrors, as this project's machines
+# have. Used by install-chromium.sh (tests) and install-wrk.sh (benchmarks).
+set -euo pipefail
+package="$1"
+command="${2:-$1}"
+if command -v "$command" >/dev/null 2>&1; then
+    exit 0
+fi
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then
+    SUDO="sudo -n"
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "$package" >/dev/null
+command -v "$command" >/dev/null
