@@ -27,24 +27,8 @@ PACKAGES=(
     "tritonclient[grpc]==$TRITONCLIENT_VERSION"
 )
 
-find_python() {
-    # pyenv's shim answers `command -v` even when a version is not selected: run each.
-    local candidates=("${PYTHON311:-}" python3.11)
-    if command -v pyenv >/dev/null; then
-        candidates+=("$(pyenv root)"/versions/3.11.*/bin/python3.11)
-        candidates+=("$(pyenv root)"/versions/3.12.*/bin/python3.12)
-        candidates+=("$(pyenv root)"/versions/3.10.*/bin/python3.10)
-    fi
-    local c
-    for c in "${candidates[@]}"; do
-        if [[ -n "$c" ]] && "$c" -c 'import sys; assert (3, 10) <= sys.version_info[:2] <= (3, 12)' 2>/dev/null; then
-            echo "$c"
-            return
-        fi
-    done
-    echo "Python 3.11 (or 3.10/3.12) is needed for MLServer (PYTHON311=...)" >&2
-    exit 1
-}
+# shellcheck source=../lib.sh
+source "$ROOT/benchmarks/peers/lib.sh"
 
 installed() {
     [[ -x "$VENV/bin/python" ]] &&
@@ -64,7 +48,7 @@ PY
 if ! installed; then
     if [[ ! -x "$VENV/bin/python" ]]; then
         mkdir -p "$(dirname "$VENV")"
-        "$(find_python)" -m venv "$VENV"
+        "$(find_python "MLServer")" -m venv "$VENV"
     fi
     "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-input "${PACKAGES[@]}"
     installed || { echo "${PACKAGES[*]} did not install into $VENV" >&2; exit 1; }

@@ -272,19 +272,7 @@ fn parse<'a, T: Deserialize<'a>>(body: &'a [u8]) -> Result<T> {
             "invalid JSON: the body must be a JSON object such as {\"data\": {\"ndarray\": [[1, 2]]}}",
         ));
     }
-    let mut de = serde_json::Deserializer::from_slice(body);
-    let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner();
-        if inner.is_syntax() || inner.is_eof() || path == "." || path == "?" {
-            CodecError::bad_request(format!("invalid JSON: {inner}"))
-        } else {
-            CodecError::bad_request(format!("{path}: {inner}"))
-        }
-    })?;
-    de.end()
-        .map_err(|e| CodecError::bad_request(format!("invalid JSON: {e}")))?;
-    Ok(value)
+    crate::json::deserialize(body)
 }
 
 /// Decodes a REST request body into a `SeldonMessage`.

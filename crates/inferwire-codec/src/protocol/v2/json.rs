@@ -119,18 +119,7 @@ enum Data<'a> {
 /// The general path: serde reads the whole header (and words every structural error
 /// with its path), keeping each input's `data` as text.
 fn serde_header(header: &[u8]) -> Result<(Vec<Parts<'_>>, Top)> {
-    let mut de = serde_json::Deserializer::from_slice(header);
-    let raw: Header<'_> = serde_path_to_error::deserialize(&mut de).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner();
-        if inner.is_syntax() || inner.is_eof() || path == "." || path == "?" {
-            CodecError::bad_request(format!("invalid JSON: {inner}"))
-        } else {
-            CodecError::bad_request(format!("{path}: {inner}"))
-        }
-    })?;
-    de.end()
-        .map_err(|e| CodecError::bad_request(format!("invalid JSON: {e}")))?;
+    let raw: Header<'_> = crate::json::deserialize(header)?;
     let parts = raw
         .inputs
         .into_iter()
