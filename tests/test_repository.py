@@ -197,3 +197,26 @@ def test_bad_model_settings_stop_the_server_at_start(
     )
     assert p.returncode != 0 and message in p.stderr, p.stderr
     assert "model-settings.json" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_repository_api_over_grpc_and_ready_filter(repo: Path) -> None:
+    s = Served("", "--model-repository", str(repo), "--default-model", "plain")
+    try:
+        client = grpcclient.InferenceServerClient(url=s.grpc_target)
+        index = {m.name: m.state for m in client.get_model_repository_index().models}
+        assert index == {"adder": "READY", "plain": "READY"}
+        client.unload_model("adder")
+        assert not client.is_model_ready("adder")
+        ready = httpx.post(f"{s.url}/v2/repository/index", json={"ready": True}).json()
+        assert [m["name"] for m in ready] == ["plain"]
+        client.load_model("adder")
+        inp = grpcclient.InferInput("x", [1], "INT64")
+        inp.set_data_from_numpy(np.array([1], dtype=np.int64))
+        assert client.infer("adder", [inp]).as_numpy("output-0").tolist() == [101]
+        with pytest.raises(grpcclient.InferenceServerException) as e:
+            client.load_model("ghost")
+        assert "ghost" in str(e.value)
+        r = httpx.post(f"{s.url}/v2/repository/index", json={"ready": "yes"})
+        assert r.status_code == 400 and "ready" in r.json()["error"]
+    finally:
+        assert s.stop() == 0

@@ -38,17 +38,16 @@ impl GrpcInferenceService for V2Service {
         }))
     }
 
+    /// A model that is not loaded (unknown, unloaded, or another version) is not ready:
+    /// `ready: false`, not an error, as health checkers expect.
     async fn model_ready(
         &self,
         req: Request<pb::ModelReadyRequest>,
     ) -> Result<pb::ModelReadyResponse> {
         let r = req.into_inner();
-        self.0
-            .models
-            .get(&r.name, &r.version)
-            .map_err(|e| e.to_status())?;
+        let loaded = self.0.models.get(&r.name, &r.version).is_ok();
         Ok(Response::new(pb::ModelReadyResponse {
-            ready: self.0.is_ready(),
+            ready: loaded && self.0.is_ready(),
         }))
     }
 
@@ -138,5 +137,44 @@ impl GrpcInferenceService for V2Service {
             .map_or_else(|s| grpc_code_name(s.code()), |_| "OK");
         obs.finish(app, code, "ModelInfer");
         result.map(Response::new)
+    }
+
+    async fn repository_index(
+        &self,
+        req: Request<pb::RepositoryIndexRequest>,
+    ) -> Result<pb::RepositoryIndexResponse> {
+        let ready_only = req.into_inner().ready;
+        let index = self.0.models.index().await.map_err(|e| e.to_status())?;
+        let text = |m: &Value, k: &str| m[k].as_str().unwrap_or_default().to_string();
+        Ok(Response::new(pb::RepositoryIndexResponse {
+            models: index
+                .iter()
+                .filter(|m| !ready_only || m["state"] == "READY")
+                .map(|m| pb::repository_index_response::ModelIndex {
+                    name: text(m, "name"),
+                    version: text(m, "version"),
+                    state: text(m, "state"),
+                    reason: text(m, "reason"),
+                })
+                .collect(),
+        }))
+    }
+
+    async fn repository_model_load(
+        &self,
+        req: Request<pb::RepositoryModelLoadRequest>,
+    ) -> Result<pb::RepositoryModelLoadResponse> {
+        let name = req.into_inner().model_name;
+        self.0.models.load(&name).await.map_err(|e| e.to_status())?;
+        Ok(Response::new(pb::RepositoryModelLoadResponse {}))
+    }
+
+    async fn repository_model_unload(
+        &self,
+        req: Request<pb::RepositoryModelUnloadRequest>,
+    ) -> Result<pb::RepositoryModelUnloadResponse> {
+        let name = req.into_inner().model_name;
+        self.0.models.unload(&name).map_err(|e| e.to_status())?;
+        Ok(Response::new(pb::RepositoryModelUnloadResponse {}))
     }
 }

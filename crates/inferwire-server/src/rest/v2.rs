@@ -82,9 +82,7 @@ pub async fn handle(app: &App, req: Request<Incoming>, path: &str, obs: &mut Obs
             infer(app, req, name, version, obs).await
         }
         (Some(Target::Infer(..)), _) => Err(not_allowed(&method, path)),
-        (Some(Target::RepositoryIndex), &Method::POST) => {
-            app.models.index().await.map(|v| ok(Value::Array(v)))
-        }
+        (Some(Target::RepositoryIndex), &Method::POST) => repository_index(app, req).await,
         (Some(Target::Load(name)), &Method::POST) => {
             app.models.load(name).await.map(|()| ok(json!({})))
         }
@@ -118,6 +116,34 @@ pub async fn handle(app: &App, req: Request<Incoming>, path: &str, obs: &mut Obs
         )),
     };
     result.unwrap_or_else(|e| error(&e))
+}
+
+/// `POST /v2/repository/index`, with `{"ready": true}` for the ready models only.
+async fn repository_index(app: &App, req: Request<Incoming>) -> Result<Reply, ServeError> {
+    let body = body::read(req, 64 * 1024).await?;
+    let ready_only = if body.iter().all(u8::is_ascii_whitespace) {
+        false
+    } else {
+        let v: Value = serde_json::from_slice(&body)
+            .map_err(|e| ServeError::new(Kind::BadRequest, format!("invalid JSON: {e}")))?;
+        match v.get("ready") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(b)) => *b,
+            Some(other) => {
+                return Err(ServeError::new(
+                    Kind::BadRequest,
+                    format!("ready: must be true or false, got {other}"),
+                ))
+            }
+        }
+    };
+    let index = app.models.index().await?;
+    Ok(ok(Value::Array(
+        index
+            .into_iter()
+            .filter(|m| !ready_only || m["state"] == "READY")
+            .collect(),
+    )))
 }
 
 fn not_allowed(method: &Method, path: &str) -> ServeError {
