@@ -172,3 +172,34 @@ def test_predict_raw_cannot_be_batched() -> None:
         timeout=30,
     )
     assert p.returncode == 1 and "defines predict_raw" in p.stderr, p.stderr
+
+
+def test_v2_requests_are_batched_too(serve: Any) -> None:
+    import tritonclient.grpc as grpcclient
+    import tritonclient.http as httpclient
+
+    server = serve("models.py:Doubler", "--model-name", "d", *BATCHING)
+    cases = [(transport, i) for i in range(4) for transport in ("json", "binary", "grpc")]
+    barrier = threading.Barrier(len(cases))
+
+    def call(case: tuple[str, int]) -> tuple[np.ndarray, np.ndarray]:
+        transport, i = case
+        rows = np.arange(3 * (i + 1), dtype=np.float64).reshape(i + 1, 3) + 100 * i
+        if transport == "grpc":
+            client: Any = grpcclient.InferenceServerClient(url=server.grpc_target)
+            inp: Any = grpcclient.InferInput("x", list(rows.shape), "FP64")
+            inp.set_data_from_numpy(rows)
+            barrier.wait()
+            return client.infer("d", [inp]).as_numpy("output-0"), rows
+        client = httpclient.InferenceServerClient(url=f"127.0.0.1:{server.http_port}")
+        inp = httpclient.InferInput("x", list(rows.shape), "FP64")
+        inp.set_data_from_numpy(rows, binary_data=transport == "binary")
+        barrier.wait()
+        return client.infer("d", [inp]).as_numpy("output-0"), rows
+
+    with ThreadPoolExecutor(len(cases)) as ex:
+        results = list(ex.map(call, cases))
+    for got, rows in results:
+        np.testing.assert_array_equal(got, rows * 2)
+    sizes = _batch_sizes(server.url)
+    assert int(sizes["+Inf"]) < len(cases) and int(sizes["1"]) < int(sizes["+Inf"]), sizes

@@ -140,7 +140,7 @@ impl Runner {
             metrics: self.metrics,
             in_flight: true,
         };
-        let batchable = self.batching && matches!(call, Call::Predict(_));
+        let batchable = self.batching && matches!(call, Call::Predict(_) | Call::Infer(_));
         // A request with a deadline runs on a model thread, so that its I/O thread is
         // free to answer 504 when the deadline passes.
         let inline = !batchable && deadline.is_none();

@@ -156,7 +156,7 @@ impl Shared {
 
     fn serve(&self, items: Vec<Work>) {
         let now = Instant::now();
-        let mut groups: Vec<(Option<batch::Key>, Vec<Work>)> = Vec::new();
+        let mut groups: Vec<(Option<batch::GroupKey>, Vec<Work>)> = Vec::new();
         for work in items {
             if !work.wanted() {
                 continue;
@@ -165,9 +165,10 @@ impl Shared {
                 work.waiter.reply((Err(deadline_exceeded()), None));
                 continue;
             }
-            let key = match (&work.call, work.batchable) {
-                (Call::Predict(msg), true) => batch::key(msg),
-                _ => None,
+            let key = if work.batchable {
+                batch::group_key(&work.call)
+            } else {
+                None
             };
             match groups.iter_mut().find(|(k, _)| key.is_some() && *k == key) {
                 Some((_, group)) => group.push(work),
@@ -208,6 +209,9 @@ impl Shared {
     /// One call for the group; if the model fails on the batch, each request runs alone
     /// so that one bad request fails alone.
     fn batch(&self, group: Vec<Work>) {
+        if matches!(group[0].call, Call::Infer(_)) {
+            return self.batch_infer(group);
+        }
         let mut msgs = Vec::with_capacity(group.len());
         let mut waiters = Vec::with_capacity(group.len());
         for work in group {
@@ -254,6 +258,60 @@ impl Shared {
                         continue;
                     }
                     self.run_alone(Call::Predict(msg), w);
+                }
+            }
+        }
+    }
+
+    /// V2 requests: one call for the group; each output cut back by rows. If the model
+    /// fails on the batch, each request runs alone.
+    fn batch_infer(&self, group: Vec<Work>) {
+        let mut reqs = Vec::with_capacity(group.len());
+        let mut waiters = Vec::with_capacity(group.len());
+        for work in group {
+            match work.call {
+                Call::Infer(r) => {
+                    reqs.push(*r);
+                    waiters.push(work.waiter);
+                }
+                other => self.run_alone(other, work.waiter),
+            }
+        }
+        let fail_all = |waiters: Vec<Waiter>, e: ServeError| {
+            for w in waiters {
+                w.reply((Err(e.clone()), None));
+            }
+        };
+        let (joined, counts) = match batch::v2::join(&reqs) {
+            Ok(j) => j,
+            Err(e) => return fail_all(waiters, e),
+        };
+        let n = waiters.len();
+        match self.call(Call::Infer(Box::new(joined)), n).0 {
+            Ok(Reply::Infer(outputs)) => match batch::v2::split(outputs, &counts) {
+                Ok(parts) => {
+                    for (w, outputs) in waiters.into_iter().zip(parts) {
+                        w.reply((Ok(Reply::Infer(outputs)), None));
+                    }
+                }
+                Err(e) => fail_all(waiters, e),
+            },
+            Ok(other) => fail_all(
+                waiters,
+                ServeError::new(
+                    Kind::Internal,
+                    format!("the model runtime answered a V2 batch with {other:?}"),
+                ),
+            ),
+            Err(e) => {
+                tracing::debug!(
+                    "a batch of {n} failed ({}); running each request alone",
+                    e.message
+                );
+                for (req, w) in reqs.into_iter().zip(waiters) {
+                    if !w.done.is_closed() {
+                        self.run_alone(Call::Infer(Box::new(req)), w);
+                    }
                 }
             }
         }
