@@ -27,7 +27,9 @@ def _body(encoding: str, rows: np.ndarray) -> dict[str, Any]:
 
 def _batch_sizes(url: str) -> dict[str, int]:
     text = httpx.get(url + "/metrics").text
-    return dict(re.findall(r'^inferwire_batch_size_bucket\{le="([^"]+)"\} (\d+)$', text, re.M))  # type: ignore[arg-type]
+    return dict(
+        re.findall(r'^inferwire_batch_size_bucket\{model="[^"]*",le="([^"]+)"\} (\d+)$', text, re.M)
+    )  # type: ignore[arg-type]
 
 
 def test_concurrent_callers_each_get_their_own_rows(serve: Any, pb: Any) -> None:

@@ -36,7 +36,13 @@ def _samples(url: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
 
 
 def _requests(protocol: str, route: str, encoding: str, code: str) -> tuple[str, Any]:
-    labels = {"protocol": protocol, "route": route, "encoding": encoding, "code": code}
+    labels = {
+        "model": "Annotated",
+        "protocol": protocol,
+        "route": route,
+        "encoding": encoding,
+        "code": code,
+    }
     return ("inferwire_requests_total", tuple(sorted(labels.items())))
 
 
@@ -55,12 +61,13 @@ def test_metrics_count_requests_by_protocol_route_encoding_and_status(serve: Any
     assert samples[_requests("rest", "predict", "none", "400")] == 1
     assert samples[_requests("rest", "feedback", "none", "200")] == 1
     assert samples[_requests("grpc", "predict", "tensor", "OK")] == 1
-    latency = ("protocol", "rest"), ("route", "predict")
+    latency = ("model", "Annotated"), ("protocol", "rest"), ("route", "predict")
     assert samples[("inferwire_request_duration_seconds_count", latency)] == 5
     assert samples[("inferwire_request_duration_seconds_sum", latency)] > 0
     # 4 REST predicts, 1 feedback and 1 gRPC predict reached the model.
-    assert samples[("inferwire_model_duration_seconds_count", ())] == 6
-    assert samples[("inferwire_batch_size_count", ())] == 6
+    model = (("model", "Annotated"),)
+    assert samples[("inferwire_model_duration_seconds_count", model)] == 6
+    assert samples[("inferwire_batch_size_count", model)] == 6
     assert samples[("inferwire_in_flight_requests", ())] == 0
     assert samples[("inferwire_queue_depth", ())] == 0
     assert samples[("inferwire_workers", ())] == 1

@@ -220,3 +220,29 @@ def test_repository_api_over_grpc_and_ready_filter(repo: Path) -> None:
         assert r.status_code == 400 and "ready" in r.json()["error"]
     finally:
         assert s.stop() == 0
+
+
+def test_metrics_are_labelled_by_model(repo: Path) -> None:
+    s = Served("", "--model-repository", str(repo))
+    try:
+        for _ in range(3):
+            assert infer(s.url, "adder", [1]).status_code == 200
+        assert infer(s.url, "plain", [1]).status_code == 200
+        assert infer(s.url, "ghost", [1]).status_code == 404
+        text = httpx.get(f"{s.url}/metrics").text
+        assert (
+            'inferwire_requests_total{model="adder",protocol="rest",route="infer",encoding="json",code="200"} 3'
+            in text
+        )
+        assert (
+            'inferwire_requests_total{model="plain",protocol="rest",route="infer",encoding="json",code="200"} 1'
+            in text
+        )
+        assert (
+            'inferwire_requests_total{model="",protocol="rest",route="infer",encoding="none",code="404"} 1'
+            in text
+        )
+        assert 'inferwire_model_duration_seconds_count{model="adder"} 3' in text
+        assert 'inferwire_batch_size_count{model="plain"} 1' in text
+    finally:
+        assert s.stop() == 0

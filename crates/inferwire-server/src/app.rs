@@ -29,6 +29,11 @@ impl App {
         }
     }
 
+    /// The default model's metrics slot (for requests on the Seldon protocol's routes).
+    pub fn default_slot(&self) -> usize {
+        self.models.default_model().map_or(0, |m| m.slot)
+    }
+
     /// A call to the default model (the Seldon protocol's).
     async fn call_default(
         &self,

@@ -15,6 +15,10 @@ use custom::CustomTable;
 /// Worker processes one shared region has room for.
 pub const MAX_WORKERS: usize = 64;
 
+/// Models with their own series (a model repository's); more share slot 0, labelled "".
+pub const MAX_MODELS: usize = 32;
+const MODEL_NAME: usize = 64;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Protocol {
     Rest,
@@ -142,12 +146,23 @@ struct WorkerSlot {
     queued: AtomicI64,
 }
 
+/// A model's name, claimed once by whichever process builds the model first.
+#[repr(C)]
+struct ModelName {
+    state: std::sync::atomic::AtomicU32,
+    len: std::sync::atomic::AtomicU32,
+    bytes: [std::sync::atomic::AtomicU8; MODEL_NAME],
+}
+
+const PER_MODEL: usize = PROTOCOLS.len() * ROUTES.len() * ENCODINGS.len() * CODES.len();
+
 #[repr(C)]
 struct Region {
-    requests: [AtomicU64; PROTOCOLS.len() * ROUTES.len() * ENCODINGS.len() * CODES.len()],
-    latency: [Durations; PROTOCOLS.len() * ROUTES.len()],
-    model: Durations,
-    batch: Histogram<{ BATCH_SIZES.len() + 1 }>,
+    models: [ModelName; MAX_MODELS],
+    requests: [AtomicU64; MAX_MODELS * PER_MODEL],
+    latency: [Durations; MAX_MODELS * PROTOCOLS.len() * ROUTES.len()],
+    model: [Durations; MAX_MODELS],
+    batch: [Histogram<{ BATCH_SIZES.len() + 1 }>; MAX_MODELS],
     workers: [WorkerSlot; MAX_WORKERS],
     restarts: AtomicU64,
     custom: CustomTable,
@@ -158,6 +173,8 @@ struct Region {
 pub struct Metrics {
     region: &'static Region,
     worker: usize,
+    /// The model slot `model_call` counts in (see `model_slot`).
+    model: usize,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -174,6 +191,7 @@ impl Metrics {
         Ok(Self {
             region: region::shared_zeroed::<Region>()?,
             worker: 0,
+            model: 0,
         })
     }
 
@@ -181,6 +199,41 @@ impl Metrics {
     pub fn for_worker(self, index: usize) -> Self {
         Self {
             worker: index.min(MAX_WORKERS - 1),
+            ..self
+        }
+    }
+
+    /// The slot of model `name` (claimed on first use, by any process); 0, shared and
+    /// unlabelled, once every slot is taken.
+    pub fn model_slot(&self, name: &str) -> usize {
+        use std::sync::atomic::Ordering::{Acquire, Release};
+        let name = &name.as_bytes()[..name.len().min(MODEL_NAME)];
+        for (i, slot) in self.region.models.iter().enumerate().skip(1) {
+            loop {
+                match slot.state.compare_exchange(0, 1, Acquire, Acquire) {
+                    Ok(_) => {
+                        for (dst, &b) in slot.bytes.iter().zip(name) {
+                            dst.store(b, Relaxed);
+                        }
+                        slot.len.store(name.len() as u32, Relaxed);
+                        slot.state.store(2, Release);
+                        return i;
+                    }
+                    Err(1) => std::thread::yield_now(),
+                    Err(_) => break,
+                }
+            }
+            if model_name(slot) == name {
+                return i;
+            }
+        }
+        0
+    }
+
+    /// The same counts, with model calls counted for model slot `slot`.
+    pub fn for_model(self, slot: usize) -> Self {
+        Self {
+            model: slot.min(MAX_MODELS - 1),
             ..self
         }
     }
@@ -209,12 +262,14 @@ impl Metrics {
     /// HTTP status or the gRPC code name.
     pub fn request(
         &self,
+        model: usize,
         protocol: Protocol,
         route: Route,
         encoding: &str,
         code: &str,
         took: Duration,
     ) {
+        let model = model.min(MAX_MODELS - 1);
         let e = ENCODINGS
             .iter()
             .position(|&x| x == encoding)
@@ -224,17 +279,15 @@ impl Metrics {
             .position(|&x| x == code)
             .unwrap_or(CODES.len() - 1);
         let pr = protocol as usize * ROUTES.len() + route as usize;
-        let i = (pr * ENCODINGS.len() + e) * CODES.len() + c;
+        let i = model * PER_MODEL + (pr * ENCODINGS.len() + e) * CODES.len() + c;
         self.region.requests[i].fetch_add(1, Relaxed);
-        self.region.latency[pr].observe_duration(took);
+        self.region.latency[model * PROTOCOLS.len() * ROUTES.len() + pr].observe_duration(took);
     }
 
     /// One model call serving `requests` requests (more than one when batched).
     pub fn model_call(&self, requests: usize, took: Duration) {
-        self.region.model.observe_duration(took);
-        self.region
-            .batch
-            .observe(&BATCH_SIZES, requests as f64, requests as u64);
+        self.region.model[self.model].observe_duration(took);
+        self.region.batch[self.model].observe(&BATCH_SIZES, requests as f64, requests as u64);
     }
 
     pub fn add_queued(&self, delta: i64) {
@@ -259,17 +312,24 @@ impl Metrics {
             "# HELP inferwire_requests_total Requests answered, by protocol, route, payload \
              encoding and status.\n# TYPE inferwire_requests_total counter\n",
         );
+        let names: Vec<String> = r
+            .models
+            .iter()
+            .map(|m| label_value(&String::from_utf8_lossy(&model_name(m))))
+            .collect();
         for (i, n) in r.requests.iter().enumerate() {
             let n = n.load(Relaxed);
             if n == 0 {
                 continue;
             }
+            let (m, i) = (i / PER_MODEL, i % PER_MODEL);
             let c = i % CODES.len();
             let e = i / CODES.len() % ENCODINGS.len();
             let pr = i / CODES.len() / ENCODINGS.len();
             let _ = writeln!(
                 out,
-                "inferwire_requests_total{{protocol=\"{}\",route=\"{}\",encoding=\"{}\",code=\"{}\"}} {n}",
+                "inferwire_requests_total{{model=\"{}\",protocol=\"{}\",route=\"{}\",encoding=\"{}\",code=\"{}\"}} {n}",
+                names[m],
                 PROTOCOLS[pr / ROUTES.len()],
                 ROUTES[pr % ROUTES.len()],
                 ENCODINGS[e],
@@ -280,12 +340,15 @@ impl Metrics {
             "# HELP inferwire_request_duration_seconds Time from a request's arrival to its \
              reply.\n# TYPE inferwire_request_duration_seconds histogram\n",
         );
-        for (pr, h) in r.latency.iter().enumerate() {
+        for (i, h) in r.latency.iter().enumerate() {
             if h.buckets.iter().all(|b| b.load(Relaxed) == 0) {
                 continue;
             }
+            let per = PROTOCOLS.len() * ROUTES.len();
+            let (m, pr) = (i / per, i % per);
             let labels = format!(
-                "protocol=\"{}\",route=\"{}\"",
+                "model=\"{}\",protocol=\"{}\",route=\"{}\"",
+                names[m],
                 PROTOCOLS[pr / ROUTES.len()],
                 ROUTES[pr % ROUTES.len()]
             );
@@ -301,19 +364,28 @@ impl Metrics {
             "# HELP inferwire_model_duration_seconds Time in the model per call (per batch \
              when batching).\n# TYPE inferwire_model_duration_seconds histogram\n",
         );
-        r.model.render(
-            &mut out,
-            "inferwire_model_duration_seconds",
-            "",
-            &SECONDS,
-            1e-9,
-        );
+        for (m, h) in r.model.iter().enumerate() {
+            if h.buckets.iter().any(|b| b.load(Relaxed) != 0) {
+                let labels = format!("model=\"{}\"", names[m]);
+                h.render(
+                    &mut out,
+                    "inferwire_model_duration_seconds",
+                    &labels,
+                    &SECONDS,
+                    1e-9,
+                );
+            }
+        }
         out.push_str(
             "# HELP inferwire_batch_size Requests served by one model call.\n\
              # TYPE inferwire_batch_size histogram\n",
         );
-        r.batch
-            .render(&mut out, "inferwire_batch_size", "", &BATCH_SIZES, 1.0);
+        for (m, h) in r.batch.iter().enumerate() {
+            if h.buckets.iter().any(|b| b.load(Relaxed) != 0) {
+                let labels = format!("model=\"{}\"", names[m]);
+                h.render(&mut out, "inferwire_batch_size", &labels, &BATCH_SIZES, 1.0);
+            }
+        }
         let live = || r.workers.iter().filter(|w| w.pid.load(Relaxed) != 0);
         let queued: i64 = live().map(|w| w.queued.load(Relaxed).max(0)).sum();
         let in_flight: i64 = live().map(|w| w.in_flight.load(Relaxed).max(0)).sum();
@@ -334,6 +406,21 @@ impl Metrics {
         r.custom.render(&mut out);
         out
     }
+}
+
+fn model_name(slot: &ModelName) -> Vec<u8> {
+    if slot.state.load(std::sync::atomic::Ordering::Acquire) != 2 {
+        return Vec::new();
+    }
+    let n = (slot.len.load(Relaxed) as usize).min(MODEL_NAME);
+    slot.bytes[..n].iter().map(|b| b.load(Relaxed)).collect()
+}
+
+/// A label value escaped as the text format wants.
+fn label_value(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
 }
 
 /// The label for a gRPC status code.
@@ -373,7 +460,11 @@ mod tests {
     fn counts_render_as_prometheus_text() {
         let m = Metrics::shared().unwrap();
         m.worker_started(42);
+        let slot = m.model_slot("iris");
+        assert_eq!(m.model_slot("iris"), slot);
+        let m = m.for_model(slot);
         m.request(
+            slot,
             Protocol::Rest,
             Route::Predict,
             "tensor",
@@ -381,6 +472,7 @@ mod tests {
             Duration::from_micros(30),
         );
         m.request(
+            slot,
             Protocol::Grpc,
             Route::Predict,
             "ndarray",
@@ -403,15 +495,15 @@ mod tests {
         });
         let text = m.render();
         assert!(text.contains(
-            "inferwire_requests_total{protocol=\"rest\",route=\"predict\",encoding=\"tensor\",code=\"200\"} 1\n"
+            "inferwire_requests_total{model=\"iris\",protocol=\"rest\",route=\"predict\",encoding=\"tensor\",code=\"200\"} 1\n"
         ), "{text}");
         assert!(text.contains("code=\"RESOURCE_EXHAUSTED\"} 1\n"), "{text}");
         assert!(
-            text.contains("inferwire_batch_size_bucket{le=\"4\"} 1\n"),
+            text.contains("inferwire_batch_size_bucket{model=\"iris\",le=\"4\"} 1\n"),
             "{text}"
         );
         assert!(
-            text.contains("inferwire_batch_size_bucket{le=\"2\"} 0\n"),
+            text.contains("inferwire_batch_size_bucket{model=\"iris\",le=\"2\"} 0\n"),
             "{text}"
         );
         assert!(text.contains("inferwire_in_flight_requests 2\n"), "{text}");

@@ -26,6 +26,8 @@ pub struct Served {
     pub name: String,
     pub version: String,
     pub runner: Runner,
+    /// Its slot in the metrics (`model` label).
+    pub slot: usize,
 }
 
 /// Where models beyond the default come from (a folder of model settings files, read by
@@ -77,8 +79,10 @@ impl Models {
         spec: ModelSpec,
         metrics: Metrics,
     ) -> std::io::Result<Served> {
+        let slot = metrics.model_slot(&spec.name);
         Ok(Served {
-            runner: Runner::new(model, &spec.runner, metrics)?,
+            runner: Runner::new(model, &spec.runner, metrics.for_model(slot))?,
+            slot,
             name: spec.name,
             version: spec.version,
         })

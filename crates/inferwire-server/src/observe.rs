@@ -15,6 +15,8 @@ pub struct Observed {
     pub encoding: &'static str,
     /// `x-request-id` if the client sent one, else the message's `puid`.
     pub id: String,
+    /// The metrics slot of the model that served it (0: none, e.g. a 404).
+    pub model: usize,
 }
 
 impl Observed {
@@ -25,6 +27,7 @@ impl Observed {
             start: Instant::now(),
             encoding: "none",
             id: String::new(),
+            model: 0,
         }
     }
 
@@ -32,8 +35,14 @@ impl Observed {
     /// the method and path (REST) or the gRPC method, for the access log.
     pub fn finish(self, app: &App, code: &str, target: &str) {
         let took = self.start.elapsed();
-        app.metrics
-            .request(self.protocol, self.route, self.encoding, code, took);
+        app.metrics.request(
+            self.model,
+            self.protocol,
+            self.route,
+            self.encoding,
+            code,
+            took,
+        );
         let protocol = match self.protocol {
             Protocol::Rest => "rest",
             Protocol::Grpc => "grpc",

@@ -79,6 +79,7 @@ impl UnaryService<Bytes> for RawPredict {
         let svc = self.0.clone();
         Box::pin(async move {
             let mut obs = Observed::new(Protocol::Grpc, Route::Predict);
+            obs.model = svc.0.default_slot();
             if let Some(id) = req.metadata().get("x-request-id") {
                 obs.id = id.to_str().unwrap_or_default().to_owned();
             }

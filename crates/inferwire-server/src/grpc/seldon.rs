@@ -43,7 +43,8 @@ impl SeldonService {
 
     async fn feedback(&self, req: Request<pb::Feedback>) -> Result<pb::SeldonMessage> {
         let app = &self.0;
-        let obs = Observed::new(Protocol::Grpc, Route::Feedback);
+        let mut obs = Observed::new(Protocol::Grpc, Route::Feedback);
+        obs.model = app.default_slot();
         let run = async {
             let f = proto::feedback_from_pb(req.into_inner(), &app.config.limits)?;
             let reply = app.feedback(f).await?;
@@ -58,7 +59,8 @@ impl SeldonService {
     }
 
     async fn metadata(&self) -> Result<pb::SeldonModelMetadata> {
-        let obs = Observed::new(Protocol::Grpc, Route::Metadata);
+        let mut obs = Observed::new(Protocol::Grpc, Route::Metadata);
+        obs.model = self.0.default_slot();
         let result = self.0.metadata().await.map_err(|e| e.to_status());
         let code = result
             .as_ref()

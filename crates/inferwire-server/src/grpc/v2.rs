@@ -124,6 +124,7 @@ impl GrpcInferenceService for V2Service {
         obs.encoding = if raw { "raw" } else { "typed" };
         let run = async {
             let model = app.models.get(&req.model_name, &req.model_version)?;
+            obs.model = model.slot;
             let request = proto::from_pb(req, &app.config.limits)?;
             if obs.id.is_empty() {
                 obs.id.clone_from(&request.id);

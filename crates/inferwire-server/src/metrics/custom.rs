@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 
 use inferwire_codec::protocol::seldon::{Metric, MetricType};
 
-use super::{Durations, SECONDS};
+use super::{label_value, Durations, SECONDS};
 
 const SLOTS: usize = 256;
 /// Bytes for `name` + `labels` of one series.
@@ -51,12 +51,6 @@ fn metric_name(key: &str) -> String {
         name.insert(0, '_');
     }
     name
-}
-
-fn label_value(v: &str) -> String {
-    v.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
 }
 
 fn kind_code(kind: MetricType) -> u32 {

@@ -65,6 +65,9 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Reply {
     let mut reply = if path.starts_with("/v2") {
         super::v2::handle(&app, req, &path, &mut obs).await
     } else {
+        if !matches!(route, None | Some(Route::Metrics)) {
+            obs.model = app.default_slot();
+        }
         dispatch(&app, req, route, &path, &method, &mut obs)
             .await
             .unwrap_or_else(|e| body::error(&e))

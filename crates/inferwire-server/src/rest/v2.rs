@@ -229,6 +229,7 @@ async fn infer(
     obs: &mut Observed,
 ) -> Result<Reply, ServeError> {
     let model = app.models.get(name, version)?;
+    obs.model = model.slot;
     let header_len = match req.headers().get(BINARY_HEADER) {
         None => None,
         Some(v) => Some(
