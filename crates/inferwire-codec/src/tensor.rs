@@ -116,6 +116,40 @@ impl TensorData {
         })
     }
 
+    /// Elements of `dtype` from their little-endian bytes (BOOL: one byte, 0 or 1), copied
+    /// once into an aligned buffer: `raw` may start anywhere. `raw`'s length must be a
+    /// multiple of the element size (callers check it, to word the error). `None` for
+    /// BYTES, which have no fixed size.
+    pub fn from_le_bytes(raw: &[u8], dtype: DType) -> Option<crate::Result<Self>> {
+        fn v<T: bytemuck::Pod>(raw: &[u8]) -> Vec<T> {
+            const _: () = assert!(cfg!(target_endian = "little"));
+            bytemuck::pod_collect_to_vec(raw)
+        }
+        Some(Ok(match dtype {
+            DType::Bool => {
+                if let Some(bad) = raw.iter().find(|&&b| b > 1) {
+                    return Some(Err(crate::CodecError::bad_request(format!(
+                        "BOOL elements are one byte, 0 or 1; got {bad}"
+                    ))));
+                }
+                TensorData::Bool(raw.iter().map(|&b| b == 1).collect())
+            }
+            DType::U8 => TensorData::U8(raw.to_vec()),
+            DType::U16 => TensorData::U16(v(raw)),
+            DType::U32 => TensorData::U32(v(raw)),
+            DType::U64 => TensorData::U64(v(raw)),
+            DType::I8 => TensorData::I8(v(raw)),
+            DType::I16 => TensorData::I16(v(raw)),
+            DType::I32 => TensorData::I32(v(raw)),
+            DType::I64 => TensorData::I64(v(raw)),
+            DType::F16 => TensorData::F16(v::<f16>(raw)),
+            DType::BF16 => TensorData::BF16(v::<bf16>(raw)),
+            DType::F32 => TensorData::F32(v(raw)),
+            DType::F64 => TensorData::F64(v(raw)),
+            DType::Bytes => return None,
+        }))
+    }
+
     /// The little-endian element bytes (TensorFlow's `tensor_content`); `None` for bytes.
     pub fn to_le_bytes(&self) -> Option<Vec<u8>> {
         fn le<T: bytemuck::Pod>(v: &[T]) -> Vec<u8> {

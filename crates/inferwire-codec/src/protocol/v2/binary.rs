@@ -1,11 +1,9 @@
 //! Tensor contents as raw bytes, as the HTTP binary extension and gRPC's
 //! `raw_input_contents` / `raw_output_contents` carry them: elements little-endian, BOOL
 //! one byte each, BYTES each as a 4-byte little-endian length and then its bytes.
-use bytes::Bytes;
-use half::{bf16, f16};
-
 use crate::error::{CodecError, Result};
 use crate::tensor::{DType, Tensor, TensorData};
+use bytes::Bytes;
 
 use super::datatype_name;
 
@@ -50,41 +48,13 @@ pub fn from_bytes(raw: Bytes, dtype: DType, shape: Vec<usize>, field: &str) -> R
                     count * size
                 )));
             }
-            fixed(&raw, dtype, field)?
+            match TensorData::from_le_bytes(&raw, dtype) {
+                Some(data) => data.map_err(|e| e.in_field(field))?,
+                None => unreachable!("BYTES has no fixed element size"),
+            }
         }
     };
     Tensor::new(shape, data)
-}
-
-fn fixed(raw: &[u8], dtype: DType, field: &str) -> Result<TensorData> {
-    // `pod_collect_to_vec` copies once into an aligned Vec: the blob may start anywhere.
-    fn v<T: bytemuck::Pod>(raw: &[u8]) -> Vec<T> {
-        const _: () = assert!(cfg!(target_endian = "little"));
-        bytemuck::pod_collect_to_vec(raw)
-    }
-    Ok(match dtype {
-        DType::Bool => {
-            if let Some(bad) = raw.iter().find(|&&b| b > 1) {
-                return Err(CodecError::bad_request(format!(
-                    "{field}: BOOL elements are one byte, 0 or 1; got {bad}"
-                )));
-            }
-            TensorData::Bool(raw.iter().map(|&b| b == 1).collect())
-        }
-        DType::U8 => TensorData::U8(raw.to_vec()),
-        DType::U16 => TensorData::U16(v(raw)),
-        DType::U32 => TensorData::U32(v(raw)),
-        DType::U64 => TensorData::U64(v(raw)),
-        DType::I8 => TensorData::I8(v(raw)),
-        DType::I16 => TensorData::I16(v(raw)),
-        DType::I32 => TensorData::I32(v(raw)),
-        DType::I64 => TensorData::I64(v(raw)),
-        DType::F16 => TensorData::F16(v::<f16>(raw)),
-        DType::BF16 => TensorData::BF16(v::<bf16>(raw)),
-        DType::F32 => TensorData::F32(v(raw)),
-        DType::F64 => TensorData::F64(v(raw)),
-        DType::Bytes => unreachable!("BYTES has no fixed element size"),
-    })
 }
 
 /// BYTES elements: each a 4-byte little-endian length and that many bytes. The elements
@@ -124,6 +94,7 @@ fn split_bytes(raw: Bytes, count: usize, field: &str) -> Result<Vec<Bytes>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use half::{bf16, f16};
 
     #[test]
     fn round_trips() {
