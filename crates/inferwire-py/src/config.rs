@@ -25,6 +25,14 @@ getter!(get_port, u16);
 getter!(get_usize, usize);
 getter!(get_f64, f64);
 
+/// `max_concurrency`; 0 means enough to keep every model thread's batch full.
+fn admitted(d: &Bound<'_, PyDict>, model_threads: usize, max_batch_size: usize) -> PyResult<usize> {
+    Ok(match get_usize(d, "max_concurrency", 0)? {
+        0 => model_threads.max(1) * max_batch_size.max(1),
+        n => n,
+    })
+}
+
 pub fn from_dict(d: &Bound<'_, PyDict>) -> PyResult<ServerConfig> {
     let base = ServerConfig::default();
     let limits = Limits {
@@ -48,11 +56,7 @@ pub fn from_dict(d: &Bound<'_, PyDict>) -> PyResult<ServerConfig> {
         }
     };
     Ok(ServerConfig {
-        // 0: enough to keep every model thread's batch full.
-        max_concurrency: match get_usize(d, "max_concurrency", 0)? {
-            0 => model_threads.max(1) * max_batch_size.max(1),
-            n => n,
-        },
+        max_concurrency: admitted(d, model_threads, max_batch_size)?,
         model_threads,
         max_batch_size,
         max_batch_delay: seconds("max_batch_delay")?.unwrap_or(Duration::ZERO),
@@ -86,10 +90,7 @@ pub fn spec_from_dict(d: &Bound<'_, PyDict>) -> PyResult<ModelSpec> {
         name: get_str(d, "name", String::new())?,
         version: get_str(d, "version", String::new())?,
         runner: RunnerConfig {
-            max_concurrency: match get_usize(d, "max_concurrency", 0)? {
-                0 => model_threads.max(1) * max_batch_size.max(1),
-                n => n,
-            },
+            max_concurrency: admitted(d, model_threads, max_batch_size)?,
             max_queue: get_usize(d, "max_queue", 1024)?,
             model_threads,
             max_batch_size,

@@ -131,6 +131,7 @@ impl App {
         let outputs = if wanted.is_empty() {
             outputs
         } else {
+            let produced: Vec<String> = outputs.iter().map(|o| o.name.clone()).collect();
             let mut outputs: Vec<_> = outputs.into_iter().map(Some).collect();
             let mut picked = Vec::with_capacity(wanted.len());
             for name in &wanted {
@@ -141,8 +142,6 @@ impl App {
                 match found {
                     Some(o) => picked.push(o),
                     None => {
-                        let produced: Vec<&str> =
-                            outputs.iter().flatten().map(|o| o.name.as_str()).collect();
                         return Err(ServeError::new(
                             Kind::BadRequest,
                             format!(

@@ -254,22 +254,11 @@ async fn infer(
     if obs.id.is_empty() {
         obs.id.clone_from(&request.id);
     }
-    let binary: Vec<(String, bool)> = request
-        .outputs
-        .iter()
-        .map(|o| (o.name.clone(), request.wants_binary(&o.name)))
-        .collect();
-    let binary_default = request.wants_binary("\0 no output has this name");
+    let binary = request.binary_outputs();
     let deadline = app.deadline(obs.start, None);
     let response = app.infer(&model, request, deadline).await?;
-    let wants_binary = |name: &str| {
-        binary
-            .iter()
-            .find(|(n, _)| n == name)
-            .map_or(binary_default, |(_, b)| *b)
-    };
     let mut out = Vec::with_capacity(256);
-    let blobs = json::encode_response(&response, wants_binary, &mut out)?;
+    let blobs = json::encode_response(&response, |name| binary.wants(name), &mut out)?;
     if blobs.is_empty() {
         return Ok(body::json(StatusCode::OK, out));
     }

@@ -225,12 +225,7 @@ impl Shared {
         }
         let (joined, members) = match batch::join(&msgs) {
             Ok(j) => j,
-            Err(e) => {
-                for w in waiters {
-                    w.reply((Err(e.clone()), None));
-                }
-                return;
-            }
+            Err(e) => return fail_all(waiters, e),
         };
         let n = waiters.len();
         match self.call(Call::PredictBatch(joined), n).0 {
@@ -239,15 +234,13 @@ impl Shared {
                     w.reply((reply.map(Reply::Message), None));
                 }
             }
-            Ok(other) => {
-                let e = ServeError::new(
+            Ok(other) => fail_all(
+                waiters,
+                ServeError::new(
                     Kind::Internal,
                     format!("the model runtime answered a batch with {other:?}"),
-                );
-                for w in waiters {
-                    w.reply((Err(e.clone()), None));
-                }
-            }
+                ),
+            ),
             Err(e) => {
                 tracing::debug!(
                     "a batch of {n} failed ({}); running each request alone",
@@ -277,11 +270,6 @@ impl Shared {
                 other => self.run_alone(other, work.waiter),
             }
         }
-        let fail_all = |waiters: Vec<Waiter>, e: ServeError| {
-            for w in waiters {
-                w.reply((Err(e.clone()), None));
-            }
-        };
         let (joined, counts) = match batch::v2::join(&reqs) {
             Ok(j) => j,
             Err(e) => return fail_all(waiters, e),
@@ -315,6 +303,13 @@ impl Shared {
                 }
             }
         }
+    }
+}
+
+/// Every request of a batch gets the same error.
+fn fail_all(waiters: Vec<Waiter>, e: ServeError) {
+    for w in waiters {
+        w.reply((Err(e.clone()), None));
     }
 }
 

@@ -686,7 +686,8 @@ mod tests {
             r.inputs[1].tensor.data,
             TensorData::Bytes(vec![Bytes::from_static(b"abc")])
         );
-        assert!(r.wants_binary("o") && !r.wants_binary("p"));
+        let binary = r.binary_outputs();
+        assert!(binary.wants("o") && !binary.wants("p"));
         let e = decode_request(
             Bytes::from(body.clone()),
             Some(body.len() + 1),

@@ -80,22 +80,44 @@ pub struct InferRequest {
     pub outputs: Vec<RequestedOutput>,
 }
 
-impl InferRequest {
-    /// Whether output `name` goes back as binary data (HTTP binary extension): its own
-    /// `binary_data` parameter, else the request's `binary_data_output`.
-    pub fn wants_binary(&self, name: &str) -> bool {
-        let own = self
-            .outputs
+/// Which outputs go back as binary data (HTTP binary extension), kept apart from the
+/// request so that the request can be handed to the model.
+#[derive(Debug, Clone, Default)]
+pub struct BinaryOutputs {
+    /// The request's `binary_data_output`.
+    default: bool,
+    /// Requested outputs with their own `binary_data` parameter.
+    named: Vec<(String, bool)>,
+}
+
+impl BinaryOutputs {
+    /// Whether output `name` goes back as binary data: its own `binary_data` parameter,
+    /// else the request's `binary_data_output`.
+    pub fn wants(&self, name: &str) -> bool {
+        self.named
             .iter()
-            .find(|o| o.name == name)
-            .and_then(|o| o.parameters.get("binary_data"))
-            .and_then(Value::as_bool);
-        own.unwrap_or_else(|| {
-            self.parameters
+            .find(|(n, _)| n == name)
+            .map_or(self.default, |(_, b)| *b)
+    }
+}
+
+impl InferRequest {
+    pub fn binary_outputs(&self) -> BinaryOutputs {
+        BinaryOutputs {
+            default: self
+                .parameters
                 .get("binary_data_output")
                 .and_then(Value::as_bool)
-                .unwrap_or(false)
-        })
+                .unwrap_or(false),
+            named: self
+                .outputs
+                .iter()
+                .filter_map(|o| {
+                    let b = o.parameters.get("binary_data")?.as_bool()?;
+                    Some((o.name.clone(), b))
+                })
+                .collect(),
+        }
     }
 }
 
