@@ -2,9 +2,11 @@
 //!
 //! Pure Rust, no Python: decoders parse request bodies straight into typed buffers and
 //! encoders write replies straight from them.
+pub mod arrays;
 pub mod error;
 pub mod json;
 pub mod limits;
+pub mod multipart;
 pub mod pb;
 pub mod protocol;
 pub mod rows;
