@@ -75,7 +75,7 @@ BAD_JSON = [
     (b'{"binData": "not base64!"}', "application/json", 400, "binData: invalid base64"),
     (b'{"strData": 5}', "application/json", 400, "strData"),
     (b'{"strData": "a", "jsonData": 1}', "application/json", 400, "only one of"),
-    (b"<xml/>", "application/xml", 400, "unsupported Content-Type"),
+    (b"<xml/>", "application/xml", 415, "unsupported Content-Type"),
 ]
 
 

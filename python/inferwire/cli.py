@@ -25,8 +25,8 @@ def _serve_parser(sub: Any) -> None:
     p.add_argument(
         "model",
         nargs="?",
-        help="module:Class, module.Class, path/to/model.py[:Class] (optional with "
-        "--model-repository)",
+        help="module:Class, module.Class, path/to/model.py[:Class], or a built-in model: "
+        "noop, echo, image-stats (optional with --model-repository)",
     )
     p.add_argument(
         "--settings",

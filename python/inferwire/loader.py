@@ -50,7 +50,12 @@ def _pick_class(module: Any, where: str) -> type:
 
 
 def resolve_class(spec: str) -> type:
-    """The model class named by ``spec``."""
+    """The model class named by ``spec``; the built-in names (``noop``, ``echo``,
+    ``image-stats``) come first."""
+    from .builtin import BUILTIN
+
+    if spec in BUILTIN:
+        return BUILTIN[spec]
     target, _, cls_name = spec.partition(":")
     path = Path(target)
     try:

@@ -6,6 +6,7 @@ pub mod arrays;
 pub mod error;
 pub mod json;
 pub mod limits;
+pub mod media;
 pub mod multipart;
 pub mod pb;
 pub mod protocol;

@@ -10,6 +10,10 @@ pub enum Kind {
     TooLarge,
     NotFound,
     MethodNotAllowed,
+    /// A Content-Type no decoder takes (415).
+    UnsupportedMedia,
+    /// No type in Accept can carry the reply (406).
+    NotAcceptable,
     Overloaded,
     /// The request's deadline (`--timeout`, gRPC's `grpc-timeout`) passed.
     Deadline,
@@ -39,6 +43,8 @@ impl ServeError {
             Kind::TooLarge => 413,
             Kind::NotFound => 404,
             Kind::MethodNotAllowed => 405,
+            Kind::UnsupportedMedia => 415,
+            Kind::NotAcceptable => 406,
             Kind::Overloaded | Kind::ShuttingDown => 503,
             Kind::Deadline => 504,
             Kind::Model | Kind::Internal => 500,
@@ -51,6 +57,7 @@ impl ServeError {
             Kind::TooLarge => tonic::Code::ResourceExhausted,
             Kind::NotFound => tonic::Code::NotFound,
             Kind::MethodNotAllowed => tonic::Code::Unimplemented,
+            Kind::UnsupportedMedia | Kind::NotAcceptable => tonic::Code::InvalidArgument,
             Kind::Overloaded => tonic::Code::ResourceExhausted,
             Kind::ShuttingDown => tonic::Code::Unavailable,
             Kind::Deadline => tonic::Code::DeadlineExceeded,
@@ -65,6 +72,8 @@ impl ServeError {
             Kind::TooLarge => "PAYLOAD_TOO_LARGE",
             Kind::NotFound => "NOT_FOUND",
             Kind::MethodNotAllowed => "METHOD_NOT_ALLOWED",
+            Kind::UnsupportedMedia => "UNSUPPORTED_MEDIA_TYPE",
+            Kind::NotAcceptable => "NOT_ACCEPTABLE",
             Kind::Overloaded => "OVERLOADED",
             Kind::Deadline => "DEADLINE_EXCEEDED",
             Kind::ShuttingDown => "SHUTTING_DOWN",

@@ -84,6 +84,15 @@ impl UnaryService<Bytes> for RawPredict {
                 obs.id = id.to_str().unwrap_or_default().to_owned();
             }
             let deadline = svc.0.deadline(obs.start, client_timeout(req.metadata()));
+            let text = |key: &str| {
+                req.metadata()
+                    .get(key)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned)
+            };
+            // `x-content-type` says binData holds a body as REST would take it (.npy,
+            // msgpack-numpy, an image...): one binary format for both transports.
+            let (content_type, accept) = (text("x-content-type"), text("x-accept"));
             let run = async {
                 let limits = svc.0.config.limits;
                 let msg = proto::decode_message(req.into_inner(), &limits)
@@ -92,14 +101,26 @@ impl UnaryService<Bytes> for RawPredict {
                 if obs.id.is_empty() {
                     obs.id.clone_from(&msg.meta.puid);
                 }
-                svc.predict_message(msg, deadline).await
+                match content_type {
+                    Some(ct) => {
+                        let (reply, media) = svc
+                            .predict_bin_media(msg, &ct, accept, deadline, &mut obs)
+                            .await?;
+                        let mut r = Response::new(reply);
+                        if let Ok(v) = media.parse() {
+                            r.metadata_mut().insert("x-content-type", v);
+                        }
+                        Ok(r)
+                    }
+                    None => svc.predict_message(msg, deadline).await.map(Response::new),
+                }
             };
             let result = run.await;
             let code = result
                 .as_ref()
                 .map_or_else(|s| grpc_code_name(s.code()), |_| "OK");
             obs.finish(&svc.0, code, "Predict");
-            result.map(Response::new)
+            result
         })
     }
 }

@@ -1,15 +1,16 @@
 //! The Seldon gRPC services. Both services share one implementation.
 use std::sync::Arc;
 
+use inferwire_codec::media::{self, Media};
 use inferwire_codec::pb::seldon::protos as pb;
 use inferwire_codec::protocol::seldon::reply::Output;
-use inferwire_codec::protocol::seldon::{proto, Array, Payload, SeldonMessage};
+use inferwire_codec::protocol::seldon::{proto, Array, Meta, Payload, SeldonMessage};
 use serde_json::Value;
 use tonic::{Request, Response, Status};
 
 use super::generated::{model_server, seldon_server};
 use crate::app::App;
-use crate::error::ServeError;
+use crate::error::{Kind, ServeError};
 use crate::metrics::{grpc_code_name, Protocol, Route};
 use crate::model::Reply;
 use crate::observe::Observed;
@@ -27,6 +28,74 @@ impl SeldonService {
         deadline: Option<std::time::Instant>,
     ) -> std::result::Result<pb::SeldonMessage, Status> {
         let run = async { reply_to_pb(self.0.predict(msg, deadline).await?) };
+        run.await.map_err(|e: ServeError| e.to_status())
+    }
+
+    /// Predict with a `binData` in the media `content_type` names, decoded as the same
+    /// body over REST would be; the reply's `binData` is encoded in the media `accept`
+    /// asks for (default: the request's), whose type is returned beside it.
+    pub async fn predict_bin_media(
+        &self,
+        mut msg: SeldonMessage,
+        content_type: &str,
+        accept: Option<String>,
+        deadline: Option<std::time::Instant>,
+        obs: &mut Observed,
+    ) -> std::result::Result<(pb::SeldonMessage, String), Status> {
+        let run = async {
+            let Payload::Bin(bin) = std::mem::take(&mut msg.payload) else {
+                return Err(ServeError::new(
+                    Kind::BadRequest,
+                    format!(
+                        "x-content-type describes binData, but this message carries {}",
+                        msg.payload.kind()
+                    ),
+                ));
+            };
+            let media = match Media::from_content_type(Some(content_type))? {
+                Some(Media::Seldon) => match Media::refine_json(&bin) {
+                    Media::Seldon => {
+                        return Err(ServeError::new(
+                            Kind::BadRequest,
+                            "binData with x-content-type application/json holds a plain JSON \
+                             object or an array layout, not a SeldonMessage",
+                        ))
+                    }
+                    other => other,
+                },
+                Some(m) => m,
+                None => {
+                    return Err(ServeError::new(
+                        Kind::UnsupportedMedia,
+                        format!(
+                            "unsupported x-content-type {content_type:?}: send {}",
+                            media::ACCEPTED
+                        ),
+                    ))
+                }
+            };
+            obs.encoding = media.name();
+            let (payload, default) = media::decode(&media, bin, &self.0.config.limits)?;
+            msg.payload = payload;
+            let (payload, meta) = match self.0.predict(msg, deadline).await? {
+                Reply::Message(m) => (m.payload, m.meta),
+                Reply::Raw(out) => (media::output_payload(out), Meta::default()),
+                _ => {
+                    return Err(ServeError::new(
+                        Kind::Internal,
+                        "a batch, V2 or metadata answer reached the predict encoder",
+                    ))
+                }
+            };
+            let target = media::negotiate(accept.as_deref(), &default, &payload)
+                .map_err(|e| ServeError::new(Kind::NotAcceptable, e))?;
+            let reply = SeldonMessage {
+                status: None,
+                meta,
+                payload: Payload::Bin(media::encode(payload, &target)?),
+            };
+            Ok((proto::to_pb(reply)?, target.content_type().to_owned()))
+        };
         run.await.map_err(|e: ServeError| e.to_status())
     }
 

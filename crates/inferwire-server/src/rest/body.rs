@@ -57,6 +57,16 @@ pub fn with_type(status: StatusCode, body: Bytes, content_type: &'static str) ->
     r
 }
 
+/// A reply whose Content-Type is only known at run time (a media type from the request).
+pub fn with_media(status: StatusCode, body: Bytes, content_type: &str) -> Reply {
+    let mut r = Response::new(Full::new(body));
+    *r.status_mut() = status;
+    let value = HeaderValue::from_str(content_type)
+        .unwrap_or(HeaderValue::from_static("application/octet-stream"));
+    r.headers_mut().insert(header::CONTENT_TYPE, value);
+    r
+}
+
 /// An error as a Seldon FAILURE message.
 pub fn error(e: &ServeError) -> Reply {
     let mut out = Vec::with_capacity(128);

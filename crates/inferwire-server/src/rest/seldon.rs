@@ -2,7 +2,8 @@
 use bytes::Bytes;
 use http::{header, Request, StatusCode};
 use hyper::body::Incoming;
-use inferwire_codec::protocol::seldon::{json, reply::Output, Array};
+use inferwire_codec::media::{self, Media};
+use inferwire_codec::protocol::seldon::{json, reply::Output, Array, Payload, SeldonMessage};
 
 use super::body::{self, Reply};
 use crate::app::App;
@@ -15,8 +16,21 @@ pub async fn predict(
     req: Request<Incoming>,
     obs: &mut Observed,
 ) -> Result<Reply, ServeError> {
-    let body = json_body(app, req).await?;
-    predict_body(app, &body, obs).await
+    let accept = header_str(&req, header::ACCEPT);
+    let (media, body) = read_body(app, req).await?;
+    if media != Media::Seldon {
+        return predict_media(app, media, body, accept, obs).await;
+    }
+    // A SeldonMessage in its common shape takes the one-pass decoder; anything else is
+    // told apart by its keys (an array layout, plain JSON) before the general decoder.
+    let msg = match json::decode_fast(&body, &app.config.limits) {
+        Some(m) => m?,
+        None => match Media::refine_json(&body) {
+            Media::Seldon => json::decode_general(&body, &app.config.limits)?,
+            other => return predict_media(app, other, body, accept, obs).await,
+        },
+    };
+    predict_message(app, msg, accept, obs).await
 }
 
 /// `GET` with the message in the `json` query parameter, as the Seldon wrapper accepts
@@ -34,18 +48,84 @@ pub async fn predict_query(
              (or POST it as the body)",
         ));
     };
-    predict_body(app, &percent_decode(value.as_bytes()), obs).await
+    let accept = header_str(&req, header::ACCEPT);
+    let msg = json::decode_message(&percent_decode(value.as_bytes()), &app.config.limits)?;
+    predict_message(app, msg, accept, obs).await
 }
 
-async fn predict_body(app: &App, body: &[u8], obs: &mut Observed) -> Result<Reply, ServeError> {
-    let msg = json::decode_message(body, &app.config.limits)?;
+async fn predict_message(
+    app: &App,
+    msg: SeldonMessage,
+    accept: Option<String>,
+    obs: &mut Observed,
+) -> Result<Reply, ServeError> {
     obs.encoding = msg.payload.kind();
     if obs.id.is_empty() {
         obs.id.clone_from(&msg.meta.puid);
     }
     let deadline = app.deadline(obs.start, None);
     let reply = app.predict(msg, deadline).await?;
-    encode_reply(reply)
+    // A Seldon client may ask for the array in another encoding (Accept:
+    // application/x-npy); an Accept that fits nothing keeps the Seldon reply, as before.
+    let wanted = match (&reply, accept) {
+        (ModelReply::Message(m), Some(a)) if a.trim() != "*/*" => {
+            media::negotiate(Some(&a), &Media::Seldon, &m.payload)
+                .ok()
+                .filter(|media| *media != Media::Seldon)
+        }
+        _ => None,
+    };
+    match (reply, wanted) {
+        (ModelReply::Message(m), Some(media)) => encode_media(m.payload, &media),
+        (reply, _) => encode_reply(reply),
+    }
+}
+
+/// A body in one of the non-Seldon media: decoded into the payload the model gets, the
+/// reply encoded in the request's media or the one Accept asks for.
+async fn predict_media(
+    app: &App,
+    media: Media,
+    body: Bytes,
+    accept: Option<String>,
+    obs: &mut Observed,
+) -> Result<Reply, ServeError> {
+    obs.encoding = media.name();
+    let (payload, default) = media::decode(&media, body, &app.config.limits)?;
+    let msg = SeldonMessage {
+        payload,
+        ..SeldonMessage::default()
+    };
+    let deadline = app.deadline(obs.start, None);
+    let payload = match app.predict(msg, deadline).await? {
+        ModelReply::Message(m) => m.payload,
+        ModelReply::Raw(out) => media::output_payload(out),
+        _ => {
+            return Err(ServeError::new(
+                Kind::Internal,
+                "a batch, V2 or metadata answer reached the predict encoder",
+            ))
+        }
+    };
+    let target = media::negotiate(accept.as_deref(), &default, &payload)
+        .map_err(|e| ServeError::new(Kind::NotAcceptable, e))?;
+    encode_media(payload, &target)
+}
+
+fn encode_media(payload: Payload, media: &Media) -> Result<Reply, ServeError> {
+    let bytes = media::encode(payload, media)?;
+    Ok(body::with_media(
+        StatusCode::OK,
+        bytes,
+        media.content_type(),
+    ))
+}
+
+fn header_str(req: &Request<Incoming>, name: header::HeaderName) -> Option<String> {
+    req.headers()
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
 }
 
 pub async fn feedback(app: &App, req: Request<Incoming>) -> Result<Reply, ServeError> {
@@ -102,35 +182,41 @@ fn encode_reply(reply: ModelReply) -> Result<Reply, ServeError> {
     Ok(body::json(StatusCode::OK, out))
 }
 
-/// Reads a JSON body. Like Seldon, a missing Content-Type and curl's default form type
-/// are accepted (with the `json=` form field unwrapped); other types are refused.
-async fn json_body(app: &App, req: Request<Incoming>) -> Result<Bytes, ServeError> {
-    let ctype = req
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .map(|v| v.to_str().unwrap_or("").to_ascii_lowercase());
-    let media = ctype
-        .as_deref()
-        .map(|c| c.split(';').next().unwrap_or("").trim().to_owned());
-    let form = media.as_deref() == Some("application/x-www-form-urlencoded");
-    let ok = match media.as_deref() {
-        None | Some("") | Some("application/json") | Some("text/json") | Some("text/plain") => true,
-        Some(m) => form || m.ends_with("+json"),
-    };
-    if !ok {
-        return Err(ServeError::new(
-            Kind::BadRequest,
+/// Reads a body and the media its Content-Type names. Like Seldon, a missing
+/// Content-Type and curl's default form type are taken as JSON (with the `json=` form
+/// field unwrapped).
+async fn read_body(app: &App, req: Request<Incoming>) -> Result<(Media, Bytes), ServeError> {
+    let ctype = header_str(&req, header::CONTENT_TYPE);
+    let media = Media::from_content_type(ctype.as_deref())?.ok_or_else(|| {
+        ServeError::new(
+            Kind::UnsupportedMedia,
             format!(
-                "unsupported Content-Type {:?}: send the SeldonMessage as application/json",
-                ctype.unwrap_or_default()
+                "unsupported Content-Type {:?}: send {}",
+                ctype.as_deref().unwrap_or_default(),
+                media::ACCEPTED
             ),
-        ));
-    }
+        )
+    })?;
+    let form = ctype.as_deref().is_some_and(|c| {
+        c.to_ascii_lowercase()
+            .starts_with("application/x-www-form-urlencoded")
+    });
     let body = body::read(req, app.config.max_body_bytes).await?;
     if form && body.starts_with(b"json=") {
-        return Ok(Bytes::from(percent_decode(&body[5..])));
+        return Ok((media, Bytes::from(percent_decode(&body[5..]))));
     }
-    Ok(body)
+    Ok((media, body))
+}
+
+/// Reads a JSON body (feedback): only the JSON types are accepted.
+async fn json_body(app: &App, req: Request<Incoming>) -> Result<Bytes, ServeError> {
+    match read_body(app, req).await? {
+        (Media::Seldon, body) => Ok(body),
+        (other, _) => Err(ServeError::new(
+            Kind::UnsupportedMedia,
+            format!("feedback takes a JSON body, not {}", other.content_type()),
+        )),
+    }
 }
 
 fn percent_decode(s: &[u8]) -> Vec<u8> {

@@ -280,6 +280,11 @@ pub fn decode_message(body: &[u8], limits: &Limits) -> Result<SeldonMessage> {
     if let Some(m) = decode_fast(body, limits) {
         return m;
     }
+    decode_general(body, limits)
+}
+
+/// `decode_message` without its fast path (for callers that tried `decode_fast`).
+pub fn decode_general(body: &[u8], limits: &Limits) -> Result<SeldonMessage> {
     let m: MessageIn = parse(body)?;
     message_from(m, limits)
 }
@@ -289,7 +294,7 @@ pub fn decode_message(body: &[u8], limits: &Limits) -> Result<SeldonMessage> {
 /// where it lies instead of being scanned once by serde and again by the array parser.
 /// Anything else, including every error, returns `None` and takes the general path,
 /// which also words the error messages.
-fn decode_fast(body: &[u8], limits: &Limits) -> Option<Result<SeldonMessage>> {
+pub fn decode_fast(body: &[u8], limits: &Limits) -> Option<Result<SeldonMessage>> {
     use crate::json::scan::{object, skip_value, ws};
     let start = ws(body, 0);
     let mut meta: Option<MetaIn> = None;
