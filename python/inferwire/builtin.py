@@ -38,9 +38,7 @@ class ImageStats(Model):
         try:
             from PIL import Image
         except ImportError as e:
-            raise RuntimeError(
-                "image-stats needs Pillow: pip install 'inferwire[images]'"
-            ) from e
+            raise RuntimeError("image-stats needs Pillow: pip install 'inferwire[images]'") from e
         self._image = Image
 
     def predict(self, X: Any, features_names: list[str] | None = None, **kwargs: Any) -> Any:

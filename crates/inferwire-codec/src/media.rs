@@ -42,7 +42,7 @@ impl Media {
     pub fn name(&self) -> &'static str {
         match self {
             Media::Seldon => "seldon-json",
-            Media::PlainJson => "json",
+            Media::PlainJson => "plain-json",
             Media::ArrayJson(l) => l.name(),
             Media::Npy => "npy",
             Media::Msgpack => "msgpack",

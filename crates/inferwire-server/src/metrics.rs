@@ -43,8 +43,9 @@ const ROUTES: [&str; 6] = [
 ];
 
 /// Payload kinds, as `Payload::kind` spells them, then V2's (`json` and `binary` over
-/// REST, `typed` and `raw` contents over gRPC); `none` for requests without one.
-const ENCODINGS: [&str; 12] = [
+/// REST, `typed` and `raw` contents over gRPC), then the other body media
+/// (`Media::name`); `none` for requests without one.
+const ENCODINGS: [&str; 19] = [
     "ndarray",
     "tensor",
     "tftensor",
@@ -56,6 +57,13 @@ const ENCODINGS: [&str; 12] = [
     "binary",
     "typed",
     "raw",
+    "npy",
+    "msgpack",
+    "json-list",
+    "json-base64",
+    "plain-json",
+    "bytes",
+    "multipart",
     "none",
 ];
 

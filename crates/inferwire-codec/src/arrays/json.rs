@@ -65,7 +65,9 @@ pub fn classify(body: &[u8]) -> Shape {
         return Shape::Seldon;
     }
     let only = |allowed: &[&str]| keys.iter().all(|(k, _)| allowed.contains(&k.as_str()));
-    if keys.iter().any(|(k, c)| k == "data" && *c == b'[') && only(&["data", "dtype"]) {
+    // A list, or a number or bool for a 0-d array (numpy's `tolist()` of a scalar).
+    let array_like = |c: u8| c == b'[' || c == b'-' || c == b't' || c == b'f' || c.is_ascii_digit();
+    if keys.iter().any(|(k, c)| k == "data" && array_like(*c)) && only(&["data", "dtype"]) {
         return Shape::Array(Layout::List);
     }
     if keys.iter().any(|(k, _)| SELDON_KEYS.contains(&k.as_str())) {
@@ -123,12 +125,15 @@ pub fn decode(body: &[u8], layout: Layout, limits: &Limits) -> Result<Tensor> {
                 .map(|s| descr::parse(s).map_err(|e| e.in_field("dtype")))
                 .transpose()?;
             let raw = b.data.get().as_bytes();
-            let t = numbers::parse_array(raw, *limits)?.ok_or_else(|| {
-                CodecError::bad_request(
-                    "data: must be a rectangular array of numbers or booleans (a ragged or \
+            let t = match scalar(raw) {
+                Some(t) => t,
+                None => numbers::parse_array(raw, *limits)?.ok_or_else(|| {
+                    CodecError::bad_request(
+                        "data: must be a rectangular array of numbers or booleans (a ragged or \
                      mixed list has no numpy dtype)",
-                )
-            })?;
+                    )
+                })?,
+            };
             match dtype {
                 Some(d) if d.dtype != t.dtype() => {
                     let data = cast(t.data, d.dtype).map_err(|e| e.in_field("data"))?;
@@ -140,9 +145,29 @@ pub fn decode(body: &[u8], layout: Layout, limits: &Limits) -> Result<Tensor> {
     }
 }
 
+/// A 0-d array written as a bare number or bool.
+fn scalar(raw: &[u8]) -> Option<Tensor> {
+    let data = match serde_json::from_slice::<serde_json::Value>(raw).ok()? {
+        serde_json::Value::Bool(b) => TensorData::Bool(vec![b]),
+        serde_json::Value::Number(n) => match n.as_i64() {
+            Some(i) => TensorData::I64(vec![i]),
+            None => TensorData::F64(vec![n.as_f64()?]),
+        },
+        _ => return None,
+    };
+    Some(Tensor {
+        shape: Vec::new(),
+        data,
+    })
+}
+
 /// Converts parsed JSON numbers to the declared dtype, refusing values the dtype cannot
 /// hold instead of wrapping them.
 fn cast(data: TensorData, to: DType) -> Result<TensorData> {
+    if data.is_empty() {
+        return TensorData::from_le_bytes(&[], to)
+            .unwrap_or_else(|| Err(CodecError::bad_request("not a numpy numeric dtype")));
+    }
     macro_rules! ints {
         ($v:expr, $t:ty, $variant:ident) => {{
             let mut out = Vec::with_capacity($v.len());
@@ -258,6 +283,14 @@ mod tests {
         );
         assert_eq!(classify(br#"{"jsonData": {"x": 1}}"#), Shape::Seldon);
         assert_eq!(classify(b"{}"), Shape::Seldon);
+        assert_eq!(classify(br#"{"data": -1.5}"#), Shape::Array(Layout::List));
+        let t = decode(
+            br#"{"data": 7, "dtype": "<u2"}"#,
+            Layout::List,
+            &Limits::default(),
+        )
+        .unwrap();
+        assert_eq!((t.shape.len(), t.data), (0, TensorData::U16(vec![7])));
         assert_eq!(classify(b"{\"a\": "), Shape::Seldon);
     }
 

@@ -1,7 +1,7 @@
 //! Reading request bodies within the size limit, and building replies.
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use http::{header, HeaderValue, Request, Response, StatusCode};
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 
 use crate::error::{Kind, ServeError};
@@ -9,7 +9,9 @@ use crate::error::{Kind, ServeError};
 pub type Reply = Response<Full<Bytes>>;
 
 /// Collects the body into one buffer, refusing more than `limit` bytes (before reading
-/// anything when Content-Length already says so).
+/// anything when Content-Length already says so). The buffer is reserved from
+/// Content-Length, so each frame is copied once, where it stays; a body in one frame is
+/// not copied at all.
 pub async fn read(req: Request<Incoming>, limit: usize) -> Result<Bytes, ServeError> {
     let declared = req
         .headers()
@@ -19,14 +21,40 @@ pub async fn read(req: Request<Incoming>, limit: usize) -> Result<Bytes, ServeEr
     if declared.is_some_and(|n| n > limit as u64) {
         return Err(too_large(limit));
     }
-    match Limited::new(req.into_body(), limit).collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(too_large(limit)),
-        Err(e) => Err(ServeError::new(
-            Kind::BadRequest,
-            format!("could not read the request body: {e}"),
-        )),
+    let mut body = req.into_body();
+    let mut first: Option<Bytes> = None;
+    let mut buf = BytesMut::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| {
+            ServeError::new(
+                Kind::BadRequest,
+                format!("could not read the request body: {e}"),
+            )
+        })?;
+        let Ok(data) = frame.into_data() else {
+            continue; // trailers
+        };
+        let so_far = first.as_ref().map_or(0, Bytes::len) + buf.len();
+        if so_far + data.len() > limit {
+            return Err(too_large(limit));
+        }
+        match first.take() {
+            None if buf.is_empty() => first = Some(data),
+            held => {
+                if buf.is_empty() {
+                    let held = held.unwrap_or_default();
+                    let want = declared.map_or(0, |n| n as usize).max(held.len() + data.len());
+                    buf.reserve(want);
+                    buf.extend_from_slice(&held);
+                }
+                buf.extend_from_slice(&data);
+            }
+        }
     }
+    Ok(match first {
+        Some(only) => only,
+        None => buf.freeze(),
+    })
 }
 
 #[cold]
