@@ -223,11 +223,59 @@ def test_v2_rest_and_grpc_attacks(serve: Any) -> None:
 
 def test_suites_not_there_yet_say_why() -> None:
     r = bench("suite", "--list")
-    assert r.returncode == 0 and "seldon-matrix" in r.stdout and "ray-micro" in r.stdout
-    r = bench("suite", "images")
-    assert r.returncode == 1 and "not there yet" in r.stderr and "issue 7" in r.stderr
+    assert r.returncode == 0 and "seldon-matrix" in r.stdout and "numpy-echo" in r.stdout
+    r = bench("suite", "realtime-rows")
+    assert r.returncode == 1 and "not there yet" in r.stderr and "issue 6" in r.stderr
     r = bench("suite", "nope")
     assert r.returncode == 1 and "unknown suite" in r.stderr
+
+
+def test_images_suite_short(serve: Any) -> None:
+    noop = serve("noop")
+    seed = serve(f"{ROOT}/benchmarks/models/images.py:Seed001")
+    r = bench(
+        "suite", "images", "--target", noop.url, "--grpc-target", noop.grpc_target,
+        "--server-pid", str(noop.proc.pid), "--vs", seed.url, "--vs-grpc", seed.grpc_target,
+        "--image-sizes", "360x640", "-z", "200ms", "--warmup", "0s",
+        "--name-target", "noop", "--name-vs", "seed001",
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert "360×640 (image 0.229 MB): seconds per round of 20 concurrent requests" in out
+    assert "720×1280" not in out
+    rest = next(line for line in out.splitlines() if line.startswith("| REST |"))
+    grpc = next(line for line in out.splitlines() if line.startswith("| gRPC |"))
+    cells = [c.strip() for c in rest.split("|")[2:-1]]
+    # basic, base64, binary: noop (with its CPU), seed001, the seed's figure
+    assert cells[2::3] == ["0.0723", "0.0943", "0.0572"], rest
+    assert all(float(c.split()[0]) > 0 for c in cells), rest
+    assert "µs)" in cells[0] or "ms)" in cells[0], rest
+    assert grpc.rstrip().endswith("| 0.0120 |"), grpc
+    bad = bench("suite", "images", "--target", noop.url, "--image-sizes", "1x1")
+    assert bad.returncode == 1 and "expected 360x640" in bad.stderr
+
+
+def test_numpy_echo_suite_short(serve: Any) -> None:
+    echo = serve("echo", "--model-name", "echo")
+    r = bench(
+        "suite", "numpy-echo", "--target", echo.url, "--grpc-target", echo.grpc_target,
+        "--clients", "4", "-z", "150ms", "--warmup", "0s", "--format", "json",
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    cells = json.loads(r.stdout)
+    labels = ["JSON", "JSON base64", "msgpack", "gRPC", "gRPC .npy in binData"]
+    assert sorted(c["key"] for c in cells) == sorted(
+        f"{label}|{n}" for label in labels for n in (1, 256, 8192)
+    )
+    for c in cells:
+        (report,) = c["reports"]
+        assert report["success"] == 1.0 and report["ok"] > 0, c["key"]
+    md = bench(
+        "suite", "numpy-echo", "--target", echo.url, "--grpc-target", echo.grpc_target,
+        "--clients", "2", "-z", "100ms", "--warmup", "0s",
+    )  # fmt: skip
+    row = next(line for line in md.stdout.splitlines() if line.startswith("| msgpack |"))
+    assert row.rstrip().endswith("| 0.590 |") and "0.487" in row, row
 
 
 def render(page: Path) -> Image.Image:

@@ -12,7 +12,7 @@ use crate::html;
 use crate::load::{self, Load};
 use crate::payload::{self, ENCODINGS};
 use crate::report::{self, Report};
-use crate::suite::{self, ray_micro, seldon_matrix};
+use crate::suite::{self, cells, images, numpy_echo, ray_micro, seldon_matrix};
 use crate::target::{parse_header, Target};
 
 #[derive(Parser)]
@@ -185,6 +185,15 @@ struct SuiteArgs {
     /// (e.g. 1/10000/8), to print its published figure beside ours.
     #[arg(long)]
     config: Option<String>,
+    /// images, numpy-echo: requests in flight (default: the seed's, 20 and 100).
+    #[arg(long)]
+    clients: Option<usize>,
+    /// images: which of the seed's sizes (360x640,720x1280,1080x1920; default all).
+    #[arg(long, value_delimiter = ',')]
+    image_sizes: Vec<String>,
+    /// numpy-echo: the V2 model name for the gRPC cells.
+    #[arg(long, default_value = "echo")]
+    model: String,
     /// Names for the two servers in the tables.
     #[arg(long, default_value = "target")]
     name_target: String,
@@ -363,6 +372,9 @@ fn run_suite(s: SuiteArgs) -> Result<(), String> {
         }
         Some(_) => {}
     }
+    if name == "images" || name == "numpy-echo" {
+        return run_cells(&name, &s);
+    }
     if name == "ray-micro" {
         if s.html.is_some() {
             return Err(
@@ -415,6 +427,55 @@ fn run_suite(s: SuiteArgs) -> Result<(), String> {
     let text = match s.format {
         Format::Json => serde_json::to_string_pretty(&cells).unwrap_or_default() + "\n",
         _ => seldon_matrix::markdown(&opts, &cells),
+    };
+    emit(&text, &s.output)
+}
+
+/// The suites measured as a grid of requests against each server (`suite::cells`).
+fn run_cells(name: &str, s: &SuiteArgs) -> Result<(), String> {
+    if s.html.is_some() {
+        return Err(format!(
+            "suite {name}: --html is not supported yet (seldon-matrix has it)"
+        ));
+    }
+    let mut servers = vec![cells::Server {
+        name: s.name_target.clone(),
+        grpc: s
+            .grpc_target
+            .clone()
+            .unwrap_or_else(|| default_grpc(&s.target)),
+        rest: s.target.clone(),
+        pid: s.server_pid,
+    }];
+    if let Some(vs) = &s.vs {
+        servers.push(cells::Server {
+            name: s.name_vs.clone(),
+            grpc: s.vs_grpc.clone().unwrap_or_else(|| default_grpc(vs)),
+            rest: vs.clone(),
+            pid: s.vs_pid,
+        });
+    }
+    let images = name == "images";
+    let opts = cells::Options {
+        servers,
+        clients: s.clients.unwrap_or(if images {
+            images::CLIENTS
+        } else {
+            numpy_echo::CLIENTS
+        }),
+        duration: s.duration,
+        warmup: s.warmup,
+        progress: !s.no_progress,
+    };
+    let measured = if images {
+        images::run(&opts, &images::parse_sizes(&s.image_sizes)?)?
+    } else {
+        numpy_echo::run(&opts, &s.model)?
+    };
+    let text = match s.format {
+        Format::Json => serde_json::to_string_pretty(&measured).unwrap_or_default() + "\n",
+        _ if images => images::markdown(&opts, &measured),
+        _ => numpy_echo::markdown(&opts, &measured),
     };
     emit(&text, &s.output)
 }

@@ -1,4 +1,7 @@
 //! The source benchmarks (shared/seeds), runnable against any compatible server.
+pub mod cells;
+pub mod images;
+pub mod numpy_echo;
 pub mod ray_micro;
 pub mod seldon_matrix;
 
@@ -12,7 +15,7 @@ pub const SUITES: &[(&str, &str, Option<&str>)] = &[
     (
         "images",
         "seed 001, images as base64 and binary over REST and gRPC",
-        Some("image and raw-bytes payloads in the server (issue 7)"),
+        None,
     ),
     (
         "realtime-rows",
@@ -22,7 +25,7 @@ pub const SUITES: &[(&str, &str, Option<&str>)] = &[
     (
         "numpy-echo",
         "seed 003, numpy arrays as JSON lists, base64 buffers and msgpack",
-        Some("the echo model and the npy/msgpack encodings (issue 7)"),
+        None,
     ),
     (
         "ray-micro",

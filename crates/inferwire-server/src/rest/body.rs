@@ -43,7 +43,9 @@ pub async fn read(req: Request<Incoming>, limit: usize) -> Result<Bytes, ServeEr
             held => {
                 if buf.is_empty() {
                     let held = held.unwrap_or_default();
-                    let want = declared.map_or(0, |n| n as usize).max(held.len() + data.len());
+                    let want = declared
+                        .map_or(0, |n| n as usize)
+                        .max(held.len() + data.len());
                     buf.reserve(want);
                     buf.extend_from_slice(&held);
                 }

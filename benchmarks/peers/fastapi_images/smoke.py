@@ -1,0 +1,232 @@
+"""Smoke test of serve.py (seed 001's FastAPI and grpcio image servers), on 127.0.0.1.
+
+Starts serve.py on free ports and times the start, checks that both servers listen on
+loopback only, then sends every request kind once with a 360x640 JPEG of random noise
+(Pillow, quality 95 as OpenCV's ``imencode`` has by default) and checks each answer:
+
+- REST (httpx): ``/basic``, ``/base64``, ``/binary`` as ``application/octet-stream`` and
+  as ``image/jpeg``, ``/upload`` (multipart), and a body that is not base64 (400);
+- gRPC (the generated stub): ``Basic``, ``Base64``, ``Binary``, a 20 MiB ``Binary`` (past
+  grpcio's 4 MiB default, within the servers' 64 MiB) and a string that is not base64
+  (``INVALID_ARGUMENT``).
+
+Then, unless ``--calls 0``, the mean latency of ``--calls`` sequential calls of each kind
+(one client, one keep-alive connection or channel; rough figures, the client shares the
+machine). Last it sends SIGTERM to serve.py, times the stop and checks that neither
+server nor serve.py is left.
+
+    .tools/peers/fastapi-images/bin/python benchmarks/peers/fastapi_images/smoke.py \\
+        [--calls 20] [--server-log FILE]
+
+Run it with the virtualenv's Python: it needs grpcio, httpx, Pillow, numpy and the
+generated modules.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import io
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import grpc
+import httpx
+import numpy as np
+from PIL import Image
+from server_grpc import MAX_MESSAGE, load_generated
+
+HERE = Path(__file__).resolve().parent
+ANSWER = {"prediction1": [0.1, 0.2, 0.3], "prediction2": {"a": 1}}
+BASIC = {"field1": "hello", "field2": "world", "field3": 42, "field4": {"x": 1, "y": 2}}
+
+
+def jpeg(height: int, width: int) -> bytes:
+    noise = np.random.default_rng(1).integers(0, 256, (height, width, 3), dtype=np.uint8)
+    out = io.BytesIO()
+    Image.fromarray(noise, "RGB").save(out, format="JPEG", quality=95)
+    return out.getvalue()
+
+
+def ps(columns: str) -> list[list[str]]:
+    out = subprocess.run(["ps", "-eo", columns], capture_output=True, text=True).stdout
+    return [line.split(None, columns.count(",")) for line in out.splitlines()[1:]]
+
+
+def children(ppid: int) -> list[int]:
+    return [int(pid) for pid, parent in ps("pid,ppid") if int(parent) == ppid]
+
+
+def alive(pids: list[int]) -> list[str]:
+    return [" ".join(row) for row in ps("pid,args") if int(row[0]) in pids]
+
+
+def listening(pids: list[int]) -> list[str]:
+    """Local addresses of the listening TCP sockets of the given processes."""
+    out = subprocess.run(["ss", "-ltnpH"], capture_output=True, text=True).stdout
+    return sorted(
+        line.split()[3] for line in out.splitlines() if any(f"pid={p}," in line for p in pids)
+    )
+
+
+def check_rest(client: httpx.Client, image: bytes) -> list[str]:
+    sent: list[str] = []
+
+    def post(path: str, expect: int = 200, **kwargs: Any) -> None:
+        reply = client.post(path, **kwargs)
+        assert reply.status_code == expect, (path, reply.status_code, reply.text[:300])
+        if expect == 200:
+            assert reply.json() == ANSWER, (path, reply.text[:300])
+        sent.append(f"{path} {expect}")
+
+    post("/basic", json=BASIC)
+    post("/base64", json={"image": base64.b64encode(image).decode()})
+    post("/binary", content=image, headers={"Content-Type": "application/octet-stream"})
+    post("/binary", content=image, headers={"Content-Type": "image/jpeg"})
+    post("/upload", files={"file": ("noise.jpg", image, "image/jpeg")})
+    post("/base64", expect=400, json={"image": "not base64!"})
+    return sent
+
+
+def check_answer(pb2: Any, reply: Any) -> None:
+    assert isinstance(reply, pb2.BasicResponse), type(reply)
+    # float32 on the wire: compare with the float32 values.
+    want = np.array(ANSWER["prediction1"], dtype=np.float32)
+    assert np.array_equal(np.array(reply.prediction1, dtype=np.float32), want), reply
+    assert dict(reply.prediction2) == ANSWER["prediction2"], reply
+
+
+def check_grpc(pb2: Any, stub: Any, image: bytes) -> list[str]:
+    sent = []
+    check_answer(pb2, stub.Basic(pb2.BasicRequest(**BASIC), timeout=10))
+    sent.append("Basic")
+    check_answer(
+        pb2, stub.Base64(pb2.ImageBase64Request(image=base64.b64encode(image)), timeout=10)
+    )
+    sent.append("Base64")
+    check_answer(pb2, stub.Binary(pb2.ImageBinaryRequest(image=image), timeout=10))
+    sent.append("Binary")
+    big = np.random.default_rng(2).bytes(20 * 1024 * 1024)
+    check_answer(pb2, stub.Binary(pb2.ImageBinaryRequest(image=big), timeout=30))
+    sent.append("Binary 20 MiB")
+    try:
+        stub.Base64(pb2.ImageBase64Request(image="not base64!"), timeout=10)
+    except grpc.RpcError as e:
+        assert e.code() == grpc.StatusCode.INVALID_ARGUMENT, e
+    else:
+        raise AssertionError("Base64 accepted a string that is not base64")
+    sent.append("Base64 INVALID_ARGUMENT")
+    return sent
+
+
+def mean_ms(call: Callable[[], object], calls: int) -> float:
+    call()  # warm-up
+    started = time.perf_counter()
+    for _ in range(calls):
+        call()
+    return (time.perf_counter() - started) / calls * 1000
+
+
+def timings(client: httpx.Client, pb2: Any, stub: Any, image: bytes, calls: int) -> str:
+    b64 = base64.b64encode(image).decode()
+    basic = pb2.BasicRequest(**BASIC)
+    in_b64 = pb2.ImageBase64Request(image=b64)
+    in_bin = pb2.ImageBinaryRequest(image=image)
+    octet = {"Content-Type": "application/octet-stream"}
+    rows = {
+        "REST basic": lambda: client.post("/basic", json=BASIC),
+        "REST base64": lambda: client.post("/base64", json={"image": b64}),
+        "REST binary": lambda: client.post("/binary", content=image, headers=octet),
+        "REST upload": lambda: client.post("/upload", files={"file": ("n.jpg", image)}),
+        "gRPC Basic": lambda: stub.Basic(basic, timeout=10),
+        "gRPC Base64": lambda: stub.Base64(in_b64, timeout=10),
+        "gRPC Binary": lambda: stub.Binary(in_bin, timeout=10),
+    }
+    return ", ".join(f"{name} {mean_ms(call, calls):.2f} ms" for name, call in rows.items())
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument("--calls", type=int, default=20, help="timed calls of each kind; 0: none")
+    p.add_argument(
+        "--server-log",
+        type=argparse.FileType("w"),
+        default=subprocess.DEVNULL,
+        help="file for the servers' output (default: discarded)",
+    )
+    args = p.parse_args()
+    pb2, pb2_grpc = load_generated()
+    image = jpeg(360, 640)
+    print(f"image: 360x640 JPEG of noise, {len(image):,} bytes", flush=True)
+
+    started = time.monotonic()
+    serve = subprocess.Popen(
+        [sys.executable, str(HERE / "serve.py")],
+        stdout=subprocess.PIPE,
+        stderr=args.server_log,
+        text=True,
+    )
+    pids = [serve.pid]
+    failed = False
+    try:
+        assert serve.stdout is not None
+        line = serve.stdout.readline()  # serve.py gives up after its --ready-timeout
+        if not line.startswith("READY"):
+            raise RuntimeError(f"serve.py did not start: {line!r}")
+        print(f"{line.strip()} (started in {time.monotonic() - started:.1f} s)", flush=True)
+        _, url, _, target = line.split()
+        servers = children(serve.pid)
+        pids += servers
+        sockets = listening(servers)
+        assert len(servers) == 2 and len(sockets) == 2, (servers, sockets)
+        # grpcio may bind 127.0.0.1 as the IPv4-mapped form on a dual-stack socket.
+        bad = [s for s in sockets if s.rsplit(":", 1)[0] not in ("127.0.0.1", "[::ffff:127.0.0.1]")]
+        assert not bad, f"listens beyond 127.0.0.1: {bad}"
+        print(f"listening on {', '.join(sockets)} only", flush=True)
+
+        options = [
+            ("grpc.max_send_message_length", MAX_MESSAGE),
+            ("grpc.max_receive_message_length", MAX_MESSAGE),
+            ("grpc.enable_http_proxy", 0),
+        ]
+        with (
+            httpx.Client(base_url=url, timeout=30, trust_env=False) as client,
+            grpc.insecure_channel(target, options=options) as channel,
+        ):
+            stub = pb2_grpc.ImageServiceStub(channel)
+            print(f"REST checks passed: {', '.join(check_rest(client, image))}", flush=True)
+            print(f"gRPC checks passed: {', '.join(check_grpc(pb2, stub, image))}", flush=True)
+            if args.calls:
+                times = timings(client, pb2, stub, image, args.calls)
+                print(f"mean of {args.calls} calls: {times}", flush=True)
+    except Exception as e:
+        failed = True
+        print(f"FAILED: {e!r}", flush=True)
+    finally:
+        stopping = time.monotonic()
+        serve.terminate()
+        try:
+            serve.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            serve.kill()
+            serve.wait()
+        print(f"stopped in {time.monotonic() - stopping:.1f} s, exit {serve.returncode}")
+    time.sleep(0.2)
+    left = alive(pids)
+    if left:
+        failed = True
+        print(f"LEFT RUNNING: {left}", flush=True)
+    else:
+        print(f"no process left (serve.py and servers, pids {pids})", flush=True)
+    print("FAILED" if failed else "OK", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
