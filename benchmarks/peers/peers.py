@@ -7,9 +7,10 @@ one suite has a peer to run against:
 - ``seldon-matrix`` against the Seldon Python wrapper (seldon-core 1.18.2, Python 3.10,
   one gunicorn worker and thread, as the notebook deploys it).
 
-MLServer and Ray Serve serve the Open Inference Protocol and Ray's own HTTP API; the
-suites that apply to them (``numpy-echo``, ``images``, ``ray-micro``) wait for server
-features (see ``inferwire bench suite --list``), and the script says so.
+The other peers speak their own APIs and have their own scripts, which this one names at
+the end: ``benchmarks/runtime.py`` (Ray Serve, ray-micro), ``benchmarks/v2_mlserver.py``
+(MLServer, V2) and ``benchmarks/images_numpy.py`` (FastAPI, aiohttp and grpcio: seeds 001
+and 003).
 
     bash benchmarks/peers/run.sh [--duration 10s]
 """
@@ -26,9 +27,10 @@ import servers
 
 ROOT = servers.ROOT
 RESULTS = ROOT / "benchmarks" / "results"
-NOT_YET = {
-    "MLServer": "numpy-echo and images need the server's V2 protocol and binary encodings",
-    "Ray Serve": "ray-micro needs the server's workers and dynamic batching",
+ELSEWHERE = {
+    "Ray Serve": "benchmarks/runtime.py",
+    "MLServer": "benchmarks/v2_mlserver.py",
+    "FastAPI, aiohttp, grpcio (seeds 001, 003)": "benchmarks/images_numpy.py",
 }
 
 
@@ -66,8 +68,8 @@ def main() -> int:
     finally:
         for s in started:
             s.stop()
-    for name, why in NOT_YET.items():
-        print(f"{name}: not run yet ({why})", file=sys.stderr)
+    for name, script in ELSEWHERE.items():
+        print(f"{name}: run .venv/bin/python {script}", file=sys.stderr)
     if rc == 0:
         print(f"wrote {RESULTS / 'peers_seldon_matrix.md'} and .html", file=sys.stderr)
     return rc
