@@ -5,7 +5,7 @@ from typing import Any, final
 
 from typing_extensions import Self
 
-__all__ = ["Server", "__version__", "bench_main"]
+__all__ = ["Server", "TreeEnsemble", "__version__", "bench_main"]
 
 __version__: str
 
@@ -35,6 +35,32 @@ class Server:
         """Free a dead worker's slot in the shared metrics."""
     def metrics_text(self) -> str:
         """The Prometheus text ``GET /metrics`` serves (all workers' counts)."""
+
+@final
+class TreeEnsemble:
+    """A model in the inferwire tree format (``inferwire.trees.convert``), scored in Rust."""
+
+    def __new__(cls, text: str | bytes) -> Self:
+        """Loads the model's JSON text; ValueError names what is wrong with it."""
+    def predict(self, X: Any) -> Any:
+        """Class probabilities (classification) or values (regression) for a 2-D float64
+        array, one row per row, computed without the GIL."""
+    @property
+    def n_features(self) -> int: ...
+    @property
+    def n_outputs(self) -> int: ...
+    @property
+    def n_trees(self) -> int: ...
+    @property
+    def task(self) -> str:
+        """``classification`` or ``regression``."""
+    @property
+    def source(self) -> str:
+        """The estimator the model was converted from."""
+    @property
+    def feature_names(self) -> list[str]: ...
+    @property
+    def classes(self) -> list[Any]: ...
 
 def bench_main(args: list[str]) -> int:
     """Run ``inferwire bench`` with ``args`` (the first is the program name), without the

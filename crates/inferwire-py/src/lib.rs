@@ -10,6 +10,7 @@ mod model;
 mod repository;
 mod server;
 mod thread_state;
+mod trees;
 
 use pyo3::prelude::*;
 
@@ -22,6 +23,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<server::Server>()?;
+    m.add_class::<trees::TreeEnsemble>()?;
     m.add_function(wrap_pyfunction!(bench::bench_main, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

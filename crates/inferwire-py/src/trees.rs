@@ -1,0 +1,96 @@
+//! `TreeEnsemble`: a model in the inferwire tree format scored from Python (tests and
+//! `inferwire.trees`); the server scores the same `Forest` without Python.
+use inferwire_trees::format::Task;
+use inferwire_trees::Forest;
+use numpy::{PyArray2, PyArrayMethods, PyReadonlyArray2, PyUntypedArrayMethods};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+use crate::convert::json_to_py;
+
+#[pyclass(frozen)]
+pub struct TreeEnsemble {
+    forest: Forest,
+}
+
+#[pymethods]
+impl TreeEnsemble {
+    /// Loads a model from its JSON text (`str` or `bytes`).
+    #[new]
+    fn new(text: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let bytes: Vec<u8> = match text.extract::<String>() {
+            Ok(s) => s.into_bytes(),
+            Err(_) => text.extract::<Vec<u8>>()?,
+        };
+        let forest = Forest::from_json(&bytes).map_err(|e| PyValueError::new_err(e.0))?;
+        Ok(Self { forest })
+    }
+
+    /// Class probabilities (classification) or values (regression), one row per row of
+    /// `X` (a 2-D float64 array), computed without the GIL.
+    #[pyo3(signature = (X))]
+    #[allow(non_snake_case)] // scikit-learn's name for the feature matrix
+    fn predict<'py>(
+        &self,
+        py: Python<'py>,
+        X: PyReadonlyArray2<'py, f64>,
+    ) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        let x = X;
+        let [rows, cols] = [x.shape()[0], x.shape()[1]];
+        if cols != self.forest.info.n_features {
+            return Err(PyValueError::new_err(format!(
+                "X has {cols} features; the model takes {}",
+                self.forest.info.n_features
+            )));
+        }
+        let data: Vec<f64> = x.as_array().iter().copied().collect();
+        let width = self.forest.info.n_outputs;
+        let mut out = vec![0.0; rows * width];
+        py.detach(|| self.forest.predict(&data, &mut out))
+            .map_err(PyValueError::new_err)?;
+        numpy::PyArray1::from_vec(py, out).reshape([rows, width])
+    }
+
+    #[getter]
+    fn n_features(&self) -> usize {
+        self.forest.info.n_features
+    }
+
+    #[getter]
+    fn n_outputs(&self) -> usize {
+        self.forest.info.n_outputs
+    }
+
+    #[getter]
+    fn n_trees(&self) -> usize {
+        self.forest.info.n_trees
+    }
+
+    #[getter]
+    fn task(&self) -> &'static str {
+        match self.forest.info.task {
+            Task::Classification => "classification",
+            Task::Regression => "regression",
+        }
+    }
+
+    #[getter]
+    fn source(&self) -> &str {
+        &self.forest.info.source
+    }
+
+    #[getter]
+    fn feature_names(&self) -> Vec<String> {
+        self.forest.info.feature_names.clone()
+    }
+
+    #[getter]
+    fn classes<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        self.forest
+            .info
+            .classes
+            .iter()
+            .map(|c| json_to_py(py, c))
+            .collect()
+    }
+}
