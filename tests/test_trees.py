@@ -80,6 +80,53 @@ def test_regressors_match_predict(model: Any) -> None:
     assert np.max(np.abs(got - want)) <= 1e-6 * max(1.0, float(np.abs(want).max())), label(model)
 
 
+def boosters() -> list[Any]:
+    import lightgbm
+    import xgboost
+
+    quiet = {"verbose": -1}
+    return [
+        xgboost.XGBClassifier(n_estimators=15, max_depth=4),
+        xgboost.XGBRFClassifier(n_estimators=8, max_depth=4),
+        lightgbm.LGBMClassifier(n_estimators=15, num_leaves=8, **quiet),
+        lightgbm.LGBMClassifier(
+            boosting_type="rf", n_estimators=8, subsample=0.7, subsample_freq=1, **quiet
+        ),
+    ]
+
+
+@pytest.mark.parametrize("classes", [2, 3])
+@pytest.mark.parametrize("index", range(4))
+def test_xgboost_and_lightgbm_classifiers(index: int, classes: int) -> None:
+    model = boosters()[index]
+    X_train, X_test, y_train, _ = data("classification", classes)
+    rng = np.random.default_rng(1)
+    X_train[rng.random(X_train.shape) < 0.05] = np.nan
+    X_test[rng.random(X_test.shape) < 0.05] = np.nan
+    model.fit(X_train, y_train)
+    n = native(model)
+    got = n.predict(X_test)
+    assert np.max(np.abs(got - model.predict_proba(X_test))) <= 1e-6, label(model)
+    np.testing.assert_array_equal(np.asarray(n.classes)[got.argmax(axis=1)], model.predict(X_test))
+
+
+@pytest.mark.parametrize("library", ["xgboost", "lightgbm"])
+def test_xgboost_and_lightgbm_regressors(library: str) -> None:
+    import lightgbm
+    import xgboost
+
+    model = (
+        xgboost.XGBRegressor(n_estimators=20, max_depth=4)
+        if library == "xgboost"
+        else lightgbm.LGBMRegressor(n_estimators=20, num_leaves=8, verbose=-1)
+    )
+    X_train, X_test, y_train, _ = data("regression")
+    model.fit(X_train, y_train)
+    got = native(model).predict(X_test)[:, 0]
+    want = model.predict(X_test)
+    assert np.max(np.abs(got - want)) <= 1e-6 * max(1.0, float(np.abs(want).max())), library
+
+
 def test_missing_values_follow_the_library() -> None:
     X_train, X_test, y_train, _ = data("classification")
     rng = np.random.default_rng(0)

@@ -54,6 +54,8 @@ pub struct Forest {
     targets: Vec<u32>,
     values: Vec<f64>,
     raw_outputs: usize,
+    /// How many trees add to each raw output (`mean` divides by it).
+    counts: Vec<f64>,
     aggregate: Aggregate,
     base: Vec<f64>,
     link: Link,
@@ -129,6 +131,7 @@ impl Forest {
             targets: Vec::with_capacity(f.trees.len()),
             values: Vec::new(),
             raw_outputs: f.n_outputs,
+            counts: vec![0.0; f.n_outputs],
             aggregate: f.aggregate,
             base: if f.base.is_empty() {
                 vec![0.0; f.n_outputs]
@@ -209,6 +212,10 @@ impl Forest {
         }
         self.roots.push(offset);
         self.targets.push(t.output.map_or(u32::MAX, |k| k as u32));
+        match t.output {
+            Some(k) => self.counts[k] += 1.0,
+            None => self.counts.iter_mut().for_each(|c| *c += 1.0),
+        }
         Ok(())
     }
 
@@ -292,8 +299,9 @@ impl Forest {
 
     fn finish(&self, raw: &mut [f64], out: &mut [f64]) {
         if self.aggregate == Aggregate::Mean {
-            let n = self.roots.len() as f64;
-            raw.iter_mut().for_each(|r| *r /= n);
+            for (r, n) in raw.iter_mut().zip(&self.counts) {
+                *r /= n.max(1.0);
+            }
         }
         for (r, b) in raw.iter_mut().zip(&self.base) {
             *r += b;

@@ -23,7 +23,7 @@ pub enum Task {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Aggregate {
-    /// Random forests: the average of the trees.
+    /// Random forests: the average of the trees (per output, of the trees that add to it).
     Mean,
     /// Boosting: the sum of the trees.
     Sum,

@@ -16,6 +16,14 @@ def convert(model: Any) -> dict[str, Any]:
     module = type(model).__module__
     if module.startswith("sklearn."):
         return convert_sklearn(model)
+    if module.startswith("xgboost"):
+        from .xgboost import convert_xgboost
+
+        return convert_xgboost(model)
+    if module.startswith("lightgbm"):
+        from .lightgbm import convert_lightgbm
+
+        return convert_lightgbm(model)
     raise UnsupportedModel(
         f"{module}.{type(model).__name__} is not a model the native runtime scores"
     )

@@ -37,7 +37,7 @@ def _common(model: Any, task: str) -> dict[str, Any]:
     return out
 
 
-def _floats(values: Any) -> list[Any]:
+def floats(values: Any) -> list[Any]:
     """Numbers, with the non-finite ones as the strings the format uses."""
     out: list[Any] = []
     for v in np.asarray(values, dtype=np.float64).ravel().tolist():
@@ -64,11 +64,11 @@ def _tree(est: Any, classification: bool, scale: float = 1.0) -> dict[str, Any]:
     missing = getattr(t, "missing_go_to_left", None)
     return {
         "feature": np.where(leaf, -1, t.feature).tolist(),
-        "threshold": _floats(np.where(leaf, 0.0, t.threshold)),
+        "threshold": floats(np.where(leaf, 0.0, t.threshold)),
         "left": np.where(leaf, 0, t.children_left).tolist(),
         "right": np.where(leaf, 0, t.children_right).tolist(),
         "missing_left": [bool(m) for m in missing] if missing is not None else [],
-        "value": _floats(value * scale),
+        "value": floats(value * scale),
     }
 
 
@@ -150,11 +150,11 @@ def _hist_gradient_boosting(model: Any, classification: bool) -> dict[str, Any]:
             leaf = nodes["is_leaf"].astype(bool)
             tree = {
                 "feature": np.where(leaf, -1, nodes["feature_idx"]).tolist(),
-                "threshold": _floats(np.where(leaf, 0.0, nodes["num_threshold"])),
+                "threshold": floats(np.where(leaf, 0.0, nodes["num_threshold"])),
                 "left": np.where(leaf, 0, nodes["left"]).tolist(),
                 "right": np.where(leaf, 0, nodes["right"]).tolist(),
                 "missing_left": nodes["missing_go_to_left"].astype(bool).tolist(),
-                "value": _floats(nodes["value"]),
+                "value": floats(nodes["value"]),
             }
             if k > 1:
                 tree["output"] = c
