@@ -267,3 +267,11 @@ class Describe:
         if isinstance(X, list):
             return {"kind": np.array([f"list:{type(X[0]).__name__}:{X[0]!r}"], dtype=object)}
         return {"kind": np.array([f"{type(X).__name__}:{getattr(X, 'dtype', '')}"], dtype=object)}
+
+
+class Transposed:
+    """Returns a Fortran-ordered array and a strided view: replies must be row-major."""
+
+    def predict(self, X: Any, names: Any = None) -> Any:
+        a = np.asfortranarray(np.arange(6, dtype=np.float64).reshape(2, 3))
+        return a if X.shape[-1] == 1 else np.arange(12.0).reshape(3, 4)[:, ::2]

@@ -178,3 +178,14 @@ def test_grpc_channel_reuse_many_calls(annotated: Any, pb: Any) -> None:
         futures = [stub.Predict.future(msg, timeout=10) for _ in range(200)]
         assert all(list(f.result().data.names) == ["no", "yes"] for f in futures)
         assert isinstance(grpc.StatusCode.OK, grpc.StatusCode)
+
+
+def test_fortran_ordered_and_strided_results_keep_their_rows(serve: Any, pb: Any) -> None:
+    s = serve("models:Transposed")
+    r = httpx.post(s.url + "/api/v1.0/predictions", json={"data": {"ndarray": [[1]]}})
+    assert r.json()["data"]["ndarray"] == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+    r = httpx.post(s.url + "/api/v1.0/predictions", json={"data": {"ndarray": [[1, 2]]}})
+    assert r.json()["data"]["ndarray"] == [[0.0, 2.0], [4.0, 6.0], [8.0, 10.0]]
+    v2 = {"inputs": [{"name": "x", "shape": [1, 1], "datatype": "FP64", "data": [1]}]}
+    r = httpx.post(s.url + "/v2/models/Transposed/infer", json=v2)
+    assert r.json()["outputs"][0]["data"] == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]

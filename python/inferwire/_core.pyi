@@ -40,8 +40,9 @@ class Server:
 class TreeEnsemble:
     """A model in the inferwire tree format (``inferwire.trees.convert``), scored in Rust."""
 
-    def __new__(cls, text: str | bytes) -> Self:
-        """Loads the model's JSON text; ValueError names what is wrong with it."""
+    def __new__(cls, text: str | bytes, output_names: str = "{class}") -> Self:
+        """Loads the model's JSON text; ValueError names what is wrong with it. Served,
+        its outputs are named by ``output_names``, ``{class}`` replaced by each label."""
     def predict(self, X: Any) -> Any:
         """Class probabilities (classification) or values (regression) for a 2-D float64
         array, one row per row, computed without the GIL."""

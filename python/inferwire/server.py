@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Any
 
-from . import _core, loader
+from . import _core, loader, modelfile
 from .errors import SettingsError
 from .repository import Repository
 from .seldon import SeldonAdapter
@@ -32,7 +33,7 @@ def serve(model: Any = None, settings: Settings | None = None, *, spec: str | No
     the workers are forked from this process."""
     settings = (settings or Settings()).validate()
     repo = Repository(settings.model_repository) if settings.model_repository else None
-    others: list[tuple[SeldonAdapter, dict[str, Any]]] = []
+    others: list[tuple[Any, dict[str, Any]]] = []
     if repo is not None:
         others = [repo.load(n) for n in repo.names()]
     core_settings = settings.to_core()
@@ -54,13 +55,25 @@ def serve(model: Any = None, settings: Settings | None = None, *, spec: str | No
         image = settings.model_image or name
         batch = own["max_batch_size"]
     else:
-        if isinstance(model, str):
+        native = None
+        if isinstance(model, str) and modelfile.is_model_file(model):
+            spec = model
+            model, how = modelfile.build(model, settings.runtime, settings.output_names)
+            log.info("%s: %s", spec, how)
+            if isinstance(model, _core.TreeEnsemble):
+                native = model
+        elif isinstance(model, str):
             spec = model
             model = loader.build(model, settings.constructor_parameters())
-        name = settings.model_name or type(model).__name__
+        default_name = Path(spec).stem if spec and modelfile.is_model_file(spec) else None
+        name = settings.model_name or default_name or type(model).__name__
         image = settings.model_image or spec or type(model).__name__
-        adapter = SeldonAdapter(model, name, settings.raw_arrays)
-        if adapter.has_predict_raw and settings.max_batch_size > 1:
+        adapter = native or SeldonAdapter(model, name, settings.raw_arrays)
+        if (
+            isinstance(adapter, SeldonAdapter)
+            and adapter.has_predict_raw
+            and (settings.max_batch_size > 1)
+        ):
             raise SettingsError(
                 f"max_batch_size: {type(model).__name__} defines predict_raw, whose requests "
                 "cannot be joined; batching needs predict (set max_batch_size to 1)"

@@ -58,6 +58,16 @@ class Settings:
     raw_arrays: str = _opt(
         "numpy", "arrays in predict_raw's dict: numpy (no copy) or list (as Seldon's REST)"
     )
+    runtime: str = _opt(
+        "auto",
+        "for a trained model file: native (tree models scored in Rust), python (the library's "
+        "own predict), or auto (native when it can score the model)",
+    )
+    output_names: str = _opt(
+        "{class}",
+        "native tree models: the name of each output, {class} replaced by the class label "
+        "(e.g. {class}_Pred)",
+    )
     max_body_bytes: int = _opt(64 * 1024 * 1024, "largest REST body or gRPC message, bytes")
     max_elements: int = _opt(64 * 1024 * 1024, "largest number of elements in one tensor")
     max_json_depth: int = _opt(32, "deepest nesting of ndarray lists")
@@ -130,6 +140,8 @@ class Settings:
             raise SettingsError(f"access_log: {self.access_log!r} is not off, text or json")
         if self.raw_arrays not in ("numpy", "list"):
             raise SettingsError(f"raw_arrays: {self.raw_arrays!r} is not numpy or list")
+        if self.runtime not in ("auto", "native", "python"):
+            raise SettingsError(f"runtime: {self.runtime!r} is not auto, native or python")
         if self.log_level.lower() not in ("debug", "info", "warning", "error"):
             raise SettingsError(
                 f"log_level: {self.log_level!r} is not debug, info, warning or error"
@@ -172,7 +184,14 @@ class Settings:
     def to_core(self) -> dict[str, Any]:
         """The dict the Rust core reads (it crosses the boundary once)."""
         d = asdict(self)
-        for key in ("parameters", "raw_arrays", "model_repository", "default_model"):
+        for key in (
+            "parameters",
+            "raw_arrays",
+            "model_repository",
+            "default_model",
+            "runtime",
+            "output_names",
+        ):
             d.pop(key)
         d["log_level"] = self.log_level.lower()
         return d

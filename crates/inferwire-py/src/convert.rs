@@ -207,16 +207,16 @@ fn numpy_to_tensor(arr: &Bound<'_, PyUntypedArray>) -> PyResult<Option<Tensor>> 
         let Ok(typed) = arr.cast::<PyArrayDyn<T>>() else {
             return Ok(None);
         };
-        // `to_vec` copies; a non-contiguous view is made contiguous first.
-        match typed.to_vec() {
-            Ok(v) => Ok(Some(v)),
-            Err(_) => {
-                let c = numpy(arr.py())?
-                    .getattr("ascontiguousarray")?
-                    .call1((typed,))?;
-                Ok(Some(c.cast::<PyArrayDyn<T>>()?.to_vec()?))
-            }
+        // `to_vec` copies memory order, which is row-major only for a C-contiguous
+        // array: any other (a Fortran-ordered result, a strided view) is made C-ordered
+        // first.
+        if typed.is_c_contiguous() {
+            return Ok(Some(typed.to_vec()?));
         }
+        let c = numpy(arr.py())?
+            .getattr("ascontiguousarray")?
+            .call1((typed,))?;
+        Ok(Some(c.cast::<PyArrayDyn<T>>()?.to_vec()?))
     }
     let shape = arr.shape().to_vec();
     macro_rules! try_types {

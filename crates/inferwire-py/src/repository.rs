@@ -8,13 +8,23 @@ use pyo3::types::{PyDict, PyTuple};
 
 use crate::config::spec_from_dict;
 use crate::model::PyModel;
+use crate::trees::TreeEnsemble;
 
 pub struct PyRepository(pub Py<PyAny>);
+
+/// The model an adapter stands for: a `TreeEnsemble` is served natively, anything else
+/// through Python.
+pub fn model_of(adapter: Bound<'_, PyAny>) -> PyResult<Arc<dyn Model>> {
+    if let Ok(native) = adapter.cast::<TreeEnsemble>() {
+        return Ok(native.get().model());
+    }
+    Ok(Arc::new(PyModel::new(adapter)?))
+}
 
 /// A model built by Python: its adapter and its settings dict.
 pub fn built(pair: &Bound<'_, PyAny>) -> PyResult<(Arc<dyn Model>, ModelSpec)> {
     let pair = pair.cast::<PyTuple>()?;
-    let model: Arc<dyn Model> = Arc::new(PyModel::new(pair.get_item(0)?)?);
+    let model = model_of(pair.get_item(0)?)?;
     let spec = spec_from_dict(pair.get_item(1)?.cast::<PyDict>()?)?;
     Ok((model, spec))
 }

@@ -8,13 +8,12 @@ use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::model::PyModel;
-use crate::repository::{built, PyRepository};
+use crate::repository::{built, model_of, PyRepository};
 
 #[pyclass(module = "inferwire._core", frozen)]
 pub struct Server {
     config: ServerConfig,
-    model: Arc<PyModel>,
+    model: Arc<dyn Model>,
     /// Repository models built before the fork (shared copy-on-write, as the default one).
     others: Vec<(Arc<dyn Model>, ModelSpec)>,
     repository: Option<Arc<dyn Repository>>,
@@ -43,7 +42,7 @@ impl Server {
         init_logging(&level);
         Ok(Self {
             config: crate::config::from_dict(config)?,
-            model: Arc::new(PyModel::new(adapter)?),
+            model: model_of(adapter)?,
             others: models.iter().map(built).collect::<PyResult<_>>()?,
             repository: repository.map(|r| Arc::new(PyRepository(r)) as Arc<dyn Repository>),
             metrics: Metrics::shared()

@@ -1,5 +1,9 @@
 //! `TreeEnsemble`: a model in the inferwire tree format scored from Python (tests and
 //! `inferwire.trees`); the server scores the same `Forest` without Python.
+use std::sync::Arc;
+
+use inferwire_server::native::TreeModel;
+use inferwire_server::Model;
 use inferwire_trees::format::Task;
 use inferwire_trees::Forest;
 use numpy::{PyArray2, PyArrayMethods, PyReadonlyArray2, PyUntypedArrayMethods};
@@ -10,20 +14,33 @@ use crate::convert::json_to_py;
 
 #[pyclass(frozen)]
 pub struct TreeEnsemble {
-    forest: Forest,
+    forest: Arc<Forest>,
+    output_names: String,
+}
+
+impl TreeEnsemble {
+    /// The model the server runs for it: no Python on the request path.
+    pub fn model(&self) -> Arc<dyn Model> {
+        Arc::new(TreeModel::new(self.forest.clone(), &self.output_names))
+    }
 }
 
 #[pymethods]
 impl TreeEnsemble {
-    /// Loads a model from its JSON text (`str` or `bytes`).
+    /// Loads a model from its JSON text (`str` or `bytes`). `output_names` names the
+    /// outputs when served: `{class}` becomes each class label.
     #[new]
-    fn new(text: &Bound<'_, PyAny>) -> PyResult<Self> {
+    #[pyo3(signature = (text, output_names="{class}"))]
+    fn new(text: &Bound<'_, PyAny>, output_names: &str) -> PyResult<Self> {
         let bytes: Vec<u8> = match text.extract::<String>() {
             Ok(s) => s.into_bytes(),
             Err(_) => text.extract::<Vec<u8>>()?,
         };
         let forest = Forest::from_json(&bytes).map_err(|e| PyValueError::new_err(e.0))?;
-        Ok(Self { forest })
+        Ok(Self {
+            forest: Arc::new(forest),
+            output_names: output_names.to_owned(),
+        })
     }
 
     /// Class probabilities (classification) or values (regression), one row per row of

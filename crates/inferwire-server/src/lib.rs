@@ -9,6 +9,7 @@ pub mod grpc;
 pub mod metrics;
 pub mod model;
 pub mod models;
+pub mod native;
 mod observe;
 mod read_ahead;
 pub mod rest;

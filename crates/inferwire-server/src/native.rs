@@ -1,0 +1,393 @@
+//! Models served with no Python on the request path: tree ensembles in inferwire's tree
+//! format, scored by `inferwire_trees::Forest`. Takes rows as a numeric array (Seldon
+//! `ndarray`/`tensor`/binary encodings, one V2 input of `[rows, features]`) or as columns
+//! named by feature (a data-frame JSON object `{"Number": [...], "Start": [...]}`, V2 inputs
+//! named by feature), and answers probabilities per class or predicted values.
+use std::sync::Arc;
+
+use inferwire_codec::protocol::seldon::reply::Output;
+use inferwire_codec::protocol::seldon::{Array, Meta, Payload, SeldonMessage};
+use inferwire_codec::protocol::v2::{InferInput, InferOutput, InferRequest};
+use inferwire_codec::{Tensor, TensorData};
+use inferwire_trees::forest::argmax_rows;
+use inferwire_trees::format::Task;
+use inferwire_trees::Forest;
+use serde_json::{json, Map, Value};
+
+use crate::model::{Answer, Call, Model, ModelError, ModelErrorKind, Reply};
+
+pub struct TreeModel {
+    forest: Arc<Forest>,
+    /// Column names of the probabilities (classification) or the value (regression).
+    output_names: Vec<String>,
+}
+
+fn bad(message: impl Into<String>) -> ModelError {
+    ModelError {
+        kind: ModelErrorKind::BadInput,
+        message: message.into(),
+    }
+}
+
+fn label(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+impl TreeModel {
+    /// `template` names the outputs: `{class}` is replaced by each class label (e.g.
+    /// `{class}_Pred` gives `absent_Pred`, `present_Pred`); a regressor's one output is
+    /// `template` with `{class}` replaced by `value`.
+    pub fn new(forest: Arc<Forest>, template: &str) -> Self {
+        let info = &forest.info;
+        let output_names = match info.task {
+            Task::Classification if info.classes.len() == info.n_outputs => info
+                .classes
+                .iter()
+                .map(|c| template.replace("{class}", &label(c)))
+                .collect(),
+            Task::Classification => (0..info.n_outputs)
+                .map(|i| template.replace("{class}", &i.to_string()))
+                .collect(),
+            Task::Regression => (0..info.n_outputs)
+                .map(|i| {
+                    let name = if info.n_outputs == 1 {
+                        "value".to_string()
+                    } else {
+                        format!("value{i}")
+                    };
+                    template.replace("{class}", &name)
+                })
+                .collect(),
+        };
+        Self {
+            forest,
+            output_names,
+        }
+    }
+
+    fn n_features(&self) -> usize {
+        self.forest.info.n_features
+    }
+
+    /// Rows from a numeric array: `[features]` is one row, `[rows, features]` many. With
+    /// column `names` that are the model's feature names in another order, columns are
+    /// reordered to match.
+    fn rows_from_tensor(&self, t: &Tensor, names: &[String]) -> Result<Vec<f64>, ModelError> {
+        let nf = self.n_features();
+        let cols = match t.shape[..] {
+            [n] => n,
+            [_, n] => n,
+            _ => {
+                return Err(bad(format!(
+                    "expected rows of {nf} features (shape [rows, {nf}]), got shape {:?}",
+                    t.shape
+                )))
+            }
+        };
+        if cols != nf {
+            return Err(bad(format!(
+                "expected {nf} features per row{}, got {cols}",
+                self.feature_list()
+            )));
+        }
+        let values = t.data.to_f64_vec().ok_or_else(|| {
+            bad("expected numbers; the model scores numeric features (strings are not features)")
+        })?;
+        let feature_names = &self.forest.info.feature_names;
+        if names.len() != nf || feature_names.is_empty() || names == feature_names {
+            return Ok(values);
+        }
+        let order: Option<Vec<usize>> = feature_names
+            .iter()
+            .map(|f| names.iter().position(|n| n == f))
+            .collect();
+        let Some(order) = order else {
+            return Ok(values); // other names (t:0, ...): taken in order
+        };
+        let mut out = Vec::with_capacity(values.len());
+        for row in values.chunks_exact(nf) {
+            out.extend(order.iter().map(|&i| row[i]));
+        }
+        Ok(out)
+    }
+
+    fn feature_list(&self) -> String {
+        let names = &self.forest.info.feature_names;
+        if names.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", names.join(", "))
+        }
+    }
+
+    /// Rows from columns named by feature, each a list of numbers (`null` is missing).
+    fn rows_from_columns(&self, columns: &Map<String, Value>) -> Result<Vec<f64>, ModelError> {
+        let names = &self.forest.info.feature_names;
+        if names.is_empty() {
+            return Err(bad(
+                "this model was trained without feature names, so columns cannot be matched: \
+                 send rows as an array",
+            ));
+        }
+        let mut rows: Option<usize> = None;
+        let mut cols = Vec::with_capacity(names.len());
+        for name in names {
+            let col = columns.get(name).ok_or_else(|| {
+                bad(format!(
+                    "column {name:?} is missing; the model takes {}",
+                    names.join(", ")
+                ))
+            })?;
+            let items: Vec<Value> = match col {
+                Value::Array(a) => a.clone(),
+                scalar => vec![scalar.clone()],
+            };
+            match rows {
+                None => rows = Some(items.len()),
+                Some(n) if n != items.len() => {
+                    return Err(bad(format!(
+                        "column {name:?} has {} values; the others have {n}",
+                        items.len()
+                    )))
+                }
+                Some(_) => {}
+            }
+            let values = items
+                .iter()
+                .map(|v| match v {
+                    Value::Number(n) => n.as_f64().ok_or_else(|| bad("bad number")),
+                    Value::Null => Ok(f64::NAN),
+                    Value::Bool(b) => Ok(f64::from(u8::from(*b))),
+                    other => Err(bad(format!("column {name:?}: {other} is not a number"))),
+                })
+                .collect::<Result<Vec<f64>, _>>()?;
+            cols.push(values);
+        }
+        let rows = rows.unwrap_or(0);
+        let mut out = Vec::with_capacity(rows * names.len());
+        for r in 0..rows {
+            out.extend(cols.iter().map(|c| c[r]));
+        }
+        Ok(out)
+    }
+
+    fn score(&self, x: &[f64]) -> Result<(Vec<f64>, usize), ModelError> {
+        let rows = x.len() / self.n_features();
+        let mut out = vec![0.0; rows * self.forest.info.n_outputs];
+        self.forest.predict(x, &mut out).map_err(bad)?;
+        Ok((out, rows))
+    }
+
+    fn rows_of(&self, payload: &Payload) -> Result<Vec<f64>, ModelError> {
+        match payload {
+            Payload::Data {
+                array: Array::Numeric(t),
+                names,
+                ..
+            } => self.rows_from_tensor(t, names),
+            Payload::Json(Value::Object(columns)) => self.rows_from_columns(columns),
+            Payload::Data {
+                array: Array::Json(_),
+                ..
+            } => Err(bad(
+                "expected a rectangular array of numbers (rows × features)",
+            )),
+            other => Err(bad(format!(
+                "expected rows of features as an array, or columns as a JSON object; got {}",
+                other.kind()
+            ))),
+        }
+    }
+
+    fn matrix(&self, values: Vec<f64>, rows: usize) -> Tensor {
+        Tensor {
+            shape: vec![rows, self.forest.info.n_outputs],
+            data: TensorData::F64(values),
+        }
+    }
+
+    /// Column-oriented JSON, as the data frame came in: `{"absent_Pred": [...], ...}`.
+    fn columns(&self, values: &[f64]) -> Value {
+        let width = self.forest.info.n_outputs;
+        let mut out = Map::new();
+        for (i, name) in self.output_names.iter().enumerate() {
+            let col: Vec<Value> = values.chunks_exact(width).map(|r| json!(r[i])).collect();
+            out.insert(name.clone(), Value::Array(col));
+        }
+        Value::Object(out)
+    }
+
+    fn predict(&self, msg: SeldonMessage) -> Result<Reply, ModelError> {
+        let x = self.rows_of(&msg.payload)?;
+        let (values, rows) = self.score(&x)?;
+        if matches!(msg.payload, Payload::Json(_)) {
+            return Ok(Reply::Message(SeldonMessage {
+                status: None,
+                meta: Meta {
+                    tags: msg.meta.tags,
+                    ..Meta::default()
+                },
+                payload: Payload::Json(self.columns(&values)),
+            }));
+        }
+        let answer = Answer {
+            output: Some(Output::Array(Array::Numeric(self.matrix(values, rows)))),
+            names: self.output_names.clone(),
+            ..Answer::default()
+        };
+        Ok(Reply::Message(
+            answer.into_message(&msg.payload, &msg.meta.tags),
+        ))
+    }
+
+    /// V2: one input of `[rows, features]`, or one 1-D input per feature, named by
+    /// feature. Outputs: `predict_proba` and `predict` (class labels) for classifiers,
+    /// `predict` for regressors.
+    fn infer(&self, req: InferRequest) -> Result<Reply, ModelError> {
+        let x = match &req.inputs[..] {
+            [one] if one.tensor.shape.len() == 2 || self.n_features() == 1 => {
+                self.rows_from_tensor(&one.tensor, &[])?
+            }
+            inputs => self.rows_from_inputs(inputs)?,
+        };
+        let (values, rows) = self.score(&x)?;
+        let info = &self.forest.info;
+        let mut outputs = Vec::new();
+        match info.task {
+            Task::Classification => {
+                let picked = argmax_rows(&values, info.n_outputs);
+                outputs.push(InferOutput {
+                    name: "predict_proba".into(),
+                    tensor: self.matrix(values, rows),
+                    parameters: Map::new(),
+                });
+                outputs.push(InferOutput {
+                    name: "predict".into(),
+                    tensor: self.labels(&picked),
+                    parameters: Map::new(),
+                });
+            }
+            Task::Regression => {
+                let shape = if info.n_outputs == 1 {
+                    vec![rows]
+                } else {
+                    vec![rows, info.n_outputs]
+                };
+                outputs.push(InferOutput {
+                    name: "predict".into(),
+                    tensor: Tensor {
+                        shape,
+                        data: TensorData::F64(values),
+                    },
+                    parameters: Map::new(),
+                });
+            }
+        }
+        Ok(Reply::Infer(outputs))
+    }
+
+    fn rows_from_inputs(&self, inputs: &[InferInput]) -> Result<Vec<f64>, ModelError> {
+        let mut columns = Map::new();
+        for input in inputs {
+            let values = input
+                .tensor
+                .data
+                .to_f64_vec()
+                .ok_or_else(|| bad(format!("input {:?}: expected numbers", input.name)))?;
+            columns.insert(
+                input.name.clone(),
+                Value::Array(
+                    values
+                        .into_iter()
+                        .map(|v| serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+                        .collect(),
+                ),
+            );
+        }
+        self.rows_from_columns(&columns).map_err(|e| {
+            bad(format!(
+                "{} (send one input of shape [rows, {}], or one input per feature)",
+                e.message,
+                self.n_features()
+            ))
+        })
+    }
+
+    /// Class labels: integers as INT64, anything else as BYTES.
+    fn labels(&self, picked: &[usize]) -> Tensor {
+        let classes = &self.forest.info.classes;
+        let ints: Option<Vec<i64>> = picked
+            .iter()
+            .map(|&i| classes.get(i).map_or(Some(i as i64), Value::as_i64))
+            .collect();
+        let data = match ints {
+            Some(v) => TensorData::I64(v),
+            None => TensorData::Bytes(
+                picked
+                    .iter()
+                    .map(|&i| classes.get(i).map(label).unwrap_or_default().into())
+                    .collect(),
+            ),
+        };
+        Tensor {
+            shape: vec![picked.len()],
+            data,
+        }
+    }
+
+    fn metadata(&self) -> Value {
+        let info = &self.forest.info;
+        let inputs: Vec<Value> = if info.feature_names.is_empty() {
+            vec![json!({"name": "input-0", "datatype": "FP64", "shape": [-1, info.n_features]})]
+        } else {
+            info.feature_names
+                .iter()
+                .map(|n| json!({"name": n, "datatype": "FP64", "shape": [-1]}))
+                .collect()
+        };
+        let mut outputs = vec![];
+        if info.task == Task::Classification {
+            outputs.push(
+                json!({"name": "predict_proba", "datatype": "FP64", "shape": [-1, info.n_outputs]}),
+            );
+        }
+        outputs.push(json!({"name": "predict", "datatype": if info.task == Task::Classification { "BYTES" } else { "FP64" }, "shape": [-1]}));
+        json!({
+            "versions": [],
+            "platform": format!("inferwire-trees ({})", info.source),
+            "inputs": inputs,
+            "outputs": outputs,
+            "classes": info.classes,
+            "trees": info.n_trees,
+        })
+    }
+}
+
+impl Model for TreeModel {
+    fn call(&self, call: Call) -> Result<Reply, ModelError> {
+        match call {
+            Call::Predict(msg) => self.predict(msg),
+            Call::PredictBatch(msg) => {
+                let x = self.rows_of(&msg.payload)?;
+                let (values, rows) = self.score(&x)?;
+                Ok(Reply::Answer(Answer {
+                    output: Some(Output::Array(Array::Numeric(self.matrix(values, rows)))),
+                    names: self.output_names.clone(),
+                    ..Answer::default()
+                }))
+            }
+            Call::Infer(req) => self.infer(*req),
+            Call::Metadata => Ok(Reply::Metadata(self.metadata())),
+            Call::HealthStatus => Ok(Reply::Message(SeldonMessage {
+                payload: Payload::Json(json!({"status": "ok"})),
+                ..SeldonMessage::default()
+            })),
+            Call::Feedback(_) => Err(bad(
+                "send_feedback is not supported by the native tree runtime",
+            )),
+        }
+    }
+}
