@@ -21,8 +21,14 @@ VENV="${MLSERVER_VENV:-$ROOT/.tools/peers/mlserver}"
 MLSERVER_VERSION="1.7.1"
 UVLOOP_VERSION="0.21.0"
 TRITONCLIENT_VERSION="2.73.0"
+# The scikit-learn runtime serves seed 002's tree (benchmarks/realtime_rows.py); its
+# scikit-learn is pinned to the version the model is trained with in .venv, so the pickle
+# loads unchanged.
+SKLEARN_VERSION="1.9.1"
 PACKAGES=(
     "mlserver==$MLSERVER_VERSION"
+    "mlserver-sklearn==$MLSERVER_VERSION"
+    "scikit-learn==$SKLEARN_VERSION"
     "uvloop==$UVLOOP_VERSION"
     "tritonclient[grpc]==$TRITONCLIENT_VERSION"
 )
@@ -32,11 +38,13 @@ source "$ROOT/benchmarks/peers/lib.sh"
 
 installed() {
     [[ -x "$VENV/bin/python" ]] &&
-        "$VENV/bin/python" - "$MLSERVER_VERSION" "$UVLOOP_VERSION" "$TRITONCLIENT_VERSION" <<'PY' 2>/dev/null &&
+        "$VENV/bin/python" - "$MLSERVER_VERSION" "$UVLOOP_VERSION" "$TRITONCLIENT_VERSION" \
+            "$MLSERVER_VERSION" "$SKLEARN_VERSION" <<'PY' 2>/dev/null &&
 import sys
 from importlib.metadata import version
 
-wanted = dict(zip(("mlserver", "uvloop", "tritonclient"), sys.argv[1:]))
+wanted = dict(zip(("mlserver", "uvloop", "tritonclient", "mlserver-sklearn", "scikit-learn"),
+                  sys.argv[1:]))
 got = {name: version(name) for name in wanted}
 assert got == wanted, (got, wanted)
 import mlserver.cli.main  # noqa: F401  (what `mlserver start` imports)
@@ -58,7 +66,7 @@ fi
 import platform
 from importlib.metadata import version
 
-names = ["mlserver", "uvloop", "tritonclient", "fastapi", "uvicorn", "starlette", "grpcio",
+names = ["mlserver", "mlserver-sklearn", "scikit-learn", "uvloop", "tritonclient", "fastapi", "uvicorn", "starlette", "grpcio",
          "protobuf", "pydantic", "numpy"]
 print(
     f"MLServer ready: Python {platform.python_version()}, "

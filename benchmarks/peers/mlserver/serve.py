@@ -94,7 +94,7 @@ def stop_group(proc: subprocess.Popen[bytes], grace_s: float) -> None:
 def write_folder(args: argparse.Namespace, tmp: Path) -> Path:
     # The copy is named after the model, so MLServer does not warn that the model's name
     # differs from its folder's.
-    folder = tmp / MODEL
+    folder = tmp / args.model
     shutil.copytree(args.folder, folder, ignore=shutil.ignore_patterns("__pycache__"))
     settings = json.loads((folder / "settings.json").read_text())
     settings["host"] = "127.0.0.1"
@@ -121,6 +121,7 @@ def main() -> int:
         help="inference worker processes; 0 = none; left out: MLServer's default (1)",
     )
     p.add_argument("--folder", type=Path, default=HERE / MODEL, help="the model folder")
+    p.add_argument("--model", default=MODEL, help="the model name to wait for (its readiness)")
     p.add_argument(
         "--mlserver",
         default=str(Path(sys.executable).parent / "mlserver"),
@@ -154,7 +155,7 @@ def main() -> int:
             start_new_session=True,  # its own process group, out of reach of a terminal's ^C
         )
         deadline = started + args.ready_timeout
-        while not _answers(f"{url}/v2/models/{MODEL}/ready"):
+        while not _answers(f"{url}/v2/models/{args.model}/ready"):
             if proc.poll() is not None:
                 print(f"mlserver exited with {proc.returncode} before ready", file=sys.stderr)
                 return 1

@@ -12,7 +12,7 @@ use crate::html;
 use crate::load::{self, Load};
 use crate::payload::{self, ENCODINGS};
 use crate::report::{self, Report};
-use crate::suite::{self, cells, images, numpy_echo, ray_micro, seldon_matrix};
+use crate::suite::{self, cells, images, numpy_echo, ray_micro, realtime_rows, seldon_matrix};
 use crate::target::{parse_header, Target};
 
 #[derive(Parser)]
@@ -27,6 +27,8 @@ struct Cli {
 }
 
 #[derive(Subcommand)]
+// Parsed once per run: the variants' sizes do not matter.
+#[allow(clippy::large_enum_variant)]
 enum Command {
     /// Send one request over and over and report latency, throughput, errors and CPU.
     Attack(AttackArgs),
@@ -191,6 +193,18 @@ struct SuiteArgs {
     /// images: which of the seed's sizes (360x640,720x1280,1080x1920; default all).
     #[arg(long, value_delimiter = ',')]
     image_sizes: Vec<String>,
+    /// realtime-rows: the route the data frame is sent to.
+    #[arg(long, default_value = "/api/v1.0/predictions")]
+    path: String,
+    /// realtime-rows: the data frame's columns.
+    #[arg(long, value_delimiter = ',', default_value = "Age,Number,Start")]
+    columns: Vec<String>,
+    /// realtime-rows: rows per request.
+    #[arg(long, default_value_t = realtime_rows::ROWS)]
+    rows: usize,
+    /// realtime-rows: a bearer token to send (Authorization: Bearer TOKEN).
+    #[arg(long)]
+    token: Option<String>,
     /// numpy-echo: the V2 model name for the gRPC cells.
     #[arg(long, default_value = "echo")]
     model: String,
@@ -372,7 +386,7 @@ fn run_suite(s: SuiteArgs) -> Result<(), String> {
         }
         Some(_) => {}
     }
-    if name == "images" || name == "numpy-echo" {
+    if name == "images" || name == "numpy-echo" || name == "realtime-rows" {
         return run_cells(&name, &s);
     }
     if name == "ray-micro" {
@@ -455,26 +469,33 @@ fn run_cells(name: &str, s: &SuiteArgs) -> Result<(), String> {
             pid: s.vs_pid,
         });
     }
-    let images = name == "images";
+    let default_clients = match name {
+        "images" => images::CLIENTS,
+        "realtime-rows" => realtime_rows::CLIENTS,
+        _ => numpy_echo::CLIENTS,
+    };
     let opts = cells::Options {
         servers,
-        clients: s.clients.unwrap_or(if images {
-            images::CLIENTS
-        } else {
-            numpy_echo::CLIENTS
-        }),
+        clients: s.clients.unwrap_or(default_clients),
         duration: s.duration,
         warmup: s.warmup,
         progress: !s.no_progress,
     };
-    let measured = if images {
-        images::run(&opts, &images::parse_sizes(&s.image_sizes)?)?
-    } else {
-        numpy_echo::run(&opts, &s.model)?
+    let rows = realtime_rows::Request {
+        path: s.path.clone(),
+        columns: s.columns.clone(),
+        rows: s.rows,
+        token: s.token.clone(),
     };
-    let text = match s.format {
-        Format::Json => serde_json::to_string_pretty(&measured).unwrap_or_default() + "\n",
-        _ if images => images::markdown(&opts, &measured),
+    let measured = match name {
+        "images" => images::run(&opts, &images::parse_sizes(&s.image_sizes)?)?,
+        "realtime-rows" => realtime_rows::run(&opts, &rows)?,
+        _ => numpy_echo::run(&opts, &s.model)?,
+    };
+    let text = match (s.format, name) {
+        (Format::Json, _) => serde_json::to_string_pretty(&measured).unwrap_or_default() + "\n",
+        (_, "images") => images::markdown(&opts, &measured),
+        (_, "realtime-rows") => realtime_rows::markdown(&opts, &rows, &measured),
         _ => numpy_echo::markdown(&opts, &measured),
     };
     emit(&text, &s.output)

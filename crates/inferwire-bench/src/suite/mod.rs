@@ -3,6 +3,7 @@ pub mod cells;
 pub mod images;
 pub mod numpy_echo;
 pub mod ray_micro;
+pub mod realtime_rows;
 pub mod seldon_matrix;
 
 /// Every suite the issue names: (name, source, what it needs that is not there yet).
@@ -20,7 +21,7 @@ pub const SUITES: &[(&str, &str, Option<&str>)] = &[
     (
         "realtime-rows",
         "seed 002, ML Server realtime web service, 1,000 rows per request",
-        Some("data-frame input, native tree models and bearer-token auth (issue 6)"),
+        None,
     ),
     (
         "numpy-echo",
