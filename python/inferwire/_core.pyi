@@ -5,7 +5,7 @@ from typing import Any, final
 
 from typing_extensions import Self
 
-__all__ = ["Server", "TreeEnsemble", "__version__", "bench_main"]
+__all__ = ["Server", "TreeEnsemble", "__version__", "bench_main", "hash_password", "token_digest"]
 
 __version__: str
 
@@ -66,3 +66,9 @@ class TreeEnsemble:
 def bench_main(args: list[str]) -> int:
     """Run ``inferwire bench`` with ``args`` (the first is the program name), without the
     GIL; return the exit status."""
+
+def token_digest(token: str) -> str:
+    """The SHA-256 hex digest of a token, as a token file line holds it."""
+
+def hash_password(password: str) -> str:
+    """An argon2id hash (PHC string) of a password, as a user file line holds it."""

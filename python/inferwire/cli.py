@@ -9,7 +9,7 @@ import sys
 from dataclasses import fields
 from typing import Any
 
-from . import __version__
+from . import __version__, authfiles
 from .errors import InferwireError
 from .settings import Settings, env_name, from_sources
 
@@ -63,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--version", action="version", version=f"inferwire {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     _serve_parser(sub)
+    authfiles.add_parser(sub)
     sub.add_parser(
         "bench",
         help="load generator and benchmark suites (inferwire bench --help)",
@@ -70,6 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = vars(parser.parse_args(argv))
     command = args.pop("command")
+    if command == "auth":
+        return authfiles.run(args)
     if command == "serve":
         spec = args.pop("model")
         settings_file = args.pop("settings_file")

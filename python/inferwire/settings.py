@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
@@ -58,6 +59,22 @@ class Settings:
     raw_arrays: str = _opt(
         "numpy", "arrays in predict_raw's dict: numpy (no copy) or list (as Seldon's REST)"
     )
+    auth_tokens: str = _opt(
+        "",
+        "file of bearer tokens, one per line: NAME SCOPES SHA256 (inferwire auth token); set "
+        "with auth_users or alone to require a token on every route but health and metrics",
+    )
+    auth_users: str = _opt(
+        "",
+        "file of users for POST /login, one per line: NAME SCOPES ARGON2-HASH "
+        "(inferwire auth user)",
+    )
+    auth_secret: str = _opt(
+        "",
+        "key that signs login tokens (16+ characters); empty: a random one per start, so "
+        "tokens end with the server",
+    )
+    auth_token_ttl: float = _opt(3600.0, "seconds a login token stays valid")
     runtime: str = _opt(
         "auto",
         "for a trained model file: native (tree models scored in Rust), python (the library's "
@@ -140,6 +157,14 @@ class Settings:
             raise SettingsError(f"access_log: {self.access_log!r} is not off, text or json")
         if self.raw_arrays not in ("numpy", "list"):
             raise SettingsError(f"raw_arrays: {self.raw_arrays!r} is not numpy or list")
+        if self.auth_secret and len(self.auth_secret) < 16:
+            raise SettingsError("auth_secret: at least 16 characters")
+        if self.auth_token_ttl <= 0:
+            raise SettingsError("auth_token_ttl: must be above 0 seconds")
+        for key in ("auth_tokens", "auth_users"):
+            path = getattr(self, key)
+            if path and not os.path.isfile(path):
+                raise SettingsError(f"{key}: {path} is not a file")
         if self.runtime not in ("auto", "native", "python"):
             raise SettingsError(f"runtime: {self.runtime!r} is not auto, native or python")
         if self.log_level.lower() not in ("debug", "info", "warning", "error"):
@@ -194,6 +219,8 @@ class Settings:
         ):
             d.pop(key)
         d["log_level"] = self.log_level.lower()
+        # Made once here, before workers fork, so every worker accepts the same logins.
+        d["auth_key"] = d.pop("auth_secret") or secrets.token_hex(32)
         return d
 
 

@@ -1,7 +1,10 @@
 //! The settings dict built by `inferwire.settings` → `ServerConfig`, crossing once.
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use inferwire_codec::Limits;
+use inferwire_server::auth::Auth;
 use inferwire_server::runner::RunnerConfig;
 use inferwire_server::{AccessLog, ModelSpec, ServerConfig};
 use pyo3::exceptions::PyValueError;
@@ -78,7 +81,26 @@ pub fn from_dict(d: &Bound<'_, PyDict>) -> PyResult<ServerConfig> {
             "grace_period",
             base.grace_period.as_secs_f64(),
         )?),
+        auth: auth(d)?,
     })
+}
+
+/// Auth is on when a token or user file is given; the signing key comes from Python
+/// (made once before workers fork, or `auth_secret`).
+fn auth(d: &Bound<'_, PyDict>) -> PyResult<Option<Arc<Auth>>> {
+    let path = |key: &str| -> PyResult<Option<PathBuf>> {
+        let v = get_str(d, key, String::new())?;
+        Ok((!v.is_empty()).then(|| PathBuf::from(v)))
+    };
+    let (tokens, users) = (path("auth_tokens")?, path("auth_users")?);
+    if tokens.is_none() && users.is_none() {
+        return Ok(None);
+    }
+    let key = get_str(d, "auth_key", String::new())?.into_bytes();
+    let ttl = Duration::from_secs_f64(get_f64(d, "auth_token_ttl", 3600.0)?);
+    Auth::load(tokens.as_deref(), users.as_deref(), key, ttl)
+        .map(|a| Some(Arc::new(a)))
+        .map_err(PyValueError::new_err)
 }
 
 /// A repository model's settings (`inferwire.repository.ModelSettings.runner()` plus name

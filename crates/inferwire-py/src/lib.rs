@@ -3,6 +3,7 @@
 //! Nothing here decides protocol behaviour: it converts values, takes and releases the
 //! GIL, and maps errors. Python holds the user-facing API (CLI, settings, model loading,
 //! Seldon method semantics); Rust holds everything on the request path.
+mod auth;
 mod bench;
 mod config;
 mod convert;
@@ -25,6 +26,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<server::Server>()?;
     m.add_class::<trees::TreeEnsemble>()?;
     m.add_function(wrap_pyfunction!(bench::bench_main, m)?)?;
+    m.add_function(wrap_pyfunction!(auth::token_digest, m)?)?;
+    m.add_function(wrap_pyfunction!(auth::hash_password, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -41,6 +41,8 @@ pub struct ServerConfig {
     pub io_threads: usize,
     /// How long in-flight requests may take to finish after SIGTERM.
     pub grace_period: Duration,
+    /// Bearer-token auth on every route but health and metrics; `None`: open.
+    pub auth: Option<std::sync::Arc<crate::auth::Auth>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,6 +85,7 @@ impl Default for ServerConfig {
             access_log: AccessLog::Off,
             io_threads: 2,
             grace_period: Duration::from_secs(30),
+            auth: None,
         }
     }
 }

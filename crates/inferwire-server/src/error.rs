@@ -10,6 +10,10 @@ pub enum Kind {
     TooLarge,
     NotFound,
     MethodNotAllowed,
+    /// No valid bearer token (401).
+    Unauthenticated,
+    /// A valid token without the scope the route needs (403).
+    Forbidden,
     /// A Content-Type no decoder takes (415).
     UnsupportedMedia,
     /// No type in Accept can carry the reply (406).
@@ -43,6 +47,8 @@ impl ServeError {
             Kind::TooLarge => 413,
             Kind::NotFound => 404,
             Kind::MethodNotAllowed => 405,
+            Kind::Unauthenticated => 401,
+            Kind::Forbidden => 403,
             Kind::UnsupportedMedia => 415,
             Kind::NotAcceptable => 406,
             Kind::Overloaded | Kind::ShuttingDown => 503,
@@ -58,6 +64,8 @@ impl ServeError {
             Kind::NotFound => tonic::Code::NotFound,
             Kind::MethodNotAllowed => tonic::Code::Unimplemented,
             Kind::UnsupportedMedia | Kind::NotAcceptable => tonic::Code::InvalidArgument,
+            Kind::Unauthenticated => tonic::Code::Unauthenticated,
+            Kind::Forbidden => tonic::Code::PermissionDenied,
             Kind::Overloaded => tonic::Code::ResourceExhausted,
             Kind::ShuttingDown => tonic::Code::Unavailable,
             Kind::Deadline => tonic::Code::DeadlineExceeded,
@@ -72,6 +80,8 @@ impl ServeError {
             Kind::TooLarge => "PAYLOAD_TOO_LARGE",
             Kind::NotFound => "NOT_FOUND",
             Kind::MethodNotAllowed => "METHOD_NOT_ALLOWED",
+            Kind::Unauthenticated => "UNAUTHENTICATED",
+            Kind::Forbidden => "FORBIDDEN",
             Kind::UnsupportedMedia => "UNSUPPORTED_MEDIA_TYPE",
             Kind::NotAcceptable => "NOT_ACCEPTABLE",
             Kind::Overloaded => "OVERLOADED",

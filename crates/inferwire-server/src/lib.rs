@@ -2,6 +2,7 @@
 //!
 //! Pure Rust, no Python: the Python glue implements `Model` and calls `serve`.
 pub mod app;
+pub mod auth;
 mod batch;
 pub mod config;
 pub mod error;

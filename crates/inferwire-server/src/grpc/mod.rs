@@ -1,5 +1,6 @@
 //! gRPC: `seldon.protos.Seldon` and `seldon.protos.Model`, V2's
 //! `inference.GRPCInferenceService`, plus health and reflection.
+mod auth;
 pub mod codec;
 mod predict;
 mod seldon;

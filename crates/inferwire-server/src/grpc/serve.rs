@@ -85,6 +85,7 @@ pub async fn serve(app: Arc<App>, listener: TcpListener, mut stop: watch::Receiv
         .layer(tower::util::MapResponseLayer::new(
             super::codec::oversize_is_resource_exhausted,
         ))
+        .layer(super::auth::AuthLayer(app.config.auth.clone()))
         .add_service(seldon)
         .add_service(model)
         .add_service(v2)

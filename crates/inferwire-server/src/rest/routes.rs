@@ -62,7 +62,31 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Reply {
     if let Some(id) = request_id.as_ref().and_then(|v| v.to_str().ok()) {
         obs.id = id.to_owned();
     }
-    let mut reply = if path.starts_with("/v2") {
+    let refused = app.config.auth.as_ref().and_then(|auth| {
+        let need = crate::auth::rest_scope(&path)?;
+        let header = req
+            .headers()
+            .get(http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok());
+        auth.check(header, need).err()
+    });
+    let mut reply = if let Some(refusal) = refused {
+        let e = refusal.to_error();
+        let mut r = if path.starts_with("/v2") {
+            super::v2::error(&e)
+        } else {
+            body::error(&e)
+        };
+        if e.kind == Kind::Unauthenticated {
+            r.headers_mut().insert(
+                http::header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer realm=\"inferwire\""),
+            );
+        }
+        r
+    } else if path == "/login" {
+        login(&app, req).await.unwrap_or_else(|e| body::error(&e))
+    } else if path.starts_with("/v2") {
         super::v2::handle(&app, req, &path, &mut obs).await
     } else {
         if !matches!(route, None | Some(Route::Metrics)) {
@@ -130,6 +154,48 @@ async fn dispatch(
             format!("no route for {method} {path}"),
         )),
     }
+}
+
+/// `POST /login` with `{"username", "password"}`: a signed bearer token for the user's
+/// scopes, valid for `auth_token_ttl`.
+async fn login(app: &App, req: Request<Incoming>) -> Result<Reply, ServeError> {
+    let Some(auth) = &app.config.auth else {
+        return Err(ServeError::new(
+            Kind::NotFound,
+            "login is off: this server runs without auth (see --auth-users)",
+        ));
+    };
+    if req.method() != Method::POST {
+        return Err(ServeError::new(
+            Kind::MethodNotAllowed,
+            "POST {\"username\", \"password\"} to /login",
+        ));
+    }
+    #[derive(serde::Deserialize)]
+    struct Login {
+        username: String,
+        password: String,
+    }
+    let raw = body::read(req, 64 * 1024).await?;
+    let creds: Login = serde_json::from_slice(&raw).map_err(|e| {
+        ServeError::new(
+            Kind::BadRequest,
+            format!("login takes {{\"username\": ..., \"password\": ...}}: {e}"),
+        )
+    })?;
+    let (token, exp) = auth
+        .login(&creds.username, &creds.password)
+        .map_err(|r| r.to_error())?;
+    let out = serde_json::json!({
+        "access_token": token,
+        "token_type": "Bearer",
+        "expires_in": auth.ttl.as_secs(),
+        "expires_on": exp,
+    });
+    Ok(body::json(
+        StatusCode::OK,
+        serde_json::to_vec(&out).unwrap_or_default(),
+    ))
 }
 
 /// `/seldon/ns/name/api/v1.0/predictions` → `/api/v1.0/predictions`.
