@@ -5,6 +5,7 @@ from __future__ import annotations
 from ._core import __version__
 from .errors import BadRequest, InferwireError, ModelLoadError, SettingsError
 from .model import Model
+from .publishing import PublishError, publish
 from .server import serve
 from .settings import Settings
 
@@ -13,8 +14,10 @@ __all__ = [
     "InferwireError",
     "Model",
     "ModelLoadError",
+    "PublishError",
     "Settings",
     "SettingsError",
     "__version__",
+    "publish",
     "serve",
 ]

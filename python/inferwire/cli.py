@@ -9,7 +9,7 @@ import sys
 from dataclasses import fields
 from typing import Any
 
-from . import __version__, authfiles
+from . import __version__, authfiles, publishing
 from .errors import InferwireError
 from .settings import Settings, env_name, from_sources
 
@@ -64,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     _serve_parser(sub)
     authfiles.add_parser(sub)
+    publishing.add_parser(sub)
     sub.add_parser(
         "bench",
         help="load generator and benchmark suites (inferwire bench --help)",
@@ -73,6 +74,8 @@ def main(argv: list[str] | None = None) -> int:
     command = args.pop("command")
     if command == "auth":
         return authfiles.run(args)
+    if command == "publish":
+        return publishing.run(args)
     if command == "serve":
         spec = args.pop("model")
         settings_file = args.pop("settings_file")

@@ -15,18 +15,25 @@ reloads and unloads them at runtime."""
 from __future__ import annotations
 
 import json
+import logging
+import re
+import shutil
 import sys
+import tempfile
 import threading
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from . import loader
+from . import _core, loader, modelfile
 from .errors import ModelLoadError, SettingsError
 from .seldon import SeldonAdapter
 from .settings import Settings
 
 SETTINGS_FILES = ("model-settings.yaml", "model-settings.yml", "model-settings.json")
+log = logging.getLogger("inferwire")
+# Names and versions become folder names: no separators, no dot-only names.
+SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 
 
 @dataclass
@@ -45,11 +52,14 @@ class ModelSettings:
     max_concurrency: int = 0
     max_queue: int = 1024
     raw_arrays: str = "numpy"
+    # A trained model file as the implementation: which runtime, and output names.
+    runtime: str = "auto"
+    output_names: str = "{class}"
 
     def runner(self) -> dict[str, Any]:
         """What the core reads to build the model's runner."""
         d = asdict(self)
-        for key in ("implementation", "parameters", "raw_arrays"):
+        for key in ("implementation", "parameters", "raw_arrays", "runtime", "output_names"):
             d.pop(key)
         return d
 
@@ -86,7 +96,7 @@ def read_model_settings(folder: Path) -> ModelSettings:
             )
     if "implementation" not in data:
         raise SettingsError(f"{path}: implementation is required (file.py:Class or module:Class)")
-    for key in ("name", "implementation", "version", "raw_arrays"):
+    for key in ("name", "implementation", "version", "raw_arrays", "runtime", "output_names"):
         if not isinstance(data.get(key, ""), (str, int)) or isinstance(data.get(key), bool):
             raise SettingsError(f"{path}: {key} must be a string")
         if key in data:
@@ -108,6 +118,7 @@ def read_model_settings(folder: Path) -> ModelSettings:
             max_concurrency=s.max_concurrency,
             max_queue=s.max_queue,
             raw_arrays=s.raw_arrays,
+            runtime=s.runtime,
         ).validate()
     except SettingsError as e:
         raise SettingsError(f"{path}: {e}") from e
@@ -152,7 +163,16 @@ class Repository:
     def names(self) -> list[str]:
         return list(self.folders())
 
-    def load(self, name: str) -> tuple[SeldonAdapter, dict[str, Any]]:
+    def publish(self, name: str, version: str, data: bytes, filename: str) -> Any:
+        return publish(self, name, version, data, filename)
+
+    def delete(self, name: str, version: str) -> Any:
+        return delete(self, name, version)
+
+    def published(self) -> list[dict[str, Any]]:
+        return published(self)
+
+    def load(self, name: str) -> tuple[Any, dict[str, Any]]:
         """Builds model ``name``: (its adapter, its runner settings)."""
         with self._lock:  # one import at a time: sys.path and sys.modules are shared
             folder = self.folders().get(name)
@@ -161,6 +181,13 @@ class Repository:
             s = read_model_settings(folder)
             impl, _, cls = s.implementation.partition(":")
             spec = s.implementation
+            if modelfile.is_model_file(str(folder / impl)):
+                native, how = modelfile.build(str(folder / impl), s.runtime, s.output_names)
+                log.info("model %s: %s", s.name, how)
+                adapter: Any = native
+                if not isinstance(native, _core.TreeEnsemble):
+                    adapter = SeldonAdapter(native, s.name, s.raw_arrays)
+                return adapter, {**s.runner(), "name": s.name, "version": s.version}
             if impl.endswith(".py"):
                 spec = str(folder / impl) + (f":{cls}" if cls else "")
             elif str(folder) not in sys.path:
@@ -173,3 +200,101 @@ class Repository:
                     "whose requests cannot be joined"
                 )
             return adapter, {**s.runner(), "name": s.name, "version": s.version}
+
+
+# -- publishing ----------------------------------------------------------------------------
+#
+# A published model lives in the repository as NAME/versions/VERSION/<file>, with
+# NAME/model-settings.json naming the version that serves (the newest published). Older
+# versions stay on disk: deleting the serving one rolls back to the newest left.
+
+
+def _check_name(kind: str, value: str) -> None:
+    if not SAFE.match(value) or value in (".", ".."):
+        raise ModelLoadError(
+            f"{kind} {value!r}: letters, digits, '.', '_' and '-' only (1 to 100, not starting "
+            "with '.', '_' or '-')"
+        )
+
+
+def _versions(folder: Path) -> list[str]:
+    root = folder / "versions"
+    if not root.is_dir():
+        return []
+    found = [p for p in root.iterdir() if p.is_dir() and any(p.iterdir())]
+    return [p.name for p in sorted(found, key=lambda p: p.stat().st_mtime_ns)]
+
+
+def publish(repo: Repository, name: str, version: str, data: bytes, filename: str) -> Any:
+    """Stores and builds a published model: (adapter, settings). The upload is read and
+    converted in a scratch folder first; a model that fails leaves the repository and the
+    serving version untouched."""
+    _check_name("name", name)
+    _check_name("version", version)
+    suffix = Path(filename).suffix.lower()
+    if suffix not in modelfile.SUFFIXES:
+        raise ModelLoadError(
+            f"file {filename!r}: not a model file ({', '.join(modelfile.SUFFIXES)})"
+        )
+    with repo._lock:
+        folder = repo.root / name
+        existing = repo.folders().get(name)
+        if existing is not None and existing != folder:
+            raise ModelLoadError(f"{existing.name}/ already holds a model named {name!r}")
+        if existing is not None and not (folder / "versions").is_dir():
+            raise ModelLoadError(f"model {name!r} is not a published model: it cannot be replaced")
+        with tempfile.TemporaryDirectory(dir=repo.root, prefix=".upload-") as scratch:
+            staged = Path(scratch) / f"model{suffix}"
+            staged.write_bytes(data)
+            # Validates and converts: raises with the reason for a corrupt upload.
+            _, how = modelfile.build(str(staged))
+            log.info("published %s %s: %s", name, version, how)
+            target = folder / "versions" / version
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if target.exists():
+                shutil.rmtree(target)
+            Path(scratch, "v").mkdir()
+            shutil.move(str(staged), Path(scratch, "v", staged.name))
+            Path(scratch, "v").rename(target)
+        _write_settings(folder, name, version, f"versions/{version}/model{suffix}")
+    return repo.load(name)
+
+
+def _write_settings(folder: Path, name: str, version: str, implementation: str) -> None:
+    settings = {"name": name, "version": version, "implementation": implementation}
+    tmp = folder / ".model-settings.json.tmp"
+    tmp.write_text(json.dumps(settings, indent=2) + "\n")
+    tmp.replace(folder / "model-settings.json")  # atomic: a restart sees old or new
+
+
+def delete(repo: Repository, name: str, version: str) -> Any:
+    """Removes a published version; returns what serves now (adapter, settings), or None
+    when no version is left (the model is removed)."""
+    _check_name("name", name)
+    _check_name("version", version)
+    with repo._lock:
+        folder = repo.root / name
+        target = folder / "versions" / version
+        if not target.is_dir():
+            have = ", ".join(_versions(folder)) or "none"
+            raise ModelLoadError(f"model {name!r} has no published version {version!r} ({have})")
+        shutil.rmtree(target)
+        left = _versions(folder)
+        if not left:
+            shutil.rmtree(folder)
+            return None
+        newest = left[-1]
+        file = next((folder / "versions" / newest).iterdir()).name
+        _write_settings(folder, name, newest, f"versions/{newest}/{file}")
+    return repo.load(name)
+
+
+def published(repo: Repository) -> list[dict[str, Any]]:
+    """Every published model: its versions, oldest first, and the one serving."""
+    out = []
+    for name, folder in repo.folders().items():
+        versions = _versions(folder)
+        if versions:
+            serving = read_model_settings(folder).version
+            out.append({"name": name, "versions": versions, "serving": serving})
+    return out

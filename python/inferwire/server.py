@@ -37,7 +37,11 @@ def serve(model: Any = None, settings: Settings | None = None, *, spec: str | No
     if repo is not None:
         others = [repo.load(n) for n in repo.names()]
     core_settings = settings.to_core()
-    if model is None:
+    if model is None and repo is not None and not others:
+        # An empty repository waits for models to be published.
+        adapter, name, image, batch = None, settings.model_name or "none", "", 1
+        core_settings.update(model_version="")
+    elif model is None:
         # The repository's default model answers the Seldon protocol's routes.
         if not others:
             raise SettingsError(

@@ -15,6 +15,9 @@ pub struct PyRepository(pub Py<PyAny>);
 /// The model an adapter stands for: a `TreeEnsemble` is served natively, anything else
 /// through Python.
 pub fn model_of(adapter: Bound<'_, PyAny>) -> PyResult<Arc<dyn Model>> {
+    if adapter.is_none() {
+        return Ok(Arc::new(inferwire_server::native::NoModel));
+    }
     if let Ok(native) = adapter.cast::<TreeEnsemble>() {
         return Ok(native.get().model());
     }
@@ -36,6 +39,51 @@ impl Repository for PyRepository {
                 .bind(py)
                 .call_method0("names")
                 .and_then(|n| n.extract())
+                .map_err(|e| e.value(py).to_string())
+        })
+    }
+
+    fn publish(
+        &self,
+        name: &str,
+        version: &str,
+        data: &[u8],
+        filename: &str,
+    ) -> Result<(Arc<dyn Model>, ModelSpec), String> {
+        Python::attach(|py| {
+            let data = pyo3::types::PyBytes::new(py, data);
+            self.0
+                .bind(py)
+                .call_method1("publish", (name, version, data, filename))
+                .and_then(|pair| built(&pair))
+                .map_err(|e| e.value(py).to_string())
+        })
+    }
+
+    fn delete(
+        &self,
+        name: &str,
+        version: &str,
+    ) -> Result<Option<inferwire_server::models::Built>, String> {
+        Python::attach(|py| {
+            let out = self
+                .0
+                .bind(py)
+                .call_method1("delete", (name, version))
+                .map_err(|e| e.value(py).to_string())?;
+            if out.is_none() {
+                return Ok(None);
+            }
+            built(&out).map(Some).map_err(|e| e.value(py).to_string())
+        })
+    }
+
+    fn published(&self) -> Result<serde_json::Value, String> {
+        Python::attach(|py| {
+            self.0
+                .bind(py)
+                .call_method0("published")
+                .and_then(|v| crate::convert::py_to_json(&v))
                 .map_err(|e| e.value(py).to_string())
         })
     }

@@ -68,8 +68,21 @@ impl App {
         msg: SeldonMessage,
         deadline: Option<Instant>,
     ) -> Result<Reply, ServeError> {
+        self.predict_on(None, msg, deadline).await
+    }
+
+    /// `predict` on `model` (a published model's own route), or the default model.
+    pub async fn predict_on(
+        &self,
+        model: Option<&Served>,
+        msg: SeldonMessage,
+        deadline: Option<Instant>,
+    ) -> Result<Reply, ServeError> {
         let puid = msg.meta.puid.clone();
-        let reply = self.call_default(Call::Predict(msg), deadline).await?;
+        let reply = match model {
+            Some(m) => m.runner.call(Call::Predict(msg), deadline).await?,
+            None => self.call_default(Call::Predict(msg), deadline).await?,
+        };
         Ok(match reply {
             Reply::Message(mut m) => {
                 self.complete_meta(&mut m.meta, puid);

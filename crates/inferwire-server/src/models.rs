@@ -30,6 +30,9 @@ pub struct Served {
     pub slot: usize,
 }
 
+/// A model a repository built, with how to serve it.
+pub type Built = (Arc<dyn Model>, ModelSpec);
+
 /// Where models beyond the default come from (a folder of model settings files, read by
 /// the Python side). Both methods block: they are called off the I/O threads.
 pub trait Repository: Send + Sync + 'static {
@@ -37,6 +40,25 @@ pub trait Repository: Send + Sync + 'static {
     fn names(&self) -> Result<Vec<String>, String>;
     /// Builds model `name` from its settings.
     fn load(&self, name: &str) -> Result<(Arc<dyn Model>, ModelSpec), String>;
+    /// Stores an uploaded model file as `name` at `version` (validated and converted
+    /// first) and builds it.
+    fn publish(
+        &self,
+        _name: &str,
+        _version: &str,
+        _data: &[u8],
+        _filename: &str,
+    ) -> Result<(Arc<dyn Model>, ModelSpec), String> {
+        Err("this repository does not take published models".into())
+    }
+    /// Removes a published version; returns the model that serves now, if any is left.
+    fn delete(&self, _name: &str, _version: &str) -> Result<Option<Built>, String> {
+        Err("this repository does not take published models".into())
+    }
+    /// Published models and their versions, as JSON.
+    fn published(&self) -> Result<Value, String> {
+        Ok(Value::Array(Vec::new()))
+    }
 }
 
 pub struct Models {
@@ -187,6 +209,73 @@ impl Models {
                 ))
             }
         }
+    }
+
+    /// Stores and serves an uploaded model as `name` `version`, replacing the version that
+    /// served. A model that fails validation leaves everything as it was.
+    pub async fn publish(
+        &self,
+        name: &str,
+        version: &str,
+        data: bytes::Bytes,
+        filename: String,
+    ) -> Result<(), ServeError> {
+        let repo = self.repository()?;
+        let (owned, ver) = (name.to_string(), version.to_string());
+        let metrics = self.metrics;
+        let built = tokio::task::spawn_blocking(move || {
+            let (model, spec) = repo.publish(&owned, &ver, &data, &filename)?;
+            Models::build(model, spec, metrics).map_err(|e| e.to_string())
+        })
+        .await
+        .map_err(|e| ServeError::new(Kind::Internal, e.to_string()))?
+        .map_err(|reason| {
+            ServeError::new(
+                Kind::BadRequest,
+                format!("model {name:?} version {version:?} was not published: {reason}"),
+            )
+        })?;
+        self.replace(name, Some(built));
+        tracing::info!("model {name:?} version {version:?} published and serving");
+        Ok(())
+    }
+
+    /// Removes a published version; the newest one left serves (or none: when that was
+    /// the default model, the Seldon routes then answer 404 until one is published).
+    pub async fn delete_version(&self, name: &str, version: &str) -> Result<(), ServeError> {
+        let repo = self.repository()?;
+        let (owned, ver) = (name.to_string(), version.to_string());
+        let metrics = self.metrics;
+        let now = tokio::task::spawn_blocking(move || {
+            repo.delete(&owned, &ver)?
+                .map(|(model, spec)| Models::build(model, spec, metrics).map_err(|e| e.to_string()))
+                .transpose()
+        })
+        .await
+        .map_err(|e| ServeError::new(Kind::Internal, e.to_string()))?
+        .map_err(|e| ServeError::new(Kind::NotFound, e))?;
+        self.replace(name, now);
+        tracing::info!("model {name:?} version {version:?} deleted");
+        Ok(())
+    }
+
+    /// Published models and their versions.
+    pub async fn published(&self) -> Result<Value, ServeError> {
+        let repo = self.repository()?;
+        tokio::task::spawn_blocking(move || repo.published())
+            .await
+            .map_err(|e| ServeError::new(Kind::Internal, e.to_string()))?
+            .map_err(|e| ServeError::new(Kind::Internal, e))
+    }
+
+    fn replace(&self, name: &str, with: Option<Served>) {
+        let mut loaded = self.loaded.write().unwrap_or_else(|e| e.into_inner());
+        let old = match with {
+            Some(served) => loaded.insert(name.to_string(), Arc::new(served)),
+            None => loaded.remove(name),
+        };
+        drop(loaded);
+        retire(old);
     }
 
     /// Stops serving `name`; requests it already has finish.

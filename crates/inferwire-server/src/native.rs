@@ -391,3 +391,24 @@ impl Model for TreeModel {
         }
     }
 }
+
+/// The default model of a server started with an empty repository, waiting for models
+/// to be published: every call says so.
+pub struct NoModel;
+
+impl Model for NoModel {
+    fn call(&self, call: Call) -> Result<Reply, ModelError> {
+        match call {
+            Call::HealthStatus => Ok(Reply::Message(SeldonMessage {
+                payload: Payload::Json(json!({"status": "ok", "models": 0})),
+                ..SeldonMessage::default()
+            })),
+            Call::Metadata => Ok(Reply::Metadata(json!({"platform": "inferwire"}))),
+            _ => Err(bad(
+                "this server has no default model: call a published model on \
+                 /api/NAME/VERSION or /v2/models/NAME, or publish one \
+                 (POST /api/v1.0/publish/NAME/VERSION)",
+            )),
+        }
+    }
+}

@@ -86,6 +86,25 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Reply {
         r
     } else if path == "/login" {
         login(&app, req).await.unwrap_or_else(|e| body::error(&e))
+    } else if path == PUBLISH || path.starts_with(PUBLISH_PREFIX) {
+        super::publish::handle(&app, req, &path, &method)
+            .await
+            .unwrap_or_else(|e| body::error(&e))
+    } else if let Some((name, version)) = named_model(&path) {
+        // A published model's own route: /api/NAME/VERSION.
+        obs.route = metrics::Route::Predict;
+        let run = async {
+            let model = app.models.get(name, version)?;
+            obs.model = model.slot;
+            if method != Method::POST {
+                return Err(ServeError::new(
+                    Kind::MethodNotAllowed,
+                    format!("{method} is not allowed on {path}"),
+                ));
+            }
+            seldon::predict(&app, req, &mut obs, Some(&model)).await
+        };
+        run.await.unwrap_or_else(|e| body::error(&e))
     } else if path.starts_with("/v2") {
         super::v2::handle(&app, req, &path, &mut obs).await
     } else {
@@ -117,7 +136,7 @@ async fn dispatch(
     obs: &mut Observed,
 ) -> Result<Reply, ServeError> {
     match (route, method) {
-        (Some(Route::Predict), &Method::POST) => seldon::predict(app, req, obs).await,
+        (Some(Route::Predict), &Method::POST) => seldon::predict(app, req, obs, None).await,
         (Some(Route::Predict), &Method::GET) => seldon::predict_query(app, req, obs).await,
         (Some(Route::Feedback), &Method::POST) => seldon::feedback(app, req).await,
         (Some(Route::Ping), &Method::GET) => Ok(body::text(StatusCode::OK, "pong")),
@@ -154,6 +173,22 @@ async fn dispatch(
             format!("no route for {method} {path}"),
         )),
     }
+}
+
+const PUBLISH: &str = "/api/v1.0/publish";
+const PUBLISH_PREFIX: &str = "/api/v1.0/publish/";
+
+/// `/api/NAME/VERSION` (not Seldon's own `/api/v1.0/...` and `/api/v0.1/...` routes).
+fn named_model(path: &str) -> Option<(&str, &str)> {
+    let rest = path.strip_prefix("/api/")?;
+    let (name, version) = rest.split_once('/')?;
+    if name.is_empty() || version.is_empty() || version.contains('/') {
+        return None;
+    }
+    if name == "v1.0" || name == "v0.1" {
+        return None;
+    }
+    Some((name, version))
 }
 
 /// `POST /login` with `{"username", "password"}`: a signed bearer token for the user's

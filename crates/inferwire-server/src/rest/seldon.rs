@@ -9,17 +9,19 @@ use super::body::{self, Reply};
 use crate::app::App;
 use crate::error::{Kind, ServeError};
 use crate::model::Reply as ModelReply;
+use crate::models::Served;
 use crate::observe::Observed;
 
 pub async fn predict(
     app: &App,
     req: Request<Incoming>,
     obs: &mut Observed,
+    model: Option<&Served>,
 ) -> Result<Reply, ServeError> {
     let accept = header_str(&req, header::ACCEPT);
     let (media, body) = read_body(app, req).await?;
     if media != Media::Seldon {
-        return predict_media(app, media, body, accept, obs).await;
+        return predict_media(app, media, body, accept, obs, model).await;
     }
     // A SeldonMessage in its common shape takes the one-pass decoder; anything else is
     // told apart by its keys (an array layout, plain JSON) before the general decoder.
@@ -27,10 +29,10 @@ pub async fn predict(
         Some(m) => m?,
         None => match Media::refine_json(&body) {
             Media::Seldon => json::decode_general(&body, &app.config.limits)?,
-            other => return predict_media(app, other, body, accept, obs).await,
+            other => return predict_media(app, other, body, accept, obs, model).await,
         },
     };
-    predict_message(app, msg, accept, obs).await
+    predict_message(app, msg, accept, obs, model).await
 }
 
 /// `GET` with the message in the `json` query parameter, as the Seldon wrapper accepts
@@ -50,7 +52,7 @@ pub async fn predict_query(
     };
     let accept = header_str(&req, header::ACCEPT);
     let msg = json::decode_message(&percent_decode(value.as_bytes()), &app.config.limits)?;
-    predict_message(app, msg, accept, obs).await
+    predict_message(app, msg, accept, obs, None).await
 }
 
 async fn predict_message(
@@ -58,13 +60,14 @@ async fn predict_message(
     msg: SeldonMessage,
     accept: Option<String>,
     obs: &mut Observed,
+    model: Option<&Served>,
 ) -> Result<Reply, ServeError> {
     obs.encoding = msg.payload.kind();
     if obs.id.is_empty() {
         obs.id.clone_from(&msg.meta.puid);
     }
     let deadline = app.deadline(obs.start, None);
-    let reply = app.predict(msg, deadline).await?;
+    let reply = app.predict_on(model, msg, deadline).await?;
     // A Seldon client may ask for the array in another encoding (Accept:
     // application/x-npy); an Accept that fits nothing keeps the Seldon reply, as before.
     let wanted = match (&reply, accept) {
@@ -89,6 +92,7 @@ async fn predict_media(
     body: Bytes,
     accept: Option<String>,
     obs: &mut Observed,
+    model: Option<&Served>,
 ) -> Result<Reply, ServeError> {
     obs.encoding = media.name();
     let (payload, default) = media::decode(&media, body, &app.config.limits)?;
@@ -97,7 +101,7 @@ async fn predict_media(
         ..SeldonMessage::default()
     };
     let deadline = app.deadline(obs.start, None);
-    let payload = match app.predict(msg, deadline).await? {
+    let payload = match app.predict_on(model, msg, deadline).await? {
         ModelReply::Message(m) => m.payload,
         ModelReply::Raw(out) => media::output_payload(out),
         _ => {
