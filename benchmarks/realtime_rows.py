@@ -5,6 +5,9 @@ scoring").
 
 One run, the same load generator (``inferwire bench``), one server after another:
 
+inferwire's cells carry a bearer token, as the seed's did (``--auth-tokens``); MLServer has
+no token auth of its own.
+
 - inferwire, native tree runtime (``inferwire serve tree.joblib``): the data frame as
   column-oriented JSON (``inferwire bench suite realtime-rows``), and the same columns as a
   V2 request (one input per column);
@@ -83,9 +86,12 @@ def v2_body(rows: int) -> dict[str, Any]:
     }
 
 
-def suite(url: str, pid: int, clients: int, seconds: float, rows: int) -> dict[str, Any]:
+def suite(
+    url: str, pid: int, clients: int, seconds: float, rows: int, token: str
+) -> dict[str, Any]:
     argv = [sys.executable, "-m", "inferwire", "bench", "suite", "realtime-rows"]
     argv += ["--target", url, "--server-pid", str(pid), "--clients", str(clients)]
+    argv += ["--token", token]
     argv += ["--rows", str(rows), "--columns", ",".join(COLUMNS), "--path", "/predict"]
     argv += ["-z", f"{seconds}s", "--warmup", "1s", "--format", "json", "--no-progress"]
     out = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=seconds + 120)
@@ -153,21 +159,29 @@ def main() -> int:
     v2 = work / "v2.json"
     v2.write_text(json.dumps(v2_body(args.rows)))
     results: list[dict[str, Any]] = []
+    # inferwire runs as the seed's service did: every request carries a bearer token.
+    tokens = work / "tokens"
+    token = subprocess.run(
+        [sys.executable, "-m", "inferwire", "auth", "token", "bench", "--file", str(tokens)],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    auth = ["--auth-tokens", str(tokens)]
+    header = ["-H", f"Authorization: Bearer {token}"]
 
-    server, url = inferwire(str(model), "--model-name", "tree")
+    server, url = inferwire(str(model), "--model-name", "tree", *auth)
     try:
         results.append(row("inferwire native", "data frame JSON", suite(
-            url, server.pid, args.clients, args.seconds, args.rows), args.rows))  # fmt: skip
+            url, server.pid, args.clients, args.seconds, args.rows, token), args.rows))  # fmt: skip
         r = attack(f"{url}/v2/models/tree/infer", args.clients, args.seconds, server.pid,
-                   "-D", str(v2))  # fmt: skip
+                   "-D", str(v2), *header)  # fmt: skip
         results.append(row("inferwire native", "V2 columns", r, args.rows))
     finally:
         server.stop()
     print(results[-1], file=sys.stderr)
-    server, url = inferwire(str(model), "--model-name", "tree", "--runtime", "python")
+    server, url = inferwire(str(model), "--model-name", "tree", "--runtime", "python", *auth)
     try:
         results.append(row("inferwire Python runtime", "data frame JSON", suite(
-            url, server.pid, args.clients, args.seconds, args.rows), args.rows))  # fmt: skip
+            url, server.pid, args.clients, args.seconds, args.rows, token), args.rows))  # fmt: skip
     finally:
         server.stop()
     if not args.no_mlserver:
@@ -190,7 +204,7 @@ def main() -> int:
         f"# Realtime tree scoring ({when}, {machine()})",
         "",
         f"{args.rows:,} rows per request, {args.clients} clients, closed loop, "
-        f"{args.seconds:g} s per cell after a 1 s warm-up",
+        f"{args.seconds:g} s per cell after a 1 s warm-up; inferwire with a bearer token",
         "",
         "| server | request | requests/s | predictions/s | p50 | p99 | server CPU/request | "
         "× vs this |",

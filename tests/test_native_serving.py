@@ -182,3 +182,19 @@ def test_native_and_grpc_errors(tree_server: Any, pb: Any) -> None:
             )
     assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "expected 3 features" in (e.value.details() or "")
+
+
+def test_onnx_models_run_through_onnxruntime(serve: Any, files: dict[str, Any]) -> None:
+    from skl2onnx import to_onnx
+
+    X, _ = kyphosis(20, seed=10)
+    onx = to_onnx(files["ada"], X.values[:1].astype(np.float32), options={"zipmap": False})
+    path = files["dir"] / "ada.onnx"
+    path.write_bytes(onx.SerializeToString())
+    s = serve(str(path))
+    assert "Python runtime for onnxruntime" in s.log()
+    r = httpx.post(f"{s.url}/predict", json={"data": {"ndarray": X.values.tolist()}})
+    assert r.status_code == 200, r.text
+    np.testing.assert_allclose(
+        r.json()["data"]["ndarray"], files["ada"].predict_proba(X.values), atol=1e-6
+    )
