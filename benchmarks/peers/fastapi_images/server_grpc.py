@@ -23,35 +23,20 @@ SIGINT stops the server, giving calls in flight one second.
 
 from __future__ import annotations
 
-import argparse
 import base64
 import binascii
-import importlib
-import os
-import signal
 import sys
-import threading
-from concurrent import futures
 from pathlib import Path
 from typing import Any
 
 import grpc
 
-MAX_MESSAGE = 64 * 1024 * 1024
-OPTIONS = [
-    ("grpc.max_send_message_length", MAX_MESSAGE),
-    ("grpc.max_receive_message_length", MAX_MESSAGE),
-]
-DEFAULT_GEN = Path(sys.prefix) / "gen"
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+import pair  # noqa: E402
 
-
-def load_generated(gen: Path = DEFAULT_GEN) -> tuple[Any, Any]:
-    """``images_pb2`` and ``images_pb2_grpc`` from ``gen`` (typed Any: generated code)."""
-    if not (gen / "images_pb2_grpc.py").is_file():
-        raise SystemExit(f"no generated gRPC modules in {gen}: run install.sh first")
-    if str(gen) not in sys.path:
-        sys.path.insert(0, str(gen))
-    return importlib.import_module("images_pb2"), importlib.import_module("images_pb2_grpc")
+load_generated = pair.load_generated
+MAX_MESSAGE = pair.MAX_MESSAGE
 
 
 class ImageService:
@@ -79,31 +64,13 @@ class ImageService:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    pair.grpc_main(
+        __doc__ or "",
+        "images",
+        lambda pb2, pb2_grpc, server: pb2_grpc.add_ImageServiceServicer_to_server(
+            ImageService(pb2), server
+        ),
     )
-    p.add_argument("--port", type=int, default=int(os.environ.get("GRPC_PORT", "50051")))
-    p.add_argument("--workers", type=int, default=10, help="threads of the pool")
-    p.add_argument("--gen", type=Path, default=DEFAULT_GEN, help="the generated modules")
-    args = p.parse_args()
-    pb2, pb2_grpc = load_generated(args.gen)
-
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=args.workers), options=OPTIONS)
-    pb2_grpc.add_ImageServiceServicer_to_server(ImageService(pb2), server)
-    address = f"127.0.0.1:{args.port}"
-    if server.add_insecure_port(address) == 0:
-        raise SystemExit(f"cannot listen on {address}")
-    server.start()
-
-    stopping = threading.Event()
-
-    def on_signal(_signum: int, _frame: Any) -> None:
-        stopping.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    stopping.wait()
-    server.stop(grace=1.0).wait()
 
 
 if __name__ == "__main__":

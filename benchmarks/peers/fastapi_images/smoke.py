@@ -161,7 +161,7 @@ def main() -> int:
         help="file for the servers' output (default: discarded)",
     )
     args = p.parse_args()
-    pb2, pb2_grpc = load_generated()
+    pb2, pb2_grpc = load_generated("images")
     image = jpeg(360, 640)
     print(f"image: 360x640 JPEG of noise, {len(image):,} bytes", flush=True)
 

@@ -1,188 +1,22 @@
 """Starts seed 003's two numpy echo servers side by side: aiohttp (server_aiohttp.py) and
-gRPC (server_grpc.py).
+gRPC (server_grpc.py), with benchmarks/peers/pair.py.
 
 Run it with the virtualenv from ``install.sh``:
 
     .tools/peers/numpy-echo/bin/python benchmarks/peers/numpy_echo/serve.py \\
         [--http-port 8080] [--grpc-port 50051]
-
-Each server runs as a child process in a process group of its own, on 127.0.0.1, on the
-given ports or, where left out (or 0), on free ones. serve.py waits until the aiohttp
-server answers ``POST /json`` with 200 and the gRPC server accepts a channel, prints
-``READY http://127.0.0.1:PORT grpc 127.0.0.1:GPORT`` and serves until SIGTERM or SIGINT.
-Then it sends SIGTERM to both, waits up to ``--stop-grace`` seconds and sends SIGKILL to
-whatever is left of either group. The servers' own output goes to stderr; stdout carries
-only the READY line. If either server exits by itself, serve.py stops the other and
-exits with 1.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import signal
-import socket
-import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
-
-import grpc
 
 HERE = Path(__file__).resolve().parent
-PROBE = json.dumps({"data": [[1, 2], [3, 4]], "dtype": "<i8"}).encode()
+sys.path.insert(0, str(HERE.parent))
+import pair  # noqa: E402
 
-
-class Stop(Exception):
-    """Raised in the main thread by the SIGTERM/SIGINT handler."""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def rest_answers(url: str) -> bool:
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    request = urllib.request.Request(
-        f"{url}/json", data=PROBE, headers={"Content-Type": "application/json"}
-    )
-    try:
-        with opener.open(request, timeout=2) as reply:
-            return bool(reply.status == 200)
-    except (urllib.error.URLError, OSError):
-        return False
-
-
-def grpc_answers(target: str) -> bool:
-    with grpc.insecure_channel(target, options=[("grpc.enable_http_proxy", 0)]) as channel:
-        try:
-            grpc.channel_ready_future(channel).result(timeout=1)
-        except grpc.FutureTimeoutError:
-            return False
-    return True
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def stop_all(procs: list[subprocess.Popen[bytes]], grace_s: float) -> None:
-    """SIGTERM to each server, up to ``grace_s`` for them to stop, then SIGKILL to what is
-    left of their groups."""
-    for proc in procs:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-    deadline = time.monotonic() + grace_s
-    for proc in procs:
-        # Each server leads its own group (start_new_session): its pid is the group's id.
-        while _group_alive(proc.pid) and time.monotonic() < deadline:
-            proc.poll()  # reaps the server once it exits, so its group can empty
-            time.sleep(0.05)
-        if _group_alive(proc.pid):
-            print(f"pid {proc.pid} still running after {grace_s:.0f} s: SIGKILL", file=sys.stderr)
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        proc.wait()
-
-
-def main() -> int:
-    p = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    p.add_argument("--http-port", type=int, default=0, help="0: a free port")
-    p.add_argument("--grpc-port", type=int, default=0, help="0: a free port")
-    p.add_argument("--grpc-workers", type=int, default=10, help="the gRPC server's threads")
-    p.add_argument("--ready-timeout", type=float, default=60.0)
-    p.add_argument("--stop-grace", type=float, default=10.0, help="seconds before SIGKILL")
-    args = p.parse_args()
-    http_port = args.http_port or free_port()
-    grpc_port = args.grpc_port or free_port()
-
-    def on_signal(signum: int, _frame: Any) -> None:
-        # Once: a second signal while the servers stop must not interrupt the stopping.
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        raise Stop(signal.Signals(signum).name)
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-
-    procs: list[subprocess.Popen[bytes]] = []
-    url = f"http://127.0.0.1:{http_port}"
-    target = f"127.0.0.1:{grpc_port}"
-    started = time.monotonic()
-    code = 0
-    try:
-        for cmd in (
-            [sys.executable, str(HERE / "server_aiohttp.py"), "--port", str(http_port)],
-            [
-                sys.executable,
-                str(HERE / "server_grpc.py"),
-                "--port",
-                str(grpc_port),
-                "--workers",
-                str(args.grpc_workers),
-            ],
-        ):
-            procs.append(
-                subprocess.Popen(
-                    cmd,
-                    stdin=subprocess.DEVNULL,
-                    stdout=sys.stderr,  # stdout is for the READY line only
-                    start_new_session=True,  # its own group, out of reach of a terminal's ^C
-                )
-            )
-        deadline = started + args.ready_timeout
-        waiting: dict[str, Callable[[], bool]] = {
-            "REST": lambda: rest_answers(url),
-            "gRPC": lambda: grpc_answers(target),
-        }
-        while waiting:
-            for name, answers in list(waiting.items()):
-                if answers():
-                    del waiting[name]
-            for proc in procs:
-                if proc.poll() is not None:
-                    print(f"{proc.args!r} exited with {proc.returncode}", file=sys.stderr)
-                    return 1
-            if waiting and time.monotonic() > deadline:
-                print(
-                    f"{', '.join(waiting)} not ready in {args.ready_timeout:.0f} s", file=sys.stderr
-                )
-                return 1
-            if waiting:
-                time.sleep(0.1)
-        print(f"started in {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
-        print(f"READY {url} grpc {target}", flush=True)
-        while all(proc.poll() is None for proc in procs):
-            time.sleep(0.2)  # until a signal raises Stop, or a server exits by itself
-        for proc in procs:
-            if proc.returncode is not None:
-                print(f"{proc.args!r} exited with {proc.returncode}", file=sys.stderr)
-        code = 1
-    except (Stop, KeyboardInterrupt) as why:
-        print(f"stopping ({why or 'interrupt'})", file=sys.stderr, flush=True)
-    finally:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        stop_all(procs, args.stop_grace)
-    return code
-
+PROBE = b'{"data": [[1, 2], [3, 4]], "dtype": "<i8"}'
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(pair.main(__doc__ or "", HERE, "server_aiohttp.py", "/json", PROBE))

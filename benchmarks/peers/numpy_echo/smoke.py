@@ -185,7 +185,7 @@ def main() -> int:
         help="file for the servers' output (default: discarded)",
     )
     args = p.parse_args()
-    pb2, pb2_grpc = load_generated()
+    pb2, pb2_grpc = load_generated("echo")
 
     started = time.monotonic()
     serve = subprocess.Popen(
