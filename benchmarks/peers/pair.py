@@ -221,3 +221,35 @@ def main(description: str, here: Path, rest_script: str, probe_path: str, probe:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         stop_all(procs, args.stop_grace)
     return code
+
+
+# -- for the smoke tests -------------------------------------------------------------------
+
+
+def ps(columns: str) -> list[list[str]]:
+    out = subprocess.run(["ps", "-eo", columns], capture_output=True, text=True).stdout
+    return [line.split(None, columns.count(",")) for line in out.splitlines()[1:]]
+
+
+def children(ppid: int) -> list[int]:
+    return [int(pid) for pid, parent in ps("pid,ppid") if int(parent) == ppid]
+
+
+def alive(pids: list[int]) -> list[str]:
+    return [" ".join(row) for row in ps("pid,args") if int(row[0]) in pids]
+
+
+def listening(pids: list[int]) -> list[str]:
+    """Local addresses of the listening TCP sockets of the given processes."""
+    out = subprocess.run(["ss", "-ltnpH"], capture_output=True, text=True).stdout
+    return sorted(
+        line.split()[3] for line in out.splitlines() if any(f"pid={p}," in line for p in pids)
+    )
+
+
+def mean_ms(call: Callable[[], object], calls: int) -> float:
+    call()  # warm-up
+    started = time.perf_counter()
+    for _ in range(calls):
+        call()
+    return (time.perf_counter() - started) / calls * 1000

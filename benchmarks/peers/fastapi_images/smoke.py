@@ -30,7 +30,6 @@ import io
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +38,9 @@ import httpx
 import numpy as np
 from PIL import Image
 from server_grpc import MAX_MESSAGE, load_generated
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from pair import alive, children, listening, mean_ms
 
 HERE = Path(__file__).resolve().parent
 ANSWER = {"prediction1": [0.1, 0.2, 0.3], "prediction2": {"a": 1}}
@@ -50,27 +52,6 @@ def jpeg(height: int, width: int) -> bytes:
     out = io.BytesIO()
     Image.fromarray(noise, "RGB").save(out, format="JPEG", quality=95)
     return out.getvalue()
-
-
-def ps(columns: str) -> list[list[str]]:
-    out = subprocess.run(["ps", "-eo", columns], capture_output=True, text=True).stdout
-    return [line.split(None, columns.count(",")) for line in out.splitlines()[1:]]
-
-
-def children(ppid: int) -> list[int]:
-    return [int(pid) for pid, parent in ps("pid,ppid") if int(parent) == ppid]
-
-
-def alive(pids: list[int]) -> list[str]:
-    return [" ".join(row) for row in ps("pid,args") if int(row[0]) in pids]
-
-
-def listening(pids: list[int]) -> list[str]:
-    """Local addresses of the listening TCP sockets of the given processes."""
-    out = subprocess.run(["ss", "-ltnpH"], capture_output=True, text=True).stdout
-    return sorted(
-        line.split()[3] for line in out.splitlines() if any(f"pid={p}," in line for p in pids)
-    )
 
 
 def check_rest(client: httpx.Client, image: bytes) -> list[str]:
@@ -121,14 +102,6 @@ def check_grpc(pb2: Any, stub: Any, image: bytes) -> list[str]:
         raise AssertionError("Base64 accepted a string that is not base64")
     sent.append("Base64 INVALID_ARGUMENT")
     return sent
-
-
-def mean_ms(call: Callable[[], object], calls: int) -> float:
-    call()  # warm-up
-    started = time.perf_counter()
-    for _ in range(calls):
-        call()
-    return (time.perf_counter() - started) / calls * 1000
 
 
 def timings(client: httpx.Client, pb2: Any, stub: Any, image: bytes, calls: int) -> str:

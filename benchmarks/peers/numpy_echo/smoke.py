@@ -43,6 +43,9 @@ import msgpack_numpy
 import numpy as np
 from server_grpc import MAX_MESSAGE, load_generated
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from pair import alive, children, listening, mean_ms
+
 HERE = Path(__file__).resolve().parent
 SIZES = (1, 256, 8192)
 JSON = {"Content-Type": "application/json"}
@@ -53,27 +56,6 @@ def points(n: int) -> np.ndarray:
     rng = np.random.default_rng(n)
     exponents = rng.integers(-300, 300, n).astype(np.float64)
     return rng.standard_normal(n) * 10.0**exponents
-
-
-def ps(columns: str) -> list[list[str]]:
-    out = subprocess.run(["ps", "-eo", columns], capture_output=True, text=True).stdout
-    return [line.split(None, columns.count(",")) for line in out.splitlines()[1:]]
-
-
-def children(ppid: int) -> list[int]:
-    return [int(pid) for pid, parent in ps("pid,ppid") if int(parent) == ppid]
-
-
-def alive(pids: list[int]) -> list[str]:
-    return [" ".join(row) for row in ps("pid,args") if int(row[0]) in pids]
-
-
-def listening(pids: list[int]) -> list[str]:
-    """Local addresses of the listening TCP sockets of the given processes."""
-    out = subprocess.run(["ss", "-ltnpH"], capture_output=True, text=True).stdout
-    return sorted(
-        line.split()[3] for line in out.splitlines() if any(f"pid={p}," in line for p in pids)
-    )
 
 
 def post(
@@ -163,14 +145,6 @@ def check(echoes: Echoes) -> list[str]:
         raise AssertionError("gRPC Echo accepted a 3-byte float64 buffer")
     passed.append("malformed arrays refused")
     return passed
-
-
-def mean_ms(call: Callable[[], object], calls: int) -> float:
-    call()  # warm-up
-    started = time.perf_counter()
-    for _ in range(calls):
-        call()
-    return (time.perf_counter() - started) / calls * 1000
 
 
 def main() -> int:
