@@ -2,6 +2,8 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
+use inferwire_codec::media::{self, Media};
 use inferwire_codec::protocol::seldon::{Feedback, Meta, SeldonMessage};
 use inferwire_codec::protocol::v2::{InferRequest, InferResponse};
 use serde_json::Value;
@@ -90,6 +92,35 @@ impl App {
             }
             other => other,
         })
+    }
+
+    /// A predict whose payload came as a body in `media` (REST, or a gRPC `binData`
+    /// with `x-content-type`): decoded, predicted on `model` (or the default), and the
+    /// reply encoded in the media `accept` picks (default: the request's). Returns the
+    /// encoded reply, its media, and the reply's meta.
+    pub async fn predict_media(
+        &self,
+        model: Option<&Served>,
+        media: &Media,
+        body: Bytes,
+        meta: Meta,
+        accept: Option<&str>,
+        deadline: Option<Instant>,
+    ) -> Result<(Bytes, Media, Meta), ServeError> {
+        let (payload, default) = media::decode(media, body, &self.config.limits)?;
+        let msg = SeldonMessage {
+            status: None,
+            meta,
+            payload,
+        };
+        let (payload, meta) = match self.predict_on(model, msg, deadline).await? {
+            Reply::Message(m) => (m.payload, m.meta),
+            Reply::Raw(out) => (media::output_payload(out), Meta::default()),
+            other => return Err(unexpected(other)),
+        };
+        let target = media::negotiate(accept, &default, &payload)
+            .map_err(|e| ServeError::new(Kind::NotAcceptable, e))?;
+        Ok((media::encode(payload, &target)?, target, meta))
     }
 
     pub async fn feedback(&self, f: Feedback) -> Result<SeldonMessage, ServeError> {

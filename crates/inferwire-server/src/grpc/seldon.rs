@@ -4,7 +4,7 @@ use std::sync::Arc;
 use inferwire_codec::media::{self, Media};
 use inferwire_codec::pb::seldon::protos as pb;
 use inferwire_codec::protocol::seldon::reply::Output;
-use inferwire_codec::protocol::seldon::{proto, Array, Meta, Payload, SeldonMessage};
+use inferwire_codec::protocol::seldon::{proto, Array, Payload, SeldonMessage};
 use serde_json::Value;
 use tonic::{Request, Response, Status};
 
@@ -75,24 +75,15 @@ impl SeldonService {
                 }
             };
             obs.encoding = media.name();
-            let (payload, default) = media::decode(&media, bin, &self.0.config.limits)?;
-            msg.payload = payload;
-            let (payload, meta) = match self.0.predict(msg, deadline).await? {
-                Reply::Message(m) => (m.payload, m.meta),
-                Reply::Raw(out) => (media::output_payload(out), Meta::default()),
-                _ => {
-                    return Err(ServeError::new(
-                        Kind::Internal,
-                        "a batch, V2 or metadata answer reached the predict encoder",
-                    ))
-                }
-            };
-            let target = media::negotiate(accept.as_deref(), &default, &payload)
-                .map_err(|e| ServeError::new(Kind::NotAcceptable, e))?;
+            let meta = std::mem::take(&mut msg.meta);
+            let (bytes, target, meta) = self
+                .0
+                .predict_media(None, &media, bin, meta, accept.as_deref(), deadline)
+                .await?;
             let reply = SeldonMessage {
                 status: None,
                 meta,
-                payload: Payload::Bin(media::encode(payload, &target)?),
+                payload: Payload::Bin(bytes),
             };
             Ok((proto::to_pb(reply)?, target.content_type().to_owned()))
         };

@@ -3,7 +3,7 @@ use bytes::Bytes;
 use http::{header, Request, StatusCode};
 use hyper::body::Incoming;
 use inferwire_codec::media::{self, Media};
-use inferwire_codec::protocol::seldon::{json, reply::Output, Array, Payload, SeldonMessage};
+use inferwire_codec::protocol::seldon::{json, reply::Output, Array, Meta, Payload, SeldonMessage};
 
 use super::body::{self, Reply};
 use crate::app::App;
@@ -95,25 +95,22 @@ async fn predict_media(
     model: Option<&Served>,
 ) -> Result<Reply, ServeError> {
     obs.encoding = media.name();
-    let (payload, default) = media::decode(&media, body, &app.config.limits)?;
-    let msg = SeldonMessage {
-        payload,
-        ..SeldonMessage::default()
-    };
     let deadline = app.deadline(obs.start, None);
-    let payload = match app.predict_on(model, msg, deadline).await? {
-        ModelReply::Message(m) => m.payload,
-        ModelReply::Raw(out) => media::output_payload(out),
-        _ => {
-            return Err(ServeError::new(
-                Kind::Internal,
-                "a batch, V2 or metadata answer reached the predict encoder",
-            ))
-        }
-    };
-    let target = media::negotiate(accept.as_deref(), &default, &payload)
-        .map_err(|e| ServeError::new(Kind::NotAcceptable, e))?;
-    encode_media(payload, &target)
+    let (bytes, target, _meta) = app
+        .predict_media(
+            model,
+            &media,
+            body,
+            Meta::default(),
+            accept.as_deref(),
+            deadline,
+        )
+        .await?;
+    Ok(body::with_media(
+        StatusCode::OK,
+        bytes,
+        target.content_type(),
+    ))
 }
 
 fn encode_media(payload: Payload, media: &Media) -> Result<Reply, ServeError> {
