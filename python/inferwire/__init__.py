@@ -3,6 +3,16 @@
 from __future__ import annotations
 
 from ._core import __version__
+from .client import (
+    AuthError,
+    BadRequestError,
+    Client,
+    ClientError,
+    NotFoundError,
+    OverloadedError,
+    ServerError,
+    UnreachableError,
+)
 from .errors import BadRequest, InferwireError, ModelLoadError, SettingsError
 from .model import Model
 from .publishing import PublishError, publish
@@ -10,13 +20,21 @@ from .server import serve
 from .settings import Settings
 
 __all__ = [
+    "AuthError",
     "BadRequest",
+    "BadRequestError",
+    "Client",
+    "ClientError",
     "InferwireError",
     "Model",
     "ModelLoadError",
+    "NotFoundError",
+    "OverloadedError",
     "PublishError",
+    "ServerError",
     "Settings",
     "SettingsError",
+    "UnreachableError",
     "__version__",
     "publish",
     "serve",
