@@ -97,3 +97,48 @@ def test_tokens(serve: Any, tmp_path: Path) -> None:
     assert e.value.status == 401 and "authentication required" in e.value.message
     with Client(s.url, token=token) as c:
         np.testing.assert_array_equal(c.predict(np.ones(2)), [1.0, 1.0])
+
+
+def test_async_client_runs_calls_concurrently(echo: Any) -> None:
+    import asyncio
+
+    async def main() -> list[Any]:
+        async with inferwire.AsyncClient(echo.url) as c:
+            arrays = [np.full((2, 2), i, dtype=np.int64) for i in range(20)]
+            calls = [c.predict(a, encoding="npy") for a in arrays]
+            calls.append(c.infer({"x": np.ones(3, np.float32)}, model="echo"))
+            out = await asyncio.gather(*calls)
+            with pytest.raises(inferwire.NotFoundError):
+                await c.infer({"x": np.ones(1)}, model="nope")
+            meta = await c.metadata("echo")
+            return [*out, meta]
+
+    out = asyncio.run(main())
+    for i in range(20):
+        np.testing.assert_array_equal(out[i], np.full((2, 2), i))
+    np.testing.assert_array_equal(out[20]["output-0"], np.ones(3, np.float32))
+    assert out[21]["name"] == "echo"
+
+
+def test_predict_command(echo: Any, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "inferwire", "predict", "--url", echo.url, *args],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+
+    r = run("--data", "[[1, 2]]")
+    assert r.returncode == 0 and r.stdout.strip() == "[[1, 2]]", r.stderr
+    r = run("--data", '{"data": {"names": ["a"], "ndarray": [[3]]}}')
+    assert '"ndarray": [[3]]' in r.stdout
+    r = run("--data", "[1.5, 2.5]", "--model", "echo")
+    assert r.stdout.strip() == '{"output-0": [1.5, 2.5]}'
+    npy = tmp_path / "x.npy"
+    np.save(npy, np.eye(2, dtype=np.float32))
+    r = run("--file", str(npy))
+    assert r.stdout.strip() == "[[1.0, 0.0], [0.0, 1.0]]", r.stderr
+    r = run("--data", "[1]", "--model", "nope")
+    assert r.returncode == 1 and 'no model named "nope"' in r.stderr

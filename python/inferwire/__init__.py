@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ._core import __version__
 from .client import (
+    AsyncClient,
     AuthError,
     BadRequestError,
     Client,
@@ -20,6 +21,7 @@ from .server import serve
 from .settings import Settings
 
 __all__ = [
+    "AsyncClient",
     "AuthError",
     "BadRequest",
     "BadRequestError",

@@ -9,7 +9,7 @@ import sys
 from dataclasses import fields
 from typing import Any
 
-from . import __version__, authfiles, publishing
+from . import __version__, authfiles, client, publishing
 from .errors import InferwireError
 from .settings import Settings, env_name, from_sources
 
@@ -65,6 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     _serve_parser(sub)
     authfiles.add_parser(sub)
     publishing.add_parser(sub)
+    client.add_parser(sub)
     sub.add_parser(
         "bench",
         help="load generator and benchmark suites (inferwire bench --help)",
@@ -76,6 +77,8 @@ def main(argv: list[str] | None = None) -> int:
         return authfiles.run(args)
     if command == "publish":
         return publishing.run(args)
+    if command == "predict":
+        return client.run(args)
     if command == "serve":
         spec = args.pop("model")
         settings_file = args.pop("settings_file")

@@ -10,6 +10,8 @@ import base64
 import io
 import json
 import time
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -96,7 +98,189 @@ _NUMPY_V2 = {
 }  # fmt: skip
 
 
-class Client:
+@dataclass
+class _Call:
+    """One request, built without I/O: what to send, and how to read the answer."""
+
+    path: str
+    body: bytes
+    headers: dict[str, str]
+    # "seldon": a SeldonMessage reply; "media": by the reply's Content-Type; "raw": the
+    # reply JSON as it is; "v2": V2 outputs.
+    reply: str
+    method: str = "POST"
+
+
+def _predict_call(
+    X: Any, names: list[str] | None, encoding: str, path: str, content_type: str
+) -> _Call:
+    if isinstance(X, (bytes, bytearray, memoryview)):
+        return _Call(path, bytes(X), {"Content-Type": content_type}, "media")
+    if isinstance(X, str):
+        return _Call(path, json.dumps({"strData": X}).encode(), dict(_JSON), "seldon")
+    if isinstance(X, dict):
+        return _Call(path, json.dumps(X).encode(), dict(_JSON), "media")
+    a = np.asarray(X)
+    if encoding in ("ndarray", "tensor", "tftensor"):
+        msg: dict[str, Any] = {"data": _seldon_data(a, encoding)}
+        if names:
+            msg["data"]["names"] = list(names)
+        return _Call(path, json.dumps(msg).encode(), dict(_JSON), "seldon")
+    if encoding not in ENCODINGS:
+        raise ValueError(f"encoding {encoding!r}: one of {', '.join(ENCODINGS)}")
+    body, ctype = _array_body(a, encoding)
+    return _Call(path, body, {"Content-Type": ctype}, "media")
+
+
+def _infer_call(
+    inputs: dict[str, Any] | Any,
+    model: str,
+    version: str | None,
+    outputs: list[str] | None,
+    binary: bool,
+    parameters: dict[str, Any] | None,
+) -> _Call:
+    if not isinstance(inputs, dict):
+        inputs = {"input-0": inputs}
+    header: dict[str, Any] = {"inputs": []}
+    blobs: list[bytes] = []
+    for name, value in inputs.items():
+        a = np.asarray(value)
+        entry: dict[str, Any] = {"name": name, "shape": list(a.shape), "datatype": _dtype_v2(a)}
+        if binary and entry["datatype"] != "BYTES":
+            raw = np.ascontiguousarray(a).astype(a.dtype.newbyteorder("<"), copy=False)
+            blob = raw.tobytes()
+            entry["parameters"] = {"binary_data_size": len(blob)}
+            blobs.append(blob)
+        elif entry["datatype"] == "BYTES":
+            entry["data"] = [
+                v.decode() if isinstance(v, bytes) else str(v) for v in a.ravel().tolist()
+            ]
+        else:
+            entry["data"] = a.ravel().tolist()
+        header["inputs"].append(entry)
+    if outputs:
+        header["outputs"] = [{"name": o, "parameters": {"binary_data": binary}} for o in outputs]
+    params = dict(parameters or {})
+    if binary:
+        params["binary_data_output"] = True
+    if params:
+        header["parameters"] = params
+    head = json.dumps(header).encode()
+    path = f"/v2/models/{model}" + (f"/versions/{version}" if version else "") + "/infer"
+    headers = dict(_JSON)
+    if blobs:
+        headers["Inference-Header-Content-Length"] = str(len(head))
+    return _Call(path, head + b"".join(blobs), headers, "v2")
+
+
+def _read(call: _Call, r: Any) -> Any:
+    if call.reply == "v2":
+        return _v2_outputs(r)
+    if call.reply == "raw":
+        return r.json()
+    if call.reply == "seldon":
+        return _seldon_reply(r.json())
+    return _decode(r)
+
+
+def _seldon_reply(doc: Any) -> Any:
+    if not isinstance(doc, dict):
+        return doc
+    data = doc.get("data")
+    if data is not None:
+        return _from_seldon_data(data)
+    for key, conv in (
+        ("binData", lambda v: base64.b64decode(v)),
+        ("strData", lambda v: v),
+        ("jsonData", lambda v: v),
+    ):
+        if key in doc:
+            return conv(doc[key])
+    return doc
+
+
+def _decode(r: Any) -> Any:
+    ctype = r.headers.get("content-type", "").split(";")[0].strip()
+    if ctype == "application/x-npy":
+        return np.load(io.BytesIO(r.content), allow_pickle=False)
+    if ctype == "application/msgpack":
+        import msgpack
+        import msgpack_numpy
+
+        return msgpack.unpackb(r.content, object_hook=msgpack_numpy.decode)
+    if ctype == "application/json":
+        doc = r.json()
+        if isinstance(doc, dict) and "dtype" in doc and ("data" in doc or "buffer" in doc):
+            return _from_array_json(doc)
+        if isinstance(doc, dict) and ("data" in doc or "jsonData" in doc):
+            return _seldon_reply(doc)
+        return doc
+    if ctype.startswith("text/"):
+        return r.text
+    return r.content
+
+
+def _httpx() -> Any:
+    try:
+        import httpx
+    except ImportError as e:  # pragma: no cover - the extra is missing
+        raise InferwireError("the client needs httpx: pip install 'inferwire[client]'") from e
+    return httpx
+
+
+def _outcome(httpx: Any, call: _Call, r: Any, error: Exception | None, attempt: int,
+             retries: int, base: Any) -> Any:  # fmt: skip
+    """What one try came to: the response, an error to raise, or None to try again (a
+    connection that failed, or a 503, while retries are left)."""
+    if error is not None:
+        if isinstance(error, httpx.TimeoutException):
+            raise UnreachableError(f"{call.method} {call.path}: no answer in time ({error})")
+        if attempt >= retries:
+            raise UnreachableError(f"cannot reach {base}: {error} (after {attempt + 1} tries)")
+        return None
+    if r.status_code < 400:
+        return r
+    if r.status_code != 503 or attempt >= retries:
+        raise _error(r.status_code, r.content)
+    return None
+
+
+def _backoff(attempt: int) -> float:
+    return float(min(0.05 * 2 ** (attempt + 1), 1.0))
+
+
+class _Api:
+    """The calls, each built by ``_predict_call`` / ``_infer_call`` and read by ``_read``;
+    ``Client`` and ``AsyncClient`` differ only in how a call is sent."""
+
+    _doc_predict = """The model's ``predict`` on ``X``: a numpy array (or list) sent in
+        ``encoding``, ``bytes`` sent as they are (with ``content_type``: an image, say), a
+        ``str`` (``strData``) or a ``dict`` (plain JSON: a data frame's columns, say).
+        Arrays come back as numpy arrays in the dtype the server sent; bytes as bytes,
+        strings as str, JSON objects as dicts."""
+
+    def __init__(
+        self,
+        url: str,
+        token: str | None,
+        timeout: float,
+        retries: int,
+        verify: bool | str,
+        http2: bool,
+        asynchronous: bool,
+    ) -> None:
+        httpx = _httpx()
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        kind = httpx.AsyncClient if asynchronous else httpx.Client
+        self._http = kind(
+            base_url=url.rstrip("/"), timeout=timeout, verify=verify, http2=http2, headers=headers
+        )
+        self._httpx = httpx
+        self.retries = retries
+
+
+class Client(_Api):
     """A REST client for one server.
 
     ``predict`` speaks the Seldon protocol (and inferwire's array bodies), ``infer`` the
@@ -119,16 +303,7 @@ class Client:
         verify: bool | str = True,
         http2: bool = False,
     ) -> None:
-        try:
-            import httpx
-        except ImportError as e:  # pragma: no cover - the extra is missing
-            raise InferwireError("the client needs httpx: pip install 'inferwire[client]'") from e
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self._http = httpx.Client(
-            base_url=url.rstrip("/"), timeout=timeout, verify=verify, http2=http2, headers=headers
-        )
-        self._httpx = httpx
-        self.retries = retries
+        super().__init__(url, token, timeout, retries, verify, http2, asynchronous=False)
 
     def close(self) -> None:
         self._http.close()
@@ -139,39 +314,21 @@ class Client:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # -- transport -------------------------------------------------------------------------
-
-    def _post(
-        self, path: str, content: bytes, headers: dict[str, str], method: str = "POST"
-    ) -> Any:
-        """Sends with retries: a connection that could not be made, or a 503, is tried
-        again after a short backoff (``Retry-After`` when the server gives one)."""
+    def _send(self, call: _Call) -> Any:
         attempt = 0
         while True:
+            r, error = None, None
             try:
-                r = self._http.request(method, path, content=content, headers=headers)
-            except self._httpx.TimeoutException as e:
-                raise UnreachableError(f"{method} {path}: no answer in time ({e})") from e
-            except (self._httpx.ConnectError, self._httpx.RemoteProtocolError) as e:
-                if attempt >= self.retries:
-                    raise UnreachableError(
-                        f"cannot reach {self._http.base_url}: {e} (after {attempt + 1} tries)"
-                    ) from e
-            else:
-                if r.status_code < 400:
-                    return r
-                if r.status_code != 503 or attempt >= self.retries:
-                    raise _error(r.status_code, r.content)
+                r = self._http.request(call.method, call.path, content=call.body,
+                                       headers=call.headers)  # fmt: skip
+            except self._httpx.TransportError as e:
+                error = e
+            done = _outcome(self._httpx, call, r, error, attempt, self.retries,
+                            self._http.base_url)  # fmt: skip
+            if done is not None:
+                return _read(call, done)
+            time.sleep(_backoff(attempt))
             attempt += 1
-            time.sleep(min(0.05 * 2**attempt, 1.0))
-
-    def _get(self, path: str) -> Any:
-        r = self._http.get(path)
-        if r.status_code >= 400:
-            raise _error(r.status_code, r.content)
-        return r.json()
-
-    # -- Seldon ----------------------------------------------------------------------------
 
     def predict(
         self,
@@ -182,74 +339,13 @@ class Client:
         path: str = SELDON_PREDICT,
         content_type: str = "application/octet-stream",
     ) -> Any:
-        """The model's ``predict`` on ``X``: a numpy array (or list) sent in ``encoding``,
-        ``bytes`` sent as they are (with ``content_type``: an image, say), a ``str``
-        (``strData``) or a ``dict`` (plain JSON: a data frame's columns, say).
+        return self._send(_predict_call(X, names, encoding, path, content_type))
 
-        Arrays come back as numpy arrays in the dtype the server sent; bytes as bytes,
-        strings as str, JSON objects as dicts."""
-        if isinstance(X, (bytes, bytearray, memoryview)):
-            r = self._post(path, bytes(X), {"Content-Type": content_type})
-            return self._decode(r)
-        if isinstance(X, str):
-            return self._seldon_reply(self._post_json(path, {"strData": X}))
-        if isinstance(X, dict):
-            return self._decode(self._post(path, json.dumps(X).encode(), _JSON))
-        a = np.asarray(X)
-        if encoding in ("ndarray", "tensor", "tftensor"):
-            msg: dict[str, Any] = {"data": _seldon_data(a, encoding)}
-            if names:
-                msg["data"]["names"] = list(names)
-            return self._seldon_reply(self._post_json(path, msg))
-        if encoding not in ENCODINGS:
-            raise ValueError(f"encoding {encoding!r}: one of {', '.join(ENCODINGS)}")
-        body, ctype = _array_body(a, encoding)
-        return self._decode(self._post(path, body, {"Content-Type": ctype}))
+    predict.__doc__ = _Api._doc_predict
 
     def predict_raw(self, message: dict[str, Any], *, path: str = SELDON_PREDICT) -> Any:
         """Sends a SeldonMessage (as a dict) and returns the reply as a dict."""
-        return self._post_json(path, message).json()
-
-    def _post_json(self, path: str, doc: Any) -> Any:
-        return self._post(path, json.dumps(doc).encode(), _JSON)
-
-    def _seldon_reply(self, r: Any) -> Any:
-        doc = r.json()
-        if not isinstance(doc, dict):
-            return doc
-        data = doc.get("data")
-        if data is not None:
-            return _from_seldon_data(data)
-        for key, conv in (
-            ("binData", lambda v: base64.b64decode(v)),
-            ("strData", lambda v: v),
-            ("jsonData", lambda v: v),
-        ):
-            if key in doc:
-                return conv(doc[key])
-        return doc
-
-    def _decode(self, r: Any) -> Any:
-        ctype = r.headers.get("content-type", "").split(";")[0].strip()
-        if ctype == "application/x-npy":
-            return np.load(io.BytesIO(r.content), allow_pickle=False)
-        if ctype == "application/msgpack":
-            import msgpack
-            import msgpack_numpy
-
-            return msgpack.unpackb(r.content, object_hook=msgpack_numpy.decode)
-        if ctype == "application/json":
-            doc = r.json()
-            if isinstance(doc, dict) and "dtype" in doc and ("data" in doc or "buffer" in doc):
-                return _from_array_json(doc)
-            if isinstance(doc, dict) and ("data" in doc or "jsonData" in doc):
-                return self._seldon_reply(r)
-            return doc
-        if ctype.startswith("text/"):
-            return r.text
-        return r.content
-
-    # -- V2 --------------------------------------------------------------------------------
+        return self._send(_Call(path, json.dumps(message).encode(), dict(_JSON), "raw"))
 
     def infer(
         self,
@@ -264,47 +360,15 @@ class Client:
         """A V2 inference on ``model``: ``inputs`` by name (one array is named ``input-0``),
         sent with the binary tensor extension (``binary=False``: plain JSON). Returns the
         outputs by name, as numpy arrays (BYTES as object arrays of bytes)."""
-        if not isinstance(inputs, dict):
-            inputs = {"input-0": inputs}
-        header: dict[str, Any] = {"inputs": []}
-        blobs: list[bytes] = []
-        for name, value in inputs.items():
-            a = np.asarray(value)
-            entry: dict[str, Any] = {"name": name, "shape": list(a.shape), "datatype": _dtype_v2(a)}
-            if binary and entry["datatype"] != "BYTES":
-                raw = np.ascontiguousarray(a).astype(a.dtype.newbyteorder("<"), copy=False)
-                blob = raw.tobytes()
-                entry["parameters"] = {"binary_data_size": len(blob)}
-                blobs.append(blob)
-            elif entry["datatype"] == "BYTES":
-                entry["data"] = [
-                    v.decode() if isinstance(v, bytes) else str(v) for v in a.ravel().tolist()
-                ]
-            else:
-                entry["data"] = a.ravel().tolist()
-            header["inputs"].append(entry)
-        if outputs:
-            header["outputs"] = [
-                {"name": o, "parameters": {"binary_data": binary}} for o in outputs
-            ]
-        params = dict(parameters or {})
-        if binary:
-            params["binary_data_output"] = True
-        if params:
-            header["parameters"] = params
-        head = json.dumps(header).encode()
-        path = f"/v2/models/{model}" + (f"/versions/{version}" if version else "") + "/infer"
-        headers = dict(_JSON)
-        if blobs:
-            headers["Inference-Header-Content-Length"] = str(len(head))
-        r = self._post(path, head + b"".join(blobs), headers)
-        return _v2_outputs(r)
-
-    # -- metadata and health ----------------------------------------------------------------
+        out: dict[str, np.ndarray] = self._send(
+            _infer_call(inputs, model, version, outputs, binary, parameters)
+        )
+        return out
 
     def metadata(self, model: str | None = None) -> Any:
         """The V2 model metadata of ``model``, or the Seldon metadata of the default."""
-        return self._get(f"/v2/models/{model}" if model else "/api/v1.0/metadata")
+        path = f"/v2/models/{model}" if model else "/api/v1.0/metadata"
+        return self._send(_Call(path, b"", {}, "raw", method="GET"))
 
     def ready(self) -> bool:
         try:
@@ -317,6 +381,87 @@ class Client:
             return bool(self._http.get("/live").status_code == 200)
         except self._httpx.TransportError:
             return False
+
+
+class AsyncClient(_Api):
+    """``Client`` for asyncio: the same calls, awaited (``httpx.AsyncClient``)."""
+
+    def __init__(
+        self,
+        url: str = "http://127.0.0.1:9000",
+        *,
+        token: str | None = None,
+        timeout: float = 30.0,
+        retries: int = 2,
+        verify: bool | str = True,
+        http2: bool = False,
+    ) -> None:
+        super().__init__(url, token, timeout, retries, verify, http2, asynchronous=True)
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def _send(self, call: _Call) -> Any:
+        import asyncio
+
+        attempt = 0
+        while True:
+            r, error = None, None
+            try:
+                r = await self._http.request(call.method, call.path, content=call.body,
+                                             headers=call.headers)  # fmt: skip
+            except self._httpx.TransportError as e:
+                error = e
+            done = _outcome(self._httpx, call, r, error, attempt, self.retries,
+                            self._http.base_url)  # fmt: skip
+            if done is not None:
+                return _read(call, done)
+            await asyncio.sleep(_backoff(attempt))
+            attempt += 1
+
+    async def predict(
+        self,
+        X: Any,
+        *,
+        names: list[str] | None = None,
+        encoding: str = "ndarray",
+        path: str = SELDON_PREDICT,
+        content_type: str = "application/octet-stream",
+    ) -> Any:
+        return await self._send(_predict_call(X, names, encoding, path, content_type))
+
+    predict.__doc__ = _Api._doc_predict
+
+    async def predict_raw(self, message: dict[str, Any], *, path: str = SELDON_PREDICT) -> Any:
+        """Sends a SeldonMessage (as a dict) and returns the reply as a dict."""
+        return await self._send(_Call(path, json.dumps(message).encode(), dict(_JSON), "raw"))
+
+    async def infer(
+        self,
+        inputs: dict[str, Any] | Any,
+        *,
+        model: str,
+        version: str | None = None,
+        outputs: list[str] | None = None,
+        binary: bool = True,
+        parameters: dict[str, Any] | None = None,
+    ) -> dict[str, np.ndarray]:
+        """As ``Client.infer``."""
+        out: dict[str, np.ndarray] = await self._send(
+            _infer_call(inputs, model, version, outputs, binary, parameters)
+        )
+        return out
+
+    async def metadata(self, model: str | None = None) -> Any:
+        """As ``Client.metadata``."""
+        path = f"/v2/models/{model}" if model else "/api/v1.0/metadata"
+        return await self._send(_Call(path, b"", {}, "raw", method="GET"))
 
 
 _JSON = {"Content-Type": "application/json"}
@@ -413,3 +558,67 @@ def _v2_outputs(r: Any) -> dict[str, np.ndarray]:
                 shape
             )
     return out
+
+
+# -- inferwire predict ---------------------------------------------------------------------
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("predict", help="call a server once and print the answer (a quick check)")
+    p.add_argument("--url", default="http://127.0.0.1:9000")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--data", help="JSON: an array ([[1, 2]]), a SeldonMessage, or columns")
+    source.add_argument("--file", type=Path, help="a file to send as it is (an image, a .npy)")
+    p.add_argument("--encoding", default="ndarray", choices=ENCODINGS, help="for an array")
+    p.add_argument("--content-type", help="for --file (default: from its suffix)")
+    p.add_argument("--model", help="call this model over V2 (/v2/models/MODEL/infer)")
+    p.add_argument("--path", default=SELDON_PREDICT, help="the Seldon route to call")
+    p.add_argument("--token", help="a bearer token (or INFERWIRE_TOKEN)")
+    p.add_argument("--timeout", type=float, default=30.0)
+
+
+def _printable(v: Any) -> Any:
+    if isinstance(v, np.ndarray):
+        return _printable(v.tolist())
+    if isinstance(v, dict):
+        return {k: _printable(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_printable(x) for x in v]
+    if isinstance(v, bytes):
+        try:
+            return v.decode()
+        except UnicodeDecodeError:
+            return {"bytes": len(v), "base64": base64.b64encode(v).decode()}
+    return v
+
+
+def run(args: dict[str, Any]) -> int:
+    import mimetypes
+    import os
+    import sys
+
+    token = args["token"] or os.environ.get("INFERWIRE_TOKEN")
+    try:
+        with Client(args["url"], token=token, timeout=args["timeout"], retries=0) as c:
+            if args["file"] is not None:
+                data = args["file"].read_bytes()
+                ctype = args["content_type"] or (
+                    "application/x-npy"
+                    if args["file"].suffix == ".npy"
+                    else mimetypes.guess_type(args["file"].name)[0] or "application/octet-stream"
+                )
+                out = c.predict(data, content_type=ctype, path=args["path"])
+            else:
+                doc = json.loads(args["data"])
+                if args["model"]:
+                    out = c.infer(np.asarray(doc), model=args["model"])
+                elif isinstance(doc, dict) and set(doc) & {"data", "strData", "jsonData",
+                                                          "binData", "meta"}:  # fmt: skip
+                    out = c.predict_raw(doc, path=args["path"])
+                else:
+                    out = c.predict(doc, encoding=args["encoding"], path=args["path"])
+    except (InferwireError, ValueError, OSError) as e:
+        print(f"inferwire: {e}", file=sys.stderr)
+        return 1
+    print(json.dumps(_printable(out)))
+    return 0
