@@ -142,3 +142,41 @@ def test_predict_command(echo: Any, tmp_path: Path) -> None:
     assert r.stdout.strip() == "[[1.0, 0.0], [0.0, 1.0]]", r.stderr
     r = run("--data", "[1]", "--model", "nope")
     assert r.returncode == 1 and 'no model named "nope"' in r.stderr
+
+
+def test_grpc_transport(echo: Any, serve: Any, tmp_path: Path) -> None:
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    with Client(echo.url, grpc=echo.grpc_target) as c:
+        for encoding in ("ndarray", "tensor", "tftensor"):
+            np.testing.assert_array_equal(c.predict(a, encoding=encoding), a)
+        for encoding in ("npy", "msgpack", "base64"):  # in binData, with x-content-type
+            out = c.predict(a, encoding=encoding)
+            assert out.dtype == a.dtype
+            np.testing.assert_array_equal(out, a)
+        assert c.predict("hi") == "hi"
+        assert c.predict({"a": [1]}) == {"a": [1]}
+        assert c.predict(b"\x00\x01", content_type="image/png") == b"\x00\x01"
+        out = c.infer({"x": a, "w": np.array([b"z"], dtype=object)}, model="echo")
+        np.testing.assert_array_equal(out["x"], a)  # two inputs: echoed by name
+        assert out["w"].tolist() == [b"z"]
+        with pytest.raises(inferwire.NotFoundError, match="nope"):
+            c.infer({"x": a}, model="nope")
+    failing = serve("models:Failing")
+    with Client(failing.url, grpc=failing.grpc_target) as c:
+        with pytest.raises(inferwire.ServerError, match="model exploded"):
+            c.predict(np.ones(2))
+    with Client("http://127.0.0.1:9", grpc="127.0.0.1:9", retries=0, timeout=2) as c:
+        with pytest.raises(inferwire.UnreachableError):
+            c.predict(np.ones(1))
+
+    import asyncio
+
+    async def main() -> Any:
+        async with inferwire.AsyncClient(echo.url, grpc=echo.grpc_target) as c:
+            return await asyncio.gather(
+                c.predict(a, encoding="npy"), c.infer({"x": a}, model="echo")
+            )
+
+    npy, v2 = asyncio.run(main())
+    np.testing.assert_array_equal(npy, a)
+    np.testing.assert_array_equal(v2["output-0"], a)

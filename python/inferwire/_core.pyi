@@ -5,7 +5,18 @@ from typing import Any, final
 
 from typing_extensions import Self
 
-__all__ = ["Server", "TreeEnsemble", "__version__", "bench_main", "hash_password", "token_digest"]
+__all__ = [
+    "Server",
+    "TreeEnsemble",
+    "__version__",
+    "bench_main",
+    "hash_password",
+    "seldon_from_pb",
+    "seldon_to_pb",
+    "token_digest",
+    "v2_request_to_pb",
+    "v2_response_from_pb",
+]
 
 __version__: str
 
@@ -72,3 +83,17 @@ def token_digest(token: str) -> str:
 
 def hash_password(password: str) -> str:
     """An argon2id hash (PHC string) of a password, as a user file line holds it."""
+
+def seldon_to_pb(body: bytes) -> bytes:
+    """A SeldonMessage's JSON as its protobuf encoding (ValueError names a bad field)."""
+
+def seldon_from_pb(pb: bytes) -> bytes:
+    """A SeldonMessage's protobuf encoding as its JSON."""
+
+def v2_request_to_pb(body: bytes, header_len: int | None, model: str, version: str = "") -> bytes:
+    """A V2 REST request body (JSON, then binary inputs after ``header_len`` bytes) as a
+    ``ModelInferRequest`` with its inputs in ``raw_input_contents``."""
+
+def v2_response_from_pb(pb: bytes) -> tuple[bytes, int]:
+    """A ``ModelInferResponse`` as the V2 REST reply with every output binary: the body
+    and the length of its JSON header."""

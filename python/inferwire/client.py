@@ -201,24 +201,29 @@ def _seldon_reply(doc: Any) -> Any:
 
 
 def _decode(r: Any) -> Any:
-    ctype = r.headers.get("content-type", "").split(";")[0].strip()
+    return _decode_bytes(r.headers.get("content-type", ""), r.content)
+
+
+def _decode_bytes(content_type: str, content: bytes) -> Any:
+    """A reply body by its media type (the same over REST and in a gRPC ``binData``)."""
+    ctype = content_type.split(";")[0].strip()
     if ctype == "application/x-npy":
-        return np.load(io.BytesIO(r.content), allow_pickle=False)
+        return np.load(io.BytesIO(content), allow_pickle=False)
     if ctype == "application/msgpack":
         import msgpack
         import msgpack_numpy
 
-        return msgpack.unpackb(r.content, object_hook=msgpack_numpy.decode)
+        return msgpack.unpackb(content, object_hook=msgpack_numpy.decode)
     if ctype == "application/json":
-        doc = r.json()
+        doc = json.loads(content)
         if isinstance(doc, dict) and "dtype" in doc and ("data" in doc or "buffer" in doc):
             return _from_array_json(doc)
         if isinstance(doc, dict) and ("data" in doc or "jsonData" in doc):
             return _seldon_reply(doc)
         return doc
     if ctype.startswith("text/"):
-        return r.text
-    return r.content
+        return content.decode()
+    return content
 
 
 def _httpx() -> Any:
@@ -278,6 +283,76 @@ class _Api:
         )
         self._httpx = httpx
         self.retries = retries
+        self._token = token
+        self._timeout = timeout
+
+    def _grpc_request(self, call: _Call) -> tuple[str, bytes, list[tuple[str, str]], Any]:
+        """The gRPC method, message and metadata for ``call``, and how to read the reply
+        (``finish(reply_bytes, initial_metadata)``)."""
+        from . import _core
+
+        meta = [("authorization", f"Bearer {self._token}")] if self._token else []
+        if call.reply == "v2":
+            parts = call.path.split("/")  # /v2/models/M[/versions/V]/infer
+            model, version = parts[3], (parts[5] if parts[4] == "versions" else "")
+            head = call.headers.get("Inference-Header-Content-Length")
+            pb = _core.v2_request_to_pb(call.body, int(head) if head else None, model, version)
+
+            def finish_v2(reply: bytes, _meta: Any) -> Any:
+                return _v2_from_body(*_core.v2_response_from_pb(reply))
+
+            return "/inference.GRPCInferenceService/ModelInfer", pb, meta, finish_v2
+        if call.path != SELDON_PREDICT:
+            raise ValueError(f"over gRPC, predict calls the Seldon service; {call.path} is REST")
+        ctype = call.headers.get("Content-Type", "application/json")
+        body = call.body
+        doc = json.loads(body) if call.reply == "media" and ctype == "application/json" else None
+        if isinstance(doc, dict) and "dtype" not in doc:
+            # A plain JSON object (not an array layout) is Seldon's jsonData.
+            body = json.dumps({"jsonData": doc}).encode()
+        elif call.reply == "media":
+            # The REST body travels in binData; x-content-type says what it is.
+            body = json.dumps({"binData": base64.b64encode(body).decode()}).encode()
+            meta.append(("x-content-type", ctype))
+
+        def finish_seldon(reply: bytes, initial: Any) -> Any:
+            doc = json.loads(_core.seldon_from_pb(reply))
+            if call.reply == "raw":
+                return doc
+            kind = dict(initial or ()).get("x-content-type")
+            if kind and "binData" in doc:
+                return _decode_bytes(kind, base64.b64decode(doc["binData"]))
+            return _seldon_reply(doc)
+
+        return "/seldon.protos.Seldon/Predict", _core.seldon_to_pb(body), meta, finish_seldon
+
+
+_GRPC_STATUS = {
+    "INVALID_ARGUMENT": 400, "OUT_OF_RANGE": 400, "FAILED_PRECONDITION": 400,
+    "UNAUTHENTICATED": 401, "PERMISSION_DENIED": 403, "NOT_FOUND": 404,
+    "UNIMPLEMENTED": 404, "RESOURCE_EXHAUSTED": 503, "DEADLINE_EXCEEDED": 504,
+}  # fmt: skip
+
+
+def _grpc_error(e: Any) -> InferwireError:
+    code = e.code().name
+    message = e.details() or code
+    if code == "UNAVAILABLE":
+        return UnreachableError(f"gRPC UNAVAILABLE: {message}")
+    status = _GRPC_STATUS.get(code, 500)
+    return _error(status, json.dumps({"error": message}).encode())
+
+
+def _grpc_channel(target: str, asynchronous: bool) -> Any:
+    import grpc
+
+    options = [
+        ("grpc.max_send_message_length", -1),
+        ("grpc.max_receive_message_length", -1),
+    ]
+    if asynchronous:
+        return grpc.aio.insecure_channel(target, options=options)
+    return grpc.insecure_channel(target, options=options)
 
 
 class Client(_Api):
@@ -302,11 +377,15 @@ class Client(_Api):
         retries: int = 2,
         verify: bool | str = True,
         http2: bool = False,
+        grpc: str | None = None,
     ) -> None:
         super().__init__(url, token, timeout, retries, verify, http2, asynchronous=False)
+        self._channel = _grpc_channel(grpc, False) if grpc else None
 
     def close(self) -> None:
         self._http.close()
+        if self._channel is not None:
+            self._channel.close()
 
     def __enter__(self) -> Client:
         return self
@@ -314,7 +393,30 @@ class Client(_Api):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def _send_grpc(self, call: _Call) -> Any:
+        import grpc
+
+        method, message, meta, finish = self._grpc_request(call)
+        assert self._channel is not None
+        stub = self._channel.unary_unary(method)
+        attempt = 0
+        while True:
+            try:
+                reply, rpc = stub.with_call(message, metadata=meta, timeout=self._timeout)
+                return finish(reply, rpc.initial_metadata())
+            except grpc.RpcError as e:
+                retry = e.code() in (
+                    grpc.StatusCode.UNAVAILABLE,
+                    grpc.StatusCode.RESOURCE_EXHAUSTED,
+                )
+                if not retry or attempt >= self.retries:
+                    raise _grpc_error(e) from None
+            time.sleep(_backoff(attempt))
+            attempt += 1
+
     def _send(self, call: _Call) -> Any:
+        if self._channel is not None and call.method == "POST":
+            return self._send_grpc(call)
         attempt = 0
         while True:
             r, error = None, None
@@ -395,11 +497,15 @@ class AsyncClient(_Api):
         retries: int = 2,
         verify: bool | str = True,
         http2: bool = False,
+        grpc: str | None = None,
     ) -> None:
         super().__init__(url, token, timeout, retries, verify, http2, asynchronous=True)
+        self._channel = _grpc_channel(grpc, True) if grpc else None
 
     async def aclose(self) -> None:
         await self._http.aclose()
+        if self._channel is not None:
+            await self._channel.close()
 
     async def __aenter__(self) -> AsyncClient:
         return self
@@ -407,9 +513,35 @@ class AsyncClient(_Api):
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
+    async def _send_grpc(self, call: _Call) -> Any:
+        import asyncio
+
+        import grpc
+
+        method, message, meta, finish = self._grpc_request(call)
+        assert self._channel is not None
+        stub = self._channel.unary_unary(method)
+        attempt = 0
+        while True:
+            try:
+                rpc = stub(message, metadata=meta, timeout=self._timeout)
+                reply = await rpc
+                return finish(reply, await rpc.initial_metadata())
+            except grpc.RpcError as e:
+                retry = e.code() in (
+                    grpc.StatusCode.UNAVAILABLE,
+                    grpc.StatusCode.RESOURCE_EXHAUSTED,
+                )
+                if not retry or attempt >= self.retries:
+                    raise _grpc_error(e) from None
+            await asyncio.sleep(_backoff(attempt))
+            attempt += 1
+
     async def _send(self, call: _Call) -> Any:
         import asyncio
 
+        if self._channel is not None and call.method == "POST":
+            return await self._send_grpc(call)
         attempt = 0
         while True:
             r, error = None, None
@@ -530,9 +662,12 @@ def _from_array_json(doc: dict[str, Any]) -> np.ndarray:
 
 def _v2_outputs(r: Any) -> dict[str, np.ndarray]:
     head_len = r.headers.get("inference-header-content-length")
-    body = r.content
-    head = json.loads(body[: int(head_len)] if head_len else body)
-    at = int(head_len) if head_len else 0
+    return _v2_from_body(r.content, int(head_len) if head_len else None)
+
+
+def _v2_from_body(body: bytes, head_len: int | None) -> dict[str, np.ndarray]:
+    head = json.loads(body[:head_len] if head_len is not None else body)
+    at = head_len or 0
     out: dict[str, np.ndarray] = {}
     for o in head.get("outputs", []):
         shape = o["shape"]

@@ -12,6 +12,7 @@ mod repository;
 mod server;
 mod thread_state;
 mod trees;
+mod wire;
 
 use pyo3::prelude::*;
 
@@ -28,6 +29,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bench::bench_main, m)?)?;
     m.add_function(wrap_pyfunction!(auth::token_digest, m)?)?;
     m.add_function(wrap_pyfunction!(auth::hash_password, m)?)?;
+    m.add_function(wrap_pyfunction!(wire::seldon_to_pb, m)?)?;
+    m.add_function(wrap_pyfunction!(wire::seldon_from_pb, m)?)?;
+    m.add_function(wrap_pyfunction!(wire::v2_request_to_pb, m)?)?;
+    m.add_function(wrap_pyfunction!(wire::v2_response_from_pb, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

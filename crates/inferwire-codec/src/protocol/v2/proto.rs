@@ -195,6 +195,45 @@ pub fn to_pb_request(req: InferRequest, model_name: &str, raw: bool) -> pb::Mode
     out
 }
 
+/// A reply as a client reads it: outputs decoded from `raw_output_contents` or typed
+/// contents, with the same checks as a request's inputs (an output tensor has an input
+/// tensor's fields).
+pub fn response_from_pb(r: pb::ModelInferResponse, limits: &Limits) -> Result<InferResponse> {
+    let as_request = pb::ModelInferRequest {
+        inputs: r
+            .outputs
+            .into_iter()
+            .map(|o| pb::model_infer_request::InferInputTensor {
+                name: o.name,
+                datatype: o.datatype,
+                shape: o.shape,
+                parameters: o.parameters,
+                contents: o.contents,
+            })
+            .collect(),
+        raw_input_contents: r.raw_output_contents,
+        ..Default::default()
+    };
+    let decoded = from_pb(as_request, limits).map_err(|e| {
+        CodecError::bad_output(e.message.replace("raw_input_contents", "raw_output_contents"))
+    })?;
+    Ok(InferResponse {
+        model_name: r.model_name,
+        model_version: r.model_version,
+        id: r.id,
+        parameters: parameters(r.parameters),
+        outputs: decoded
+            .inputs
+            .into_iter()
+            .map(|i| InferOutput {
+                name: i.name,
+                tensor: i.tensor,
+                parameters: i.parameters,
+            })
+            .collect(),
+    })
+}
+
 /// The reply. With `raw`, every output goes in `raw_output_contents` (what Triton does,
 /// and what tritonclient reads fastest); otherwise in typed `contents`, except FP16 and
 /// BF16, which only have a raw form.
