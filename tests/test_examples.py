@@ -30,3 +30,55 @@ def test_seldon_model_example(serve: Any) -> None:
     )
     assert '"names": ["setosa", "versicolor", "virginica"]' in out.stdout
     assert '"shape": [2, 3]' in out.stdout
+
+
+def demo(name: str) -> str:
+    """Runs ``examples/NAME/demo.py`` as a user would, and returns what it printed."""
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / name / "demo.py")],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def test_sklearn_example() -> None:
+    out = demo("sklearn")
+    assert "native tree runtime: sklearn.ensemble.RandomForestClassifier, 20 trees" in out
+    assert "columns: {'setosa': [" in out
+    assert "same as predict_proba: True" in out
+
+
+def test_xgboost_example() -> None:
+    out = demo("xgboost")
+    assert "REST predict_proba: [[" in out and "gRPC predict: [" in out
+    assert "same as predict_proba: True" in out
+
+
+def test_image_model_example() -> None:
+    out = demo("image_model")
+    lines = [line for line in out.splitlines() if "'shape': [48, 64, 3]" in line]
+    assert len(lines) == 4, out  # bytes, gRPC binData, multipart, base64: the same answer
+    assert len({line.split(": ", 1)[1] for line in lines}) == 1
+
+
+def test_repository_example() -> None:
+    out = demo("repository")
+    assert "doubler: [3.0, 4.0]" in out
+    assert "index: [('doubler', 'READY'), ('iris', 'READY')]" in out
+
+
+def test_auth_example() -> None:
+    out = demo("auth")
+    assert "without a token: 401 authentication required" in out
+    assert "with the bot's token: [1.0, 1.0]" in out
+    assert "with alice's login token: [1.0, 2.0]" in out
+
+
+def test_batching_example() -> None:
+    out = demo("batching")
+    assert "no batching: 64 requests in" in out and "model calls: 64" in out
+    batched = next(line for line in out.splitlines() if line.startswith("--max-batch-size"))
+    assert int(batched.rsplit(" ", 1)[1]) <= 16, batched  # 64 requests in a few calls

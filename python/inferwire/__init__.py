@@ -15,6 +15,7 @@ from .client import (
     UnreachableError,
 )
 from .errors import BadRequest, InferwireError, ModelLoadError, SettingsError
+from .local import local
 from .model import Model
 from .publishing import PublishError, publish
 from .server import serve
@@ -38,6 +39,7 @@ __all__ = [
     "SettingsError",
     "UnreachableError",
     "__version__",
+    "local",
     "publish",
     "serve",
 ]

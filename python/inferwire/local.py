@@ -1,0 +1,77 @@
+"""``inferwire.local``: an inferwire server in a child process on free local ports, for
+examples, notebooks and tests: started on entering a ``with`` block, ready when the block
+starts, stopped (SIGTERM, drained) when it ends."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from typing import Any
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class local:
+    """``with inferwire.local("model.joblib", "--workers", "2") as server:`` runs
+    ``inferwire serve`` with these arguments; ``server.url`` and ``server.grpc`` are its
+    REST URL and gRPC address, and ``server.log()`` what it printed."""
+
+    def __init__(self, *args: str, timeout: float = 60.0, env: dict[str, str] | None = None):
+        self.args = [str(a) for a in args]
+        self.timeout = timeout
+        self.env = env
+        http, grpc = _free_port(), _free_port()
+        self.url = f"http://127.0.0.1:{http}"
+        self.grpc = f"127.0.0.1:{grpc}"
+        self._ports = ["--host", "127.0.0.1", "--http-port", str(http), "--grpc-port", str(grpc)]
+        self._log = tempfile.TemporaryFile(mode="w+")
+        self._proc: subprocess.Popen[str] | None = None
+
+    def __enter__(self) -> local:
+        cmd = [sys.executable, "-m", "inferwire", "serve", *self.args, *self._ports]
+        self._proc = subprocess.Popen(
+            cmd,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env={**os.environ, **(self.env or {})},
+        )
+        deadline = time.monotonic() + self.timeout
+        while time.monotonic() < deadline:
+            if self._proc.poll() is not None:
+                raise RuntimeError(f"inferwire serve exited with {self._proc.returncode}:\n"
+                                   f"{self.log()}")  # fmt: skip
+            try:
+                with urllib.request.urlopen(self.url + "/ready", timeout=1) as r:
+                    if r.status == 200:
+                        return self
+            except (urllib.error.URLError, OSError):
+                pass
+            time.sleep(0.05)
+        self.__exit__()
+        raise RuntimeError(f"inferwire serve was not ready in {self.timeout} s:\n{self.log()}")
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.send_signal(signal.SIGTERM)
+            try:
+                self._proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+
+    def log(self) -> str:
+        self._log.flush()
+        self._log.seek(0)
+        return self._log.read()
