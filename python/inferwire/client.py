@@ -343,16 +343,21 @@ def _grpc_error(e: Any) -> InferwireError:
     return _error(status, json.dumps({"error": message}).encode())
 
 
-def _grpc_channel(target: str, asynchronous: bool) -> Any:
+def _grpc_channel(target: str, asynchronous: bool, url: str, verify: bool | str) -> Any:
+    """A channel to ``target``: TLS when the REST ``url`` is https (trusting the CA file
+    ``verify`` names, else the system's roots), plaintext otherwise."""
     import grpc
 
     options = [
         ("grpc.max_send_message_length", -1),
         ("grpc.max_receive_message_length", -1),
     ]
-    if asynchronous:
-        return grpc.aio.insecure_channel(target, options=options)
-    return grpc.insecure_channel(target, options=options)
+    kind = grpc.aio if asynchronous else grpc
+    if not url.startswith("https://"):
+        return kind.insecure_channel(target, options=options)
+    roots = Path(verify).read_bytes() if isinstance(verify, str) else None
+    creds = grpc.ssl_channel_credentials(root_certificates=roots)
+    return kind.secure_channel(target, creds, options=options)
 
 
 class Client(_Api):
@@ -380,7 +385,7 @@ class Client(_Api):
         grpc: str | None = None,
     ) -> None:
         super().__init__(url, token, timeout, retries, verify, http2, asynchronous=False)
-        self._channel = _grpc_channel(grpc, False) if grpc else None
+        self._channel = _grpc_channel(grpc, False, url, verify) if grpc else None
 
     def close(self) -> None:
         self._http.close()
@@ -500,7 +505,7 @@ class AsyncClient(_Api):
         grpc: str | None = None,
     ) -> None:
         super().__init__(url, token, timeout, retries, verify, http2, asynchronous=True)
-        self._channel = _grpc_channel(grpc, True) if grpc else None
+        self._channel = _grpc_channel(grpc, True, url, verify) if grpc else None
 
     async def aclose(self) -> None:
         await self._http.aclose()

@@ -16,11 +16,12 @@ from .workers import reserve_port, run_workers
 log = logging.getLogger("inferwire")
 
 
-def _describe(host: str, http_port: int, grpc_port: int) -> str:
+def _describe(host: str, http_port: int, grpc_port: int, tls: bool = False) -> str:
     shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+    scheme, http2 = ("https", "h2") if tls else ("http", "h2c")
     return (
-        f"REST  http://{shown}:{http_port}/api/v1.0/predictions  (HTTP/1.1 and h2c)\n"
-        f"gRPC  {shown}:{grpc_port}  "
+        f"REST  {scheme}://{shown}:{http_port}/api/v1.0/predictions  (HTTP/1.1 and {http2})\n"
+        f"gRPC  {shown}:{grpc_port}{' (TLS)' if tls else ''}  "
         "(seldon.protos.Seldon, seldon.protos.Model, inference.GRPCInferenceService, "
         "health, reflection)"
     )
@@ -106,7 +107,7 @@ def serve(model: Any = None, settings: Settings | None = None, *, spec: str | No
             more,
             workers,
             batching,
-            _describe(settings.host, http_port, grpc_port),
+            _describe(settings.host, http_port, grpc_port, bool(settings.tls_cert)),
         )
 
     try:

@@ -75,6 +75,13 @@ class Settings:
         "tokens end with the server",
     )
     auth_token_ttl: float = _opt(3600.0, "seconds a login token stays valid")
+    tls_cert: str = _opt(
+        "", "PEM certificate chain: serve REST and gRPC over TLS (empty: plaintext)"
+    )
+    tls_key: str = _opt("", "PEM private key of tls_cert")
+    tls_client_ca: str = _opt(
+        "", "PEM CA certificates: require client certificates signed by them (mutual TLS)"
+    )
     runtime: str = _opt(
         "auto",
         "for a trained model file: native (tree models scored in Rust), python (the library's "
@@ -162,6 +169,14 @@ class Settings:
         if self.auth_token_ttl <= 0:
             raise SettingsError("auth_token_ttl: must be above 0 seconds")
         for key in ("auth_tokens", "auth_users"):
+            path = getattr(self, key)
+            if path and not os.path.isfile(path):
+                raise SettingsError(f"{key}: {path} is not a file")
+        if bool(self.tls_cert) != bool(self.tls_key):
+            raise SettingsError("tls_cert and tls_key go together: give both, or neither")
+        if self.tls_client_ca and not self.tls_cert:
+            raise SettingsError("tls_client_ca needs tls_cert and tls_key (the server's own)")
+        for key in ("tls_cert", "tls_key", "tls_client_ca"):
             path = getattr(self, key)
             if path and not os.path.isfile(path):
                 raise SettingsError(f"{key}: {path} is not a file")

@@ -82,7 +82,26 @@ pub fn from_dict(d: &Bound<'_, PyDict>) -> PyResult<ServerConfig> {
             base.grace_period.as_secs_f64(),
         )?),
         auth: auth(d)?,
+        tls: tls(d)?,
     })
+}
+
+/// TLS on both ports when a certificate is given (`tls_cert`, `tls_key`, and for mutual
+/// TLS `tls_client_ca`).
+fn tls(d: &Bound<'_, PyDict>) -> PyResult<Option<Arc<inferwire_server::tls::ServerConfig>>> {
+    let cert = get_str(d, "tls_cert", String::new())?;
+    if cert.is_empty() {
+        return Ok(None);
+    }
+    let key = get_str(d, "tls_key", String::new())?;
+    let ca = get_str(d, "tls_client_ca", String::new())?;
+    inferwire_server::tls::server_config(
+        PathBuf::from(cert).as_path(),
+        PathBuf::from(key).as_path(),
+        (!ca.is_empty()).then(|| PathBuf::from(ca)).as_deref(),
+    )
+    .map(Some)
+    .map_err(|e| PyValueError::new_err(format!("TLS: {e}")))
 }
 
 /// Auth is on when a token or user file is given; the signing key comes from Python

@@ -43,6 +43,8 @@ pub struct ServerConfig {
     pub grace_period: Duration,
     /// Bearer-token auth on every route but health and metrics; `None`: open.
     pub auth: Option<std::sync::Arc<crate::auth::Auth>>,
+    /// TLS on both ports; `None`: plaintext.
+    pub tls: Option<std::sync::Arc<rustls::ServerConfig>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,6 +88,7 @@ impl Default for ServerConfig {
             io_threads: 2,
             grace_period: Duration::from_secs(30),
             auth: None,
+            tls: None,
         }
     }
 }

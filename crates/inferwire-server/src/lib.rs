@@ -16,6 +16,7 @@ mod read_ahead;
 pub mod rest;
 mod run;
 pub mod runner;
+pub mod tls;
 
 pub use config::{AccessLog, ServerConfig};
 pub use error::ServeError;

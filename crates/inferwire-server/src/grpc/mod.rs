@@ -5,6 +5,7 @@ pub mod codec;
 mod predict;
 mod seldon;
 mod serve;
+mod tls_incoming;
 mod v2;
 
 pub use serve::{serve, CONNECTION_WINDOW, STREAM_WINDOW};

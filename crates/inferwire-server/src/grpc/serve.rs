@@ -61,12 +61,8 @@ pub async fn serve(app: Arc<App>, listener: TcpListener, mut stop: watch::Receiv
         .build_v1alpha()
         .expect("the built-in descriptors are valid");
 
-    let incoming = TcpListenerStream::new(listener).map(|s| {
-        s.map(|s| {
-            let _ = s.set_nodelay(true);
-            ReadAhead::new(s)
-        })
-    });
+    let tls = app.config.tls.clone().map(tokio_rustls::TlsAcceptor::from);
+    let stop_accepting = stop.clone();
     let shutdown = async move {
         let _ = stop.changed().await;
         health
@@ -77,7 +73,7 @@ pub async fn serve(app: Arc<App>, listener: TcpListener, mut stop: watch::Receiv
             .set_not_serving::<GrpcInferenceServiceServer<V2Service>>()
             .await;
     };
-    let result = tonic::transport::Server::builder()
+    let router = tonic::transport::Server::builder()
         // HTTP/2's default 64 KiB windows make a client wait for WINDOW_UPDATEs a dozen
         // times per 800 KB tensor: each a round trip and a wake-up on both sides.
         .initial_stream_window_size(STREAM_WINDOW)
@@ -91,9 +87,22 @@ pub async fn serve(app: Arc<App>, listener: TcpListener, mut stop: watch::Receiv
         .add_service(v2)
         .add_service(health_svc)
         .add_service(reflection)
-        .add_service(reflection_alpha)
-        .serve_with_incoming_shutdown(incoming, shutdown)
-        .await;
+        .add_service(reflection_alpha);
+    let result = match tls {
+        Some(acceptor) => {
+            let incoming = super::tls_incoming::incoming(listener, acceptor, stop_accepting);
+            router.serve_with_incoming_shutdown(incoming, shutdown).await
+        }
+        None => {
+            let incoming = TcpListenerStream::new(listener).map(|s| {
+                s.map(|s| {
+                    let _ = s.set_nodelay(true);
+                    ReadAhead::new(s)
+                })
+            });
+            router.serve_with_incoming_shutdown(incoming, shutdown).await
+        }
+    };
     if let Err(e) = result {
         tracing::error!("gRPC server stopped: {e}");
     }

@@ -27,6 +27,7 @@ pub async fn serve(
         .initial_stream_window_size(crate::grpc::STREAM_WINDOW)
         .initial_connection_window_size(crate::grpc::CONNECTION_WINDOW);
     let graceful = GracefulShutdown::new();
+    let tls = app.config.tls.clone().map(tokio_rustls::TlsAcceptor::from);
     loop {
         tokio::select! {
             accepted = listener.accept() => {
@@ -38,10 +39,23 @@ pub async fn serve(
                     let app = app.clone();
                     async move { Ok::<_, Infallible>(routes::handle(app, req).await) }
                 });
-                let conn = builder.serve_connection(TokioIo::new(ReadAhead::new(stream)), svc).into_owned();
-                let conn = graceful.watch(conn);
+                let Some(acceptor) = tls.clone() else {
+                    let conn = builder.serve_connection(TokioIo::new(ReadAhead::new(stream)), svc).into_owned();
+                    let conn = graceful.watch(conn);
+                    tokio::spawn(async move {
+                        let _ = conn.await;
+                    });
+                    continue;
+                };
+                // The handshake runs on the connection's own task, so a slow client
+                // holds up no one else.
+                let builder = builder.clone();
+                let watcher = graceful.watcher();
                 tokio::spawn(async move {
-                    let _ = conn.await;
+                    let handshake = tokio::time::timeout(crate::tls::HANDSHAKE, acceptor.accept(stream));
+                    let Ok(Ok(stream)) = handshake.await else { return };
+                    let conn = builder.serve_connection(TokioIo::new(stream), svc).into_owned();
+                    let _ = watcher.watch(conn).await;
                 });
             }
             _ = stop.changed() => break,
