@@ -43,9 +43,12 @@ pub fn server_config(
             builder.with_client_cert_verifier(verifier)
         }
     };
-    let mut config = builder
-        .with_single_cert(certs, key)
-        .map_err(|e| format!("{}: the key does not match the certificate ({e})", cert.display()))?;
+    let mut config = builder.with_single_cert(certs, key).map_err(|e| {
+        format!(
+            "{}: the key does not match the certificate ({e})",
+            cert.display()
+        )
+    })?;
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(Arc::new(config))
 }

@@ -91,7 +91,9 @@ pub async fn serve(app: Arc<App>, listener: TcpListener, mut stop: watch::Receiv
     let result = match tls {
         Some(acceptor) => {
             let incoming = super::tls_incoming::incoming(listener, acceptor, stop_accepting);
-            router.serve_with_incoming_shutdown(incoming, shutdown).await
+            router
+                .serve_with_incoming_shutdown(incoming, shutdown)
+                .await
         }
         None => {
             let incoming = TcpListenerStream::new(listener).map(|s| {
@@ -100,7 +102,9 @@ pub async fn serve(app: Arc<App>, listener: TcpListener, mut stop: watch::Receiv
                     ReadAhead::new(s)
                 })
             });
-            router.serve_with_incoming_shutdown(incoming, shutdown).await
+            router
+                .serve_with_incoming_shutdown(incoming, shutdown)
+                .await
         }
     };
     if let Err(e) = result {

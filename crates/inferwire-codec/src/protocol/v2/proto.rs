@@ -215,7 +215,10 @@ pub fn response_from_pb(r: pb::ModelInferResponse, limits: &Limits) -> Result<In
         ..Default::default()
     };
     let decoded = from_pb(as_request, limits).map_err(|e| {
-        CodecError::bad_output(e.message.replace("raw_input_contents", "raw_output_contents"))
+        CodecError::bad_output(
+            e.message
+                .replace("raw_input_contents", "raw_output_contents"),
+        )
     })?;
     Ok(InferResponse {
         model_name: r.model_name,
