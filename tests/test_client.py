@@ -180,3 +180,26 @@ def test_grpc_transport(echo: Any, serve: Any, tmp_path: Path) -> None:
     npy, v2 = asyncio.run(main())
     np.testing.assert_array_equal(npy, a)
     np.testing.assert_array_equal(v2["output-0"], a)
+
+
+def test_overloaded_calls_are_retried(serve: Any) -> None:
+    """One model call at a time and a queue of one: of 6 concurrent 0.2 s calls, most are
+    refused with 503 at first; with retries they all get through."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    s = serve("models.py:Slow", "--max-queue", "1")
+
+    def call(retries: int) -> Any:
+        with Client(s.url, retries=retries) as c:
+            try:
+                return c.predict("0.2")
+            except inferwire.OverloadedError as e:
+                return e
+
+    with ThreadPoolExecutor(6) as pool:
+        plain = list(pool.map(call, [0] * 6))
+    refused = [r for r in plain if isinstance(r, inferwire.OverloadedError)]
+    assert refused and refused[0].status == 503
+    with ThreadPoolExecutor(6) as pool:
+        retried = list(pool.map(call, [12] * 6))
+    assert all(isinstance(r, str) and r.startswith("slept 0.2") for r in retried), retried
