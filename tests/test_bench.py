@@ -307,6 +307,21 @@ def test_numpy_echo_suite_short(serve: Any) -> None:
     assert row.rstrip().endswith("| 0.590 |") and "0.487" in row, row
 
 
+def test_grid_suite_html_report(serve: Any, tmp_path: Path) -> None:
+    echo = serve("echo", "--model-name", "echo")
+    page = tmp_path / "echo.html"
+    r = bench(
+        "suite", "numpy-echo", "--target", echo.url, "--grpc-target", echo.grpc_target,
+        "--clients", "2", "-z", "100ms", "--warmup", "0s", "--html", str(page),
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    html = page.read_text()
+    assert "<svg" in html and "Mean latency per cell" in html
+    assert "msgpack · 8192 · target" in html  # the table and a histogram per cell
+    assert html.count("<svg") >= 16  # the bar chart and 15 histograms
+    assert "<script src" not in html and "<link" not in html  # self-contained: no CDN
+
+
 def render(page: Path) -> Image.Image:
     """Screenshots ``page`` with headless Chromium (scripts/install-chromium.sh)."""
     chromium = shutil.which("chromium")

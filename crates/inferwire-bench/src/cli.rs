@@ -447,11 +447,6 @@ fn run_suite(s: SuiteArgs) -> Result<(), String> {
 
 /// The suites measured as a grid of requests against each server (`suite::cells`).
 fn run_cells(name: &str, s: &SuiteArgs) -> Result<(), String> {
-    if s.html.is_some() {
-        return Err(format!(
-            "suite {name}: --html is not supported yet (seldon-matrix has it)"
-        ));
-    }
     let mut servers = vec![cells::Server {
         name: s.name_target.clone(),
         grpc: s
@@ -492,6 +487,14 @@ fn run_cells(name: &str, s: &SuiteArgs) -> Result<(), String> {
         "realtime-rows" => realtime_rows::run(&opts, &rows)?,
         _ => numpy_echo::run(&opts, &s.model)?,
     };
+    if let Some(path) = &s.html {
+        let source = suite::SUITES
+            .iter()
+            .find(|x| x.0 == name)
+            .map_or("", |x| x.1);
+        let title = format!("inferwire bench suite {name}");
+        write_file(path, &cells::html(&title, source, &opts, &measured))?;
+    }
     let text = match (s.format, name) {
         (Format::Json, _) => serde_json::to_string_pretty(&measured).unwrap_or_default() + "\n",
         (_, "images") => images::markdown(&opts, &measured),

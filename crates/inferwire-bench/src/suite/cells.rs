@@ -109,3 +109,43 @@ pub fn noise(len: usize, seed: u64) -> Vec<u8> {
     out.truncate(len);
     out
 }
+
+/// The report page for a grid suite: mean latency per cell and server, the table of every
+/// report, and each report's latency histogram.
+pub fn html(title: &str, intro: &str, o: &Options, measured: &[Measured]) -> String {
+    use std::fmt::Write as _;
+
+    let mut body = format!("<p>{intro}</p>");
+    let categories: Vec<String> = measured.iter().map(|m| m.key.replace('|', " · ")).collect();
+    let series: Vec<(String, Vec<f64>)> = o
+        .servers
+        .iter()
+        .enumerate()
+        .map(|(k, s)| {
+            let means = measured
+                .iter()
+                .map(|m| m.reports.get(k).map_or(0.0, |r| r.latency.mean_ns as f64))
+                .collect();
+            (format!("{} (mean)", s.name), means)
+        })
+        .collect();
+    body.push_str(&crate::html::bars(
+        "Mean latency per cell",
+        &categories,
+        &series,
+    ));
+    let rows = measured.iter().flat_map(|m| {
+        o.servers
+            .iter()
+            .zip(&m.reports)
+            .map(move |(s, r)| (format!("{} · {}", m.key.replace('|', " · "), s.name), r))
+    });
+    body.push_str(&crate::html::table(rows));
+    for m in measured {
+        for (s, r) in o.servers.iter().zip(&m.reports) {
+            let title = format!("{} · {}", m.key.replace('|', " · "), s.name);
+            let _ = write!(body, "{}", crate::html::histogram(&title, r));
+        }
+    }
+    crate::html::page(title, &body)
+}
