@@ -174,7 +174,7 @@ def test_seldon_matrix_suite_tables_and_vs(noop: Served, noop_raw: Served) -> No
     assert "inferwire: answered OK" in out and "other: answered OK" in out
 
 
-def test_ray_micro_suite_short(serve: Any, noop: Served) -> None:
+def test_ray_micro_suite_short(serve: Any, noop: Served, tmp_path: Path) -> None:
     batched = serve("models:Echo", "--max-batch-size", "4")
     r = bench(
         "suite", "ray-micro", "--target", batched.url, "--server-pid", str(batched.proc.pid),
@@ -195,6 +195,13 @@ def test_ray_micro_suite_short(serve: Any, noop: Served) -> None:
     )  # fmt: skip
     rows = json.loads(plain.stdout)
     assert [row["clients"] for row in rows] == [1, 8]
+    page = tmp_path / "ray.html"
+    with_html = bench(
+        "suite", "ray-micro", "--target", noop.url, "-z", "100ms", "--warmup", "0s",
+        "--html", str(page),
+    )  # fmt: skip
+    assert with_html.returncode == 0, with_html.stderr
+    assert "8 clients · target" in page.read_text() and "<svg" in page.read_text()
     assert all(row["reports"][0]["success"] == 1.0 for row in rows)
     bad = bench("suite", "ray-micro", "--target", noop.url, "--config", "1/2")
     assert bad.returncode == 1 and "BATCH/CONCURRENT/REPLICAS" in bad.stderr

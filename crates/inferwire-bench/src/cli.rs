@@ -390,11 +390,6 @@ fn run_suite(s: SuiteArgs) -> Result<(), String> {
         return run_cells(&name, &s);
     }
     if name == "ray-micro" {
-        if s.html.is_some() {
-            return Err(
-                "suite ray-micro: --html is not supported yet (seldon-matrix has it)".into(),
-            );
-        }
         return run_ray_micro(&s);
     }
     let encodings = s
@@ -529,6 +524,41 @@ fn run_ray_micro(s: &SuiteArgs) -> Result<(), String> {
         progress: !s.no_progress,
     };
     let rows = ray_micro::run(&opts)?;
+    if let Some(path) = &s.html {
+        // The same page as the grid suites: one cell per client count.
+        let grid = cells::Options {
+            servers: opts
+                .servers
+                .iter()
+                .map(|x| cells::Server {
+                    name: x.name.clone(),
+                    rest: x.url.clone(),
+                    grpc: String::new(),
+                    pid: x.pid,
+                })
+                .collect(),
+            clients: 0,
+            duration: opts.duration,
+            warmup: opts.warmup,
+            progress: false,
+        };
+        let measured: Vec<cells::Measured> = rows
+            .iter()
+            .map(|r| cells::Measured {
+                key: format!(
+                    "{} client{}",
+                    r.clients,
+                    if r.clients == 1 { "" } else { "s" }
+                ),
+                reports: r.reports.clone(),
+            })
+            .collect();
+        let intro = "Seed 004, Ray Serve's microbenchmark: small data, 1 and 8 clients.";
+        write_file(
+            path,
+            &cells::html("inferwire bench suite ray-micro", intro, &grid, &measured),
+        )?;
+    }
     let text = match s.format {
         Format::Json => serde_json::to_string_pretty(&rows).unwrap_or_default() + "\n",
         _ => ray_micro::markdown(&opts, &rows),
