@@ -82,3 +82,10 @@ def test_batching_example() -> None:
     assert "no batching: 64 requests in" in out and "model calls: 64" in out
     batched = next(line for line in out.splitlines() if line.startswith("--max-batch-size"))
     assert int(batched.rsplit(" ", 1)[1]) <= 16, batched  # 64 requests in a few calls
+
+
+def test_tls_example() -> None:
+    out = demo("tls")
+    assert "serving on https://127.0.0.1:" in out
+    assert "HTTPS predict: [[1.0, 2.0]]" in out
+    assert "gRPC with TLS infer: [0.0, 1.0, 2.0]" in out

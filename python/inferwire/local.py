@@ -25,14 +25,27 @@ def _free_port() -> int:
 class local:
     """``with inferwire.local("model.joblib", "--workers", "2") as server:`` runs
     ``inferwire serve`` with these arguments; ``server.url`` and ``server.grpc`` are its
-    REST URL and gRPC address, and ``server.log()`` what it printed."""
+    REST URL and gRPC address, and ``server.log()`` what it printed. With ``--tls-cert``
+    among the arguments the URL is ``https://``, checked against the CA file ``ca``."""
 
-    def __init__(self, *args: str, timeout: float = 60.0, env: dict[str, str] | None = None):
+    def __init__(
+        self,
+        *args: Any,
+        timeout: float = 60.0,
+        env: dict[str, str] | None = None,
+        ca: Any = None,
+    ):
         self.args = [str(a) for a in args]
         self.timeout = timeout
         self.env = env
+        self._tls = None
+        if "--tls-cert" in self.args:
+            import ssl
+
+            self._tls = ssl.create_default_context(cafile=str(ca) if ca else None)
         http, grpc = _free_port(), _free_port()
-        self.url = f"http://127.0.0.1:{http}"
+        scheme = "https" if self._tls else "http"
+        self.url = f"{scheme}://127.0.0.1:{http}"
         self.grpc = f"127.0.0.1:{grpc}"
         self._ports = ["--host", "127.0.0.1", "--http-port", str(http), "--grpc-port", str(grpc)]
         self._log = tempfile.TemporaryFile(mode="w+")
@@ -53,7 +66,7 @@ class local:
                 raise RuntimeError(f"inferwire serve exited with {self._proc.returncode}:\n"
                                    f"{self.log()}")  # fmt: skip
             try:
-                with urllib.request.urlopen(self.url + "/ready", timeout=1) as r:
+                with urllib.request.urlopen(self.url + "/ready", timeout=1, context=self._tls) as r:
                     if r.status == 200:
                         return self
             except (urllib.error.URLError, OSError):
