@@ -239,6 +239,14 @@ def test_grpc_carries_the_same_binary_bodies(echo: Any, pb: Any) -> None:
         grpc_bin(echo, pb, b"\x93NUMPY\x01\x00", x_content_type="application/x-npy")
     assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "invalid .npy body" in (e.value.details() or "")
+    with echo.channel() as ch, pytest.raises(grpc.RpcError) as e:
+        pb.grpc.SeldonStub(ch).Predict(
+            pb.msgs.SeldonMessage(strData="x"),
+            metadata=[("x-content-type", "application/x-npy")],
+            timeout=10,
+        )
+    assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "describes binData, but this message carries strData" in (e.value.details() or "")
 
 
 def image(fmt: str, size: tuple[int, int] = (64, 48)) -> bytes:

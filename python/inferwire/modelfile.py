@@ -88,6 +88,24 @@ def build(path: str, runtime: str = "auto", output_names: str = "{class}") -> tu
     return model, f"Python runtime for {model.library}{why}"
 
 
+def adapter(
+    path: str,
+    name: str,
+    runtime: str = "auto",
+    output_names: str = "{class}",
+    raw_arrays: str = "numpy",
+) -> tuple[Any, str]:
+    """What the core serves for a model file, and the log line saying how: a
+    ``TreeEnsemble`` (served natively), or the Python runtime's model behind a
+    ``SeldonAdapter``."""
+    built, how = build(path, runtime, output_names)
+    if isinstance(built, _core.TreeEnsemble):
+        return built, how
+    from .seldon import SeldonAdapter
+
+    return SeldonAdapter(built, name, raw_arrays), how
+
+
 class LibraryModel:
     """A trained model run through its library, as Seldon's prepackaged servers do:
     probabilities for classifiers, predictions otherwise. A data-frame request (columns

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from . import _core, loader, modelfile
+from . import loader, modelfile
 from .errors import ModelLoadError, SettingsError
 from .seldon import SeldonAdapter
 from .settings import Settings
@@ -182,11 +182,10 @@ class Repository:
             impl, _, cls = s.implementation.partition(":")
             spec = s.implementation
             if modelfile.is_model_file(str(folder / impl)):
-                native, how = modelfile.build(str(folder / impl), s.runtime, s.output_names)
+                adapter, how = modelfile.adapter(
+                    str(folder / impl), s.name, s.runtime, s.output_names, s.raw_arrays
+                )
                 log.info("model %s: %s", s.name, how)
-                adapter: Any = native
-                if not isinstance(native, _core.TreeEnsemble):
-                    adapter = SeldonAdapter(native, s.name, s.raw_arrays)
                 return adapter, {**s.runner(), "name": s.name, "version": s.version}
             if impl.endswith(".py"):
                 spec = str(folder / impl) + (f":{cls}" if cls else "")
@@ -227,8 +226,8 @@ def _versions(folder: Path) -> list[str]:
 
 def publish(repo: Repository, name: str, version: str, data: bytes, filename: str) -> Any:
     """Stores and builds a published model: (adapter, settings). The upload is read and
-    converted in a scratch folder first; a model that fails leaves the repository and the
-    serving version untouched."""
+    converted in a scratch folder, once: a model that fails leaves the repository and the
+    serving version untouched, and one that builds is what serves."""
     _check_name("name", name)
     _check_name("version", version)
     suffix = Path(filename).suffix.lower()
@@ -247,7 +246,7 @@ def publish(repo: Repository, name: str, version: str, data: bytes, filename: st
             staged = Path(scratch) / f"model{suffix}"
             staged.write_bytes(data)
             # Validates and converts: raises with the reason for a corrupt upload.
-            _, how = modelfile.build(str(staged))
+            adapter, how = modelfile.adapter(str(staged), name)
             log.info("published %s %s: %s", name, version, how)
             target = folder / "versions" / version
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -256,15 +255,17 @@ def publish(repo: Repository, name: str, version: str, data: bytes, filename: st
             Path(scratch, "v").mkdir()
             shutil.move(str(staged), Path(scratch, "v", staged.name))
             Path(scratch, "v").rename(target)
-        _write_settings(folder, name, version, f"versions/{version}/model{suffix}")
-    return repo.load(name)
+        settings = _write_settings(folder, name, version, f"versions/{version}/model{suffix}")
+    return adapter, {**settings.runner(), "name": name, "version": version}
 
 
-def _write_settings(folder: Path, name: str, version: str, implementation: str) -> None:
-    settings = {"name": name, "version": version, "implementation": implementation}
+def _write_settings(folder: Path, name: str, version: str, implementation: str) -> ModelSettings:
+    settings = ModelSettings(name=name, implementation=implementation, version=version)
+    doc = {"name": name, "version": version, "implementation": implementation}
     tmp = folder / ".model-settings.json.tmp"
-    tmp.write_text(json.dumps(settings, indent=2) + "\n")
+    tmp.write_text(json.dumps(doc, indent=2) + "\n")
     tmp.replace(folder / "model-settings.json")  # atomic: a restart sees old or new
+    return settings
 
 
 def delete(repo: Repository, name: str, version: str) -> Any:

@@ -59,33 +59,30 @@ def serve(model: Any = None, settings: Settings | None = None, *, spec: str | No
         core_settings.update(own, model_version=own["version"])
         image = settings.model_image or name
         batch = own["max_batch_size"]
+    elif isinstance(model, str) and modelfile.is_model_file(model):
+        spec = model
+        name = settings.model_name or Path(spec).stem
+        image = settings.model_image or spec
+        adapter, how = modelfile.adapter(
+            spec, name, settings.runtime, settings.output_names, settings.raw_arrays
+        )
+        log.info("%s: %s", spec, how)
+        batch = settings.max_batch_size
     else:
-        native = None
-        if isinstance(model, str) and modelfile.is_model_file(model):
-            spec = model
-            model, how = modelfile.build(model, settings.runtime, settings.output_names)
-            log.info("%s: %s", spec, how)
-            if isinstance(model, _core.TreeEnsemble):
-                native = model
-        elif isinstance(model, str):
+        if isinstance(model, str):
             spec = model
             model = loader.build(model, settings.constructor_parameters())
-        default_name = Path(spec).stem if spec and modelfile.is_model_file(spec) else None
-        name = settings.model_name or default_name or type(model).__name__
+        name = settings.model_name or type(model).__name__
         image = settings.model_image or spec or type(model).__name__
-        adapter = native or SeldonAdapter(model, name, settings.raw_arrays)
-        if (
-            isinstance(adapter, SeldonAdapter)
-            and adapter.has_predict_raw
-            and (settings.max_batch_size > 1)
-        ):
+        adapter = SeldonAdapter(model, name, settings.raw_arrays)
+        if adapter.has_predict_raw and settings.max_batch_size > 1:
             raise SettingsError(
                 f"max_batch_size: {type(model).__name__} defines predict_raw, whose requests "
                 "cannot be joined; batching needs predict (set max_batch_size to 1)"
             )
         batch = settings.max_batch_size
-        if any(o[1]["name"] == name for o in others):
-            raise SettingsError(f"model_name: the repository also has a model named {name!r}")
+    if model is not None and any(o[1]["name"] == name for o in others):
+        raise SettingsError(f"model_name: the repository also has a model named {name!r}")
     reserved = []
     core_settings.update(model_name=name, model_image=image)
     if settings.workers > 1:

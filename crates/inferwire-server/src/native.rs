@@ -125,6 +125,14 @@ impl TreeModel {
 
     /// Rows from columns named by feature, each a list of numbers (`null` is missing).
     fn rows_from_columns(&self, columns: &Map<String, Value>) -> Result<Vec<f64>, ModelError> {
+        self.rows_from_named(|name| columns.get(name).map(|col| json_column(name, col)))
+    }
+
+    /// Rows from one column per feature, found by name by `column` (`None`: missing).
+    fn rows_from_named(
+        &self,
+        mut column: impl FnMut(&str) -> Option<Result<Vec<f64>, ModelError>>,
+    ) -> Result<Vec<f64>, ModelError> {
         let names = &self.forest.info.feature_names;
         if names.is_empty() {
             return Err(bad(
@@ -132,41 +140,24 @@ impl TreeModel {
                  send rows as an array",
             ));
         }
-        let mut rows: Option<usize> = None;
-        let mut cols = Vec::with_capacity(names.len());
+        let mut cols: Vec<Vec<f64>> = Vec::with_capacity(names.len());
         for name in names {
-            let col = columns.get(name).ok_or_else(|| {
+            let values = column(name).ok_or_else(|| {
                 bad(format!(
                     "column {name:?} is missing; the model takes {}",
                     names.join(", ")
                 ))
-            })?;
-            let items: Vec<Value> = match col {
-                Value::Array(a) => a.clone(),
-                scalar => vec![scalar.clone()],
-            };
-            match rows {
-                None => rows = Some(items.len()),
-                Some(n) if n != items.len() => {
-                    return Err(bad(format!(
-                        "column {name:?} has {} values; the others have {n}",
-                        items.len()
-                    )))
-                }
-                Some(_) => {}
+            })??;
+            if let Some(first) = cols.first().filter(|c| c.len() != values.len()) {
+                return Err(bad(format!(
+                    "column {name:?} has {} values; the others have {}",
+                    values.len(),
+                    first.len()
+                )));
             }
-            let values = items
-                .iter()
-                .map(|v| match v {
-                    Value::Number(n) => n.as_f64().ok_or_else(|| bad("bad number")),
-                    Value::Null => Ok(f64::NAN),
-                    Value::Bool(b) => Ok(f64::from(u8::from(*b))),
-                    other => Err(bad(format!("column {name:?}: {other} is not a number"))),
-                })
-                .collect::<Result<Vec<f64>, _>>()?;
             cols.push(values);
         }
-        let rows = rows.unwrap_or(0);
+        let rows = cols.first().map_or(0, Vec::len);
         let mut out = Vec::with_capacity(rows * names.len());
         for r in 0..rows {
             out.extend(cols.iter().map(|c| c[r]));
@@ -290,24 +281,17 @@ impl TreeModel {
     }
 
     fn rows_from_inputs(&self, inputs: &[InferInput]) -> Result<Vec<f64>, ModelError> {
-        let mut columns = Map::new();
-        for input in inputs {
-            let values = input
-                .tensor
-                .data
-                .to_f64_vec()
-                .ok_or_else(|| bad(format!("input {:?}: expected numbers", input.name)))?;
-            columns.insert(
-                input.name.clone(),
-                Value::Array(
-                    values
-                        .into_iter()
-                        .map(|v| serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
-                        .collect(),
-                ),
-            );
-        }
-        self.rows_from_columns(&columns).map_err(|e| {
+        self.rows_from_named(|name| {
+            let input = inputs.iter().find(|i| i.name == name)?;
+            Some(
+                input
+                    .tensor
+                    .data
+                    .to_f64_vec()
+                    .ok_or_else(|| bad(format!("input {name:?}: expected numbers"))),
+            )
+        })
+        .map_err(|e| {
             bad(format!(
                 "{} (send one input of shape [rows, {}], or one input per feature)",
                 e.message,
@@ -363,6 +347,21 @@ impl TreeModel {
             "classes": info.classes,
             "trees": info.n_trees,
         })
+    }
+}
+
+/// A data frame's column: a list of numbers (`null` is missing, booleans are 0 and 1), or
+/// one value.
+fn json_column(name: &str, col: &Value) -> Result<Vec<f64>, ModelError> {
+    let number = |v: &Value| match v {
+        Value::Number(n) => n.as_f64().ok_or_else(|| bad("bad number")),
+        Value::Null => Ok(f64::NAN),
+        Value::Bool(b) => Ok(f64::from(u8::from(*b))),
+        other => Err(bad(format!("column {name:?}: {other} is not a number"))),
+    };
+    match col {
+        Value::Array(items) => items.iter().map(number).collect(),
+        scalar => number(scalar).map(|v| vec![v]),
     }
 }
 

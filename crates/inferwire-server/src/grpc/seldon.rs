@@ -43,14 +43,17 @@ impl SeldonService {
         obs: &mut Observed,
     ) -> std::result::Result<(pb::SeldonMessage, String), Status> {
         let run = async {
-            let Payload::Bin(bin) = std::mem::take(&mut msg.payload) else {
-                return Err(ServeError::new(
-                    Kind::BadRequest,
-                    format!(
-                        "x-content-type describes binData, but this message carries {}",
-                        msg.payload.kind()
-                    ),
-                ));
+            let bin = match std::mem::take(&mut msg.payload) {
+                Payload::Bin(bin) => bin,
+                other => {
+                    return Err(ServeError::new(
+                        Kind::BadRequest,
+                        format!(
+                            "x-content-type describes binData, but this message carries {}",
+                            other.kind()
+                        ),
+                    ))
+                }
             };
             let media = match Media::from_content_type(Some(content_type))? {
                 Some(Media::Seldon) => match Media::refine_json(&bin) {
