@@ -188,6 +188,15 @@ def test_bytes_images_and_multipart(echo: Any) -> None:
     assert r.content == blob
     r = httpx.post(url, content=b"", headers={"Content-Type": "application/octet-stream"})
     assert r.status_code == 200 and r.content == b""
+    # Chunked, with no Content-Length: the frames are joined in order.
+    big = bytes(range(256)) * 8192
+
+    def chunks() -> Any:
+        for i in range(0, len(big), 100_000):
+            yield big[i : i + 100_000]
+
+    r = httpx.post(url, content=chunks(), headers={"Content-Type": "application/octet-stream"})
+    assert r.status_code == 200 and r.content == big
 
 
 def test_seed_001_basic_request_as_plain_json_and_json_data(echo: Any, pb: Any) -> None:

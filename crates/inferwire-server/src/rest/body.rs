@@ -22,8 +22,9 @@ pub async fn read(req: Request<Incoming>, limit: usize) -> Result<Bytes, ServeEr
         return Err(too_large(limit));
     }
     let mut body = req.into_body();
+    // The first frame is kept as it is; a second one starts the joined buffer.
     let mut first: Option<Bytes> = None;
-    let mut buf = BytesMut::new();
+    let mut joined: Option<BytesMut> = None;
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(|e| {
             ServeError::new(
@@ -34,28 +35,27 @@ pub async fn read(req: Request<Incoming>, limit: usize) -> Result<Bytes, ServeEr
         let Ok(data) = frame.into_data() else {
             continue; // trailers
         };
-        let so_far = first.as_ref().map_or(0, Bytes::len) + buf.len();
+        let so_far = joined
+            .as_ref()
+            .map_or_else(|| first.as_ref().map_or(0, Bytes::len), BytesMut::len);
         if so_far + data.len() > limit {
             return Err(too_large(limit));
         }
-        match first.take() {
-            None if buf.is_empty() => first = Some(data),
-            held => {
-                if buf.is_empty() {
-                    let held = held.unwrap_or_default();
-                    let want = declared
-                        .map_or(0, |n| n as usize)
-                        .max(held.len() + data.len());
-                    buf.reserve(want);
-                    buf.extend_from_slice(&held);
-                }
+        match (&first, &mut joined) {
+            (None, _) => first = Some(data),
+            (Some(held), None) => {
+                let want = declared.map_or(0, |n| n as usize).max(so_far + data.len());
+                let mut buf = BytesMut::with_capacity(want);
+                buf.extend_from_slice(held);
                 buf.extend_from_slice(&data);
+                joined = Some(buf);
             }
+            (Some(_), Some(buf)) => buf.extend_from_slice(&data),
         }
     }
-    Ok(match first {
-        Some(only) => only,
-        None => buf.freeze(),
+    Ok(match joined {
+        Some(buf) => buf.freeze(),
+        None => first.unwrap_or_default(),
     })
 }
 
