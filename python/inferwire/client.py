@@ -57,12 +57,18 @@ class UnreachableError(InferwireError):
     """No answer: the connection failed or timed out (after the retries)."""
 
 
-def _error(status: int, body: bytes) -> ClientError:
+def server_message(body: bytes) -> str:
+    """The message of an error reply: a Seldon FAILURE's ``status.info``, V2's ``error``,
+    or the body as text."""
     try:
         doc = json.loads(body)
-        message = (doc.get("status") or {}).get("info") or doc.get("error") or body.decode()
+        return str((doc.get("status") or {}).get("info") or doc.get("error") or body.decode())
     except (ValueError, AttributeError):
-        message = body.decode(errors="replace")
+        return body.decode(errors="replace")
+
+
+def _error(status: int, body: bytes) -> ClientError:
+    message = server_message(body)
     kind: type[ClientError]
     if status in (401, 403):
         kind = AuthError

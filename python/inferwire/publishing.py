@@ -15,6 +15,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from .client import server_message
 from .errors import InferwireError
 
 
@@ -40,12 +41,7 @@ def _call(
         with urllib.request.urlopen(req, timeout=timeout) as r:
             return json.loads(r.read() or b"null")
     except urllib.error.HTTPError as e:
-        body = e.read()
-        try:
-            doc = json.loads(body)
-            message = doc.get("status", {}).get("info") or doc.get("error") or body.decode()
-        except (ValueError, AttributeError):
-            message = body.decode(errors="replace")
+        message = server_message(e.read())
         raise PublishError(f"{method} {path}: HTTP {e.code}: {message}") from None
     except urllib.error.URLError as e:
         raise PublishError(f"cannot reach {server}: {e.reason}") from None
