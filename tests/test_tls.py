@@ -4,6 +4,7 @@ clear start errors for bad files."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import ssl
@@ -154,3 +155,52 @@ def test_bad_tls_files_are_start_errors(pki: dict[str, Path], tmp_path: Path) ->
     assert "no certificate in it" in err
     err = start("--tls-cert", str(pki["ca.pem"]), "--tls-key", str(pki["key.pem"]))
     assert "the key does not match the certificate" in err
+
+
+def test_bench_attacks_tls_targets(server: TlsServer, pki: dict[str, Path]) -> None:
+    """The load generator over HTTPS (HTTP/1.1 and h2) and gRPC over TLS, trusting the CA
+    from --cacert; an unknown CA stops the run with the certificate error."""
+
+    def attack(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "inferwire", "bench", "attack", "-n", "50", "--format",
+             "json", "-c", "2", *args],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+
+    body = '{"data":{"ndarray":[[1,2]]}}'
+    predict = server.url + "/api/v1.0/predictions"
+    for extra in ([], ["--http2"]):
+        r = attack(predict, "-d", body, "--cacert", str(pki["ca.pem"]), *extra)
+        assert r.returncode == 0, r.stderr
+        rep = json.loads(r.stdout)
+        assert rep["requests"] == 50 and rep["status_codes"] == {"200": 50}, rep
+        assert rep["bytes_in"] > 50 * len(body) / 2
+    r = attack(f"grpcs://{server.target}", "--call", "seldon.protos.Seldon/Predict",
+               "--seldon-json", "-d", body, "--cacert", str(pki["ca.pem"]))  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["status_codes"] == {"OK": 50}
+    r = attack(predict, "-d", body, "--insecure")
+    assert r.returncode == 0 and json.loads(r.stdout)["status_codes"] == {"200": 50}, r.stderr
+    for extra in ([], ["--http2"]):
+        r = attack(predict, "-d", body, *extra)  # the system's CAs do not know trustme's
+        assert r.returncode != 0 and "TLS handshake with 127.0.0.1" in r.stderr, r.stderr
+        assert "UnknownIssuer" in r.stderr, r.stderr
+
+
+def test_bench_presents_a_client_certificate(pki: dict[str, Path]) -> None:
+    s = TlsServer("--tls-cert", str(pki["cert.pem"]), "--tls-key", str(pki["key.pem"]),
+                  "--tls-client-ca", str(pki["ca.pem"]))  # fmt: skip
+    try:
+        s.wait(pki["ca.pem"], cert=pki["client.pem"])
+        client = str(pki["client.pem"])  # the key and the chain in one file
+        r = subprocess.run(
+            [sys.executable, "-m", "inferwire", "bench", "attack", "-n", "20", "--format",
+             "json", "--cacert", str(pki["ca.pem"]), "--cert", client, "--key", client,
+             s.url + "/ready"],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout)["status_codes"] == {"200": 20}
+    finally:
+        s.stop()

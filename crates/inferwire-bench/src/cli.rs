@@ -81,14 +81,45 @@ struct LoadArgs {
     no_progress: bool,
 }
 
+/// curl's and ghz's TLS flags, for `https://` and `grpcs://` targets.
+#[derive(Args)]
+struct TlsArgs {
+    /// PEM file of the CA certificates to trust (default: the system's).
+    #[arg(long)]
+    cacert: Option<PathBuf>,
+    /// Client certificate (PEM), for servers that require mutual TLS.
+    #[arg(long, requires = "key")]
+    cert: Option<PathBuf>,
+    /// The client certificate's private key (PEM).
+    #[arg(long, requires = "cert")]
+    key: Option<PathBuf>,
+    /// Accept any server certificate (the connection is still encrypted).
+    #[arg(short = 'k', long)]
+    insecure: bool,
+}
+
+impl TlsArgs {
+    fn configure(&self) -> Result<(), String> {
+        if self.cacert.is_none() && self.cert.is_none() && !self.insecure {
+            return Ok(()); // the system's CAs, loaded when a target needs them
+        }
+        crate::tls::configure(crate::tls::TlsOptions {
+            cacert: self.cacert.clone(),
+            cert: self.cert.clone(),
+            key: self.key.clone(),
+            insecure: self.insecure,
+        })
+    }
+}
+
 #[derive(Args)]
 struct AttackArgs {
-    /// http://host:port/path, or host:port with --call for gRPC.
+    /// http(s)://host:port/path, or host:port (grpcs://host:port for TLS) with --call.
     url: String,
     /// gRPC method to call (package.Service/Method): a gRPC attack.
     #[arg(long)]
     call: Option<String>,
-    /// HTTP/2 without TLS (prior knowledge) instead of HTTP/1.1.
+    /// HTTP/2 instead of HTTP/1.1: h2c (prior knowledge) on http://, ALPN h2 on https://.
     #[arg(long)]
     http2: bool,
     /// HTTP method (default: POST with a body, GET without).
@@ -115,6 +146,8 @@ struct AttackArgs {
     model: Option<String>,
     #[command(flatten)]
     load: LoadArgs,
+    #[command(flatten)]
+    tls: TlsArgs,
     #[arg(long, value_enum, default_value = "text")]
     format: Format,
     /// Write the report here instead of stdout.
@@ -152,10 +185,11 @@ struct SuiteArgs {
     /// List the suites.
     #[arg(long)]
     list: bool,
-    /// REST base URL of the server (predict model).
+    /// REST base URL of the server (predict model); https:// for TLS.
     #[arg(long, default_value = "http://127.0.0.1:9000")]
     target: String,
-    /// gRPC address of the server (default: the target's host, port 5000).
+    /// gRPC address of the server (default: the target's host, port 5000; grpcs:// when
+    /// the target is https://).
     #[arg(long)]
     grpc_target: Option<String>,
     /// REST base URL of a server running the predict_raw model.
@@ -235,6 +269,8 @@ struct SuiteArgs {
     html: Option<PathBuf>,
     #[arg(long)]
     no_progress: bool,
+    #[command(flatten)]
+    tls: TlsArgs,
 }
 
 /// Runs the command line `args` (the first is the program name); returns the exit status.
@@ -289,6 +325,7 @@ fn emit(text: &str, output: &Option<PathBuf>) -> Result<(), String> {
 }
 
 fn attack(a: AttackArgs) -> Result<(), String> {
+    a.tls.configure()?;
     let body: Bytes = match (&a.data, &a.data_file) {
         (Some(d), _) => d.clone().into(),
         (None, Some(f)) => std::fs::read(f)
@@ -359,14 +396,14 @@ fn write_payload(p: PayloadArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// `host:5000` for a REST base URL on `host`.
+/// `host:5000` for a REST base URL on `host` (`grpcs://host:5000` for an https:// one).
 fn default_grpc(rest: &str) -> String {
-    let host = rest
-        .trim_start_matches("http://")
-        .split(['/', ':'])
-        .next()
-        .unwrap_or("127.0.0.1");
-    format!("{host}:5000")
+    let (scheme, rest) = match rest.strip_prefix("https://") {
+        Some(r) => ("grpcs://", r),
+        None => ("", rest.trim_start_matches("http://")),
+    };
+    let host = rest.split(['/', ':']).next().unwrap_or("127.0.0.1");
+    format!("{scheme}{host}:5000")
 }
 
 fn run_suite(s: SuiteArgs) -> Result<(), String> {
@@ -378,6 +415,7 @@ fn run_suite(s: SuiteArgs) -> Result<(), String> {
         }
         return Ok(());
     }
+    s.tls.configure()?;
     let name = s.name.clone().unwrap_or_default();
     match suite::SUITES.iter().find(|x| x.0 == name) {
         None => return Err(format!("unknown suite {name:?}; --list shows them")),

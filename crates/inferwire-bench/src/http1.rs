@@ -5,7 +5,6 @@
 //! from a tokio task (`Conn`) or from its own thread with blocking calls (`BlockingConn`).
 use bytes::{Buf, Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 /// The largest response head accepted.
 const MAX_HEAD: usize = 64 * 1024;
@@ -198,12 +197,12 @@ fn line(buf: &mut BytesMut) -> Result<Option<String>, String> {
 
 /// A connection driven by the async (tokio) workers.
 pub struct Conn {
-    stream: TcpStream,
+    stream: Box<dyn crate::transport::Io>,
     buf: BytesMut,
 }
 
 impl Conn {
-    pub fn new(stream: TcpStream) -> Self {
+    pub fn new(stream: Box<dyn crate::transport::Io>) -> Self {
         Self {
             stream,
             buf: BytesMut::with_capacity(16 * 1024),
@@ -239,13 +238,44 @@ impl Conn {
 /// A connection driven by its own thread with blocking calls: a request costs a write
 /// and a read, without the `epoll_wait` an async runtime adds.
 pub struct BlockingConn {
-    stream: std::net::TcpStream,
+    stream: BlockingStream,
     buf: BytesMut,
     chunk: Box<[u8]>,
 }
 
+/// A blocking connection's byte stream: plain TCP, or TLS over it.
+pub enum BlockingStream {
+    Plain(std::net::TcpStream),
+    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, std::net::TcpStream>>),
+}
+
+impl std::io::Read for BlockingStream {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            BlockingStream::Plain(s) => s.read(buf),
+            BlockingStream::Tls(s) => s.read(buf),
+        }
+    }
+}
+
+impl std::io::Write for BlockingStream {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            BlockingStream::Plain(s) => s.write(buf),
+            BlockingStream::Tls(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            BlockingStream::Plain(s) => s.flush(),
+            BlockingStream::Tls(s) => s.flush(),
+        }
+    }
+}
+
 impl BlockingConn {
-    pub fn new(stream: std::net::TcpStream) -> Self {
+    pub fn new(stream: BlockingStream) -> Self {
         Self {
             stream,
             buf: BytesMut::with_capacity(16 * 1024),
@@ -308,7 +338,7 @@ pub fn serialize(method: &str, path: &str, headers: &http::HeaderMap, body: &[u8
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tokio::net::TcpListener;
+    use tokio::net::{TcpListener, TcpStream};
 
     /// A server that answers each request with the next scripted response, written in
     /// small pieces so that the client must reassemble it.
@@ -327,7 +357,7 @@ mod tests {
                 }
             }
         });
-        Conn::new(TcpStream::connect(addr).await.unwrap())
+        Conn::new(Box::new(TcpStream::connect(addr).await.unwrap()))
     }
 
     fn rt() -> tokio::runtime::Runtime {

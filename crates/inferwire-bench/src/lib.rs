@@ -14,4 +14,5 @@ pub mod report;
 pub mod stats;
 pub mod suite;
 pub mod target;
+pub mod tls;
 pub mod transport;

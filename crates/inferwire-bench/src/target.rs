@@ -4,6 +4,8 @@ use bytes::{BufMut, Bytes, BytesMut};
 use http::header::{HeaderName, HeaderValue, CONTENT_TYPE, HOST};
 use http::{HeaderMap, Method, Request, Uri};
 
+use crate::tls::Tls;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Transport {
@@ -37,10 +39,12 @@ pub struct Target {
     pub body: Bytes,
     /// HTTP/1.1: the whole request, serialized once.
     pub wire: Bytes,
+    /// `https://` and `grpcs://` targets.
+    pub tls: Option<Tls>,
 }
 
 impl Target {
-    /// An HTTP request to `url` (`http://host:port/path`).
+    /// An HTTP request to `url` (`http://host:port/path`, or `https://`).
     pub fn http(
         url: &str,
         method: Method,
@@ -49,38 +53,54 @@ impl Target {
         h2: bool,
     ) -> Result<Self, String> {
         let uri: Uri = url.parse().map_err(|e| format!("URL {url:?}: {e}"))?;
-        if uri.scheme_str() != Some("http") {
-            return Err(format!(
-                "URL {url:?}: only http:// is supported (TLS targets are not)"
-            ));
-        }
-        let authority = authority_of(&uri, url)?;
+        let secure = match uri.scheme_str() {
+            Some("http") => false,
+            Some("https") => true,
+            _ => return Err(format!("URL {url:?}: expected http:// or https://")),
+        };
+        let authority = authority_of(&uri, url, secure)?;
         let mut map = header_map(headers)?;
         if !body.is_empty() && !map.contains_key(CONTENT_TYPE) {
             map.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         }
         let transport = if h2 { Transport::H2c } else { Transport::Http1 };
-        Ok(Self::build(transport, authority, method, &uri, map, body))
+        let tls = secure
+            .then(|| Tls::new(uri.host().unwrap_or(""), h2))
+            .transpose()?;
+        Ok(Self::build(
+            transport, authority, method, &uri, map, body, tls,
+        ))
     }
 
     /// A gRPC unary call of `call` (`/pkg.Service/Method`, `pkg.Service/Method` or
-    /// `pkg.Service.Method`) on `addr` (`host:port`, optionally `grpc://` or `http://`),
-    /// with `message` already encoded as protobuf.
+    /// `pkg.Service.Method`) on `addr` (`host:port`, optionally `grpc://` or `http://`;
+    /// `grpcs://` or `https://` for TLS), with `message` already encoded as protobuf.
     pub fn grpc(
         addr: &str,
         call: &str,
         metadata: &[(String, String)],
         message: &[u8],
     ) -> Result<Self, String> {
-        let addr = addr
-            .trim_start_matches("grpc://")
-            .trim_start_matches("http://")
-            .trim_end_matches('/');
+        let (secure, addr) = match addr.split_once("://") {
+            Some(("grpcs" | "https", rest)) => (true, rest),
+            Some(("grpc" | "http", rest)) => (false, rest),
+            Some(_) => {
+                return Err(format!(
+                    "gRPC target {addr:?}: expected host:port, grpc:// or grpcs://"
+                ))
+            }
+            None => (false, addr),
+        };
+        let addr = addr.trim_end_matches('/');
         let path = method_path(call)?;
-        let uri: Uri = format!("http://{addr}{path}")
+        let scheme = if secure { "https" } else { "http" };
+        let uri: Uri = format!("{scheme}://{addr}{path}")
             .parse()
             .map_err(|e| format!("gRPC target {addr:?} / {call:?}: {e}"))?;
-        let authority = authority_of(&uri, addr)?;
+        let authority = authority_of(&uri, addr, secure)?;
+        let tls = secure
+            .then(|| Tls::new(uri.host().unwrap_or(""), true))
+            .transpose()?;
         let mut map = header_map(metadata)?;
         map.insert(CONTENT_TYPE, HeaderValue::from_static("application/grpc"));
         map.insert("te", HeaderValue::from_static("trailers"));
@@ -91,6 +111,7 @@ impl Target {
             &uri,
             map,
             grpc_frame(message),
+            tls,
         ))
     }
 
@@ -101,6 +122,7 @@ impl Target {
         uri: &Uri,
         mut headers: HeaderMap,
         body: Bytes,
+        tls: Option<Tls>,
     ) -> Self {
         // HTTP/1.1 sends the path and a Host header; HTTP/2 needs the absolute URI for
         // its :scheme and :authority.
@@ -128,12 +150,16 @@ impl Target {
             headers,
             body,
             wire,
+            tls,
         }
     }
 
     pub fn url(&self) -> String {
         match self.transport {
-            Transport::Http1 => format!("http://{}{}", self.authority, self.uri),
+            Transport::Http1 => {
+                let scheme = if self.tls.is_some() { "https" } else { "http" };
+                format!("{scheme}://{}{}", self.authority, self.uri)
+            }
             _ => self.uri.to_string(),
         }
     }
@@ -148,11 +174,11 @@ impl Target {
     }
 }
 
-fn authority_of(uri: &Uri, shown: &str) -> Result<String, String> {
+fn authority_of(uri: &Uri, shown: &str, secure: bool) -> Result<String, String> {
     let a = uri
         .authority()
         .ok_or_else(|| format!("{shown:?} has no host"))?;
-    let port = a.port_u16().unwrap_or(80);
+    let port = a.port_u16().unwrap_or(if secure { 443 } else { 80 });
     Ok(format!("{}:{port}", a.host()))
 }
 

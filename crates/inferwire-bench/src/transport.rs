@@ -3,6 +3,7 @@
 //! owns every connection. With h2 itself (not hyper's client on top of it) a request's
 //! HEADERS and DATA frames are queued together and leave in one `writev`.
 use bytes::Bytes;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 
 use crate::target::{Target, Transport};
@@ -32,12 +33,26 @@ pub(crate) fn connect_error(addr: &str, e: std::io::Error) -> String {
     format!("connect {addr}: {e} (is a server listening there?)")
 }
 
-async fn tcp(t: &Target) -> Result<TcpStream, String> {
+/// A connection's byte stream: plain TCP, or TLS over it.
+pub trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
+
+async fn tcp(t: &Target) -> Result<Box<dyn Io>, String> {
     let tcp = TcpStream::connect(&t.authority)
         .await
         .map_err(|e| connect_error(&t.authority, e))?;
     let _ = tcp.set_nodelay(true);
-    Ok(tcp)
+    match &t.tls {
+        None => Ok(Box::new(tcp)),
+        Some(tls) => {
+            let connector = tokio_rustls::TlsConnector::from(tls.config.clone());
+            let stream = connector
+                .connect(tls.server_name.clone(), tcp)
+                .await
+                .map_err(|e| format!("TLS handshake with {}: {e}", t.authority))?;
+            Ok(Box::new(stream))
+        }
+    }
 }
 
 /// How a request ended.
@@ -87,7 +102,7 @@ pub async fn connect(t: &Target) -> Result<Sender, String> {
                 .initial_window_size(STREAM_WINDOW)
                 .initial_connection_window_size(CONNECTION_WINDOW)
                 .max_frame_size(1 << 20)
-                .handshake::<_, Bytes>(tcp)
+                .handshake::<Box<dyn Io>, Bytes>(tcp)
                 .await
                 .map_err(|e| format!("HTTP/2 handshake with {}: {e}", t.authority))?;
             tokio::spawn(async move {

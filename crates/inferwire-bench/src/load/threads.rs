@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use super::{budget, report, timed_out, Counters, CpuBefore, Load, Plan, Tally};
-use crate::http1::{BlockingConn, TIMED_OUT};
+use crate::http1::{BlockingConn, BlockingStream, TIMED_OUT};
 use crate::progress::Progress;
 use crate::report::Report;
 use crate::target::Target;
@@ -16,7 +16,21 @@ fn connect(t: &Target, timeout: Duration) -> Result<BlockingConn, String> {
     let _ = s.set_nodelay(true);
     let _ = s.set_read_timeout(Some(timeout));
     let _ = s.set_write_timeout(Some(timeout));
-    Ok(BlockingConn::new(s))
+    let stream = match &t.tls {
+        None => BlockingStream::Plain(s),
+        Some(tls) => {
+            let mut c = rustls::ClientConnection::new(tls.config.clone(), tls.server_name.clone())
+                .map_err(|e| format!("TLS with {}: {e}", t.authority))?;
+            let mut s = s;
+            // Handshake now, so that a refused certificate stops the run with its reason.
+            while c.is_handshaking() {
+                c.complete_io(&mut s)
+                    .map_err(|e| format!("TLS handshake with {}: {e}", t.authority))?;
+            }
+            BlockingStream::Tls(Box::new(rustls::StreamOwned::new(c, s)))
+        }
+    };
+    Ok(BlockingConn::new(stream))
 }
 
 pub fn run(target: &Target, load: &Load) -> Result<Report, String> {
