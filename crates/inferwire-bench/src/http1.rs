@@ -3,8 +3,12 @@
 //! its body counted, not kept. hyper's client connection hands each request to a
 //! connection task over a channel; here the worker reads and writes its socket itself,
 //! from a tokio task (`Conn`) or from its own thread with blocking calls (`BlockingConn`).
+use std::os::fd::AsRawFd;
+
 use bytes::{Buf, Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::zerocopy::{self, Discard};
 
 /// The largest response head accepted.
 const MAX_HEAD: usize = 64 * 1024;
@@ -135,12 +139,41 @@ impl Parser {
     }
 
     fn body(&mut self, buf: &mut BytesMut, n: usize) {
-        if self.status >= 400 && self.head_of_body.len() < 200 {
-            let room = (200 - self.head_of_body.len()).min(n);
-            self.head_of_body.extend_from_slice(&buf[..room]);
-        }
-        self.body_len += n as u64;
+        self.count(&buf[..n]);
         buf.advance(n);
+    }
+
+    fn count(&mut self, data: &[u8]) {
+        if self.status >= 400 && self.head_of_body.len() < 200 {
+            let room = (200 - self.head_of_body.len()).min(data.len());
+            self.head_of_body.extend_from_slice(&data[..room]);
+        }
+        self.body_len += data.len() as u64;
+    }
+
+    /// What is left of a body of known length, once everything buffered is consumed.
+    fn length_left(&self) -> Option<u64> {
+        match self.state {
+            State::Length(n) if n > 0 => Some(n),
+            _ => None,
+        }
+    }
+
+    /// `data`, read straight from the socket, is the next part of a body of known length
+    /// (at most `length_left`): counted without going through the buffer.
+    fn counted(&mut self, data: &[u8]) {
+        self.count(data);
+        if let State::Length(n) = self.state {
+            self.state = State::Length(n - data.len() as u64);
+        }
+    }
+
+    /// `n` bytes of a successful body of known length went by without being read.
+    fn skipped(&mut self, n: u64) {
+        self.body_len += n;
+        if let State::Length(left) = self.state {
+            self.state = State::Length(left - n);
+        }
     }
 
     /// Parses the status line and headers once they are all in; `false` if not yet.
@@ -241,6 +274,8 @@ pub struct BlockingConn {
     stream: BlockingStream,
     buf: BytesMut,
     chunk: Box<[u8]>,
+    /// Made the first time a large body is to be thrown away.
+    discard: Option<Discard>,
 }
 
 /// A blocking connection's byte stream: plain TCP, or TLS over it.
@@ -280,36 +315,68 @@ impl BlockingConn {
             stream,
             buf: BytesMut::with_capacity(16 * 1024),
             chunk: vec![0; 64 * 1024].into_boxed_slice(),
+            discard: None,
         }
     }
 
+    /// Sends `wire` and reads one response (a large body without copying it, see
+    /// `zerocopy`).
     pub fn exchange(&mut self, wire: &[u8], head: bool) -> Result<Response, String> {
         use std::io::{ErrorKind, Read, Write};
-        let timed_out =
-            |e: &std::io::Error| matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut);
-        self.stream.write_all(wire).map_err(|e| {
-            if timed_out(&e) {
+        let failed = |what: &str, e: std::io::Error| {
+            if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) {
                 TIMED_OUT.to_string()
             } else {
-                format!("writing the request: {e}")
+                format!("{what}: {e}")
             }
-        })?;
+        };
+        self.stream
+            .write_all(wire)
+            .map_err(|e| failed("writing the request", e))?;
         let mut parser = Parser::new(head);
         loop {
             if parser.feed(&mut self.buf)? {
                 return Ok(parser.finish());
             }
-            let n = self.stream.read(&mut self.chunk).map_err(|e| {
-                if timed_out(&e) {
-                    TIMED_OUT.to_string()
-                } else {
-                    format!("reading the response: {e}")
+            let n = match (parser.length_left(), &self.stream) {
+                // A large body: past the socket without a copy.
+                (Some(left), BlockingStream::Plain(s))
+                    if left >= zerocopy::MIN as u64 && parser.status < 400 =>
+                {
+                    let d = match &mut self.discard {
+                        Some(d) => d,
+                        None => self
+                            .discard
+                            .insert(Discard::new().map_err(|e| format!("making a pipe: {e}"))?),
+                    };
+                    let n = d
+                        .drain(s.as_raw_fd(), left)
+                        .map_err(|e| failed("reading the response", e))?;
+                    parser.skipped(n);
+                    n as usize
                 }
-            })?;
+                // The rest of a body: counted from the read buffer, not appended.
+                (Some(left), _) => {
+                    let want = (left as usize).min(self.chunk.len());
+                    let n = self
+                        .stream
+                        .read(&mut self.chunk[..want])
+                        .map_err(|e| failed("reading the response", e))?;
+                    parser.counted(&self.chunk[..n]);
+                    n
+                }
+                (None, _) => {
+                    let n = self
+                        .stream
+                        .read(&mut self.chunk)
+                        .map_err(|e| failed("reading the response", e))?;
+                    self.buf.extend_from_slice(&self.chunk[..n]);
+                    n
+                }
+            };
             if n == 0 {
                 return parser.eof();
             }
-            self.buf.extend_from_slice(&self.chunk[..n]);
         }
     }
 }

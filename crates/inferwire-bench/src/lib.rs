@@ -16,3 +16,4 @@ pub mod suite;
 pub mod target;
 pub mod tls;
 pub mod transport;
+mod zerocopy;
