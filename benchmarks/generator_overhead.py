@@ -2,16 +2,21 @@
 
 For each workload, an inferwire server runs the model; the notebook's vegeta (REST) or ghz
 (gRPC) command runs against it, then ``inferwire-bench attack`` with the same request,
-one connection, one request in flight, for the same duration. Recorded for each tool:
-mean latency, throughput, the tool's own CPU time per request (its rusage, as for the
-other tools) and the server's CPU time per request (its process tree, from /proc).
+one connection, one request in flight, for the same duration. For REST, a plain Python
+socket loop sends the same bytes too: the least any client can spend (the floor).
+Recorded for each tool: mean latency, throughput, the tool's own CPU time per request
+(its rusage, as for the other tools) and the server's CPU time per request (its process
+tree, from /proc).
 
 The workloads: the notebook's smallest and largest requests over REST and gRPC, and a
 model that sleeps 5 ms, slow enough that the tools' own overhead barely changes what they
 measure: their mean latencies should agree there.
 
     bash scripts/install-load-tools.sh
-    .venv/bin/python benchmarks/generator_overhead.py --duration 10s --markdown out.md
+    .venv/bin/python benchmarks/generator_overhead.py --duration 10s
+
+The table goes to benchmarks/results/generator_overhead.md (--markdown), which
+benchmarks/render.py puts into docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -19,14 +24,18 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
+import socket
 import subprocess
 import sys
 import tempfile
+import time
+import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
 import notebook_tools as tools
 import servers
+from runtime import machine
 
 ROOT = servers.ROOT
 
@@ -113,6 +122,41 @@ def theirs(
     )  # fmt: skip
 
 
+def socket_loop(
+    work: Path, encoding: str, server: servers.ServerProcess, seconds: float
+) -> Figures:
+    """The least a client can spend on a REST request: one ``sendall`` of the request
+    and ``recv`` until the response is complete, in a plain Python loop. Its CPU is this
+    thread's; most of it, for a large body, is the kernel's loopback TCP path."""
+    url = urllib.parse.urlsplit(server.predictions_url)
+    body = (work / f"data_{encoding}.json").read_bytes()
+    wire = (
+        f"POST {url.path} HTTP/1.1\r\nhost: {url.netloc}\r\ncontent-type: application/json\r\n"
+        f"content-length: {len(body)}\r\n\r\n"
+    ).encode() + body
+    n = ok = 0
+    with socket.create_connection((url.hostname, url.port)) as s:
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        before, cpu0, t0 = server.cpu_seconds(), time.thread_time(), time.perf_counter()
+        while time.perf_counter() - t0 < seconds:
+            s.sendall(wire)
+            buf = b""
+            while b"\r\n\r\n" not in buf:
+                buf += s.recv(65536)
+            head, _, rest = buf.partition(b"\r\n\r\n")
+            length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+            while len(rest) < length:
+                rest += s.recv(65536)
+            n += 1
+            ok += head.startswith(b"HTTP/1.1 200")
+        elapsed, cpu = time.perf_counter() - t0, time.thread_time() - cpu0
+        after = server.cpu_seconds()
+    return Figures(
+        "socket loop (floor)", n, ok, elapsed / n * 1e3, n / elapsed, cpu / n * 1e6,
+        (after - before) / n * 1e6, "benchmarks/generator_overhead.py (socket_loop)",
+    )  # fmt: skip
+
+
 def fmt_ms(ms: float) -> str:
     return f"{ms * 1000:.0f} µs" if ms < 1 else f"{ms:.2f} ms"
 
@@ -121,14 +165,16 @@ def fmt_us(us: float) -> str:
     return f"{us:.1f} µs" if us < 1000 else f"{us / 1000:.2f} ms"
 
 
-def table(rows: list[tuple[str, Figures, Figures]]) -> str:
+def table(rows: list[tuple[str, Figures, Figures, Figures | None]]) -> str:
     lines = [
         "| workload | tool | mean latency | throughput | tool CPU / request "
         "| server CPU / request | answered OK |",
         "|---|---|---:|---:|---:|---:|---:|",
     ]
-    for label, theirs_, ours_ in rows:
-        for f in (theirs_, ours_):
+    for label, theirs_, ours_, floor in rows:
+        for f in (theirs_, ours_, floor):
+            if f is None:
+                continue
             lines.append(
                 f"| {label} | {f.tool} | {fmt_ms(f.mean_ms)} | {f.throughput:.0f}/s | "
                 f"{fmt_us(f.tool_cpu_us)} | {fmt_us(f.server_cpu_us)} | {f.ok}/{f.requests} |"
@@ -144,13 +190,26 @@ def table(rows: list[tuple[str, Figures, Figures]]) -> str:
     return "\n".join(lines)
 
 
+def duration_seconds(text: str) -> float:
+    """``10s``, ``500ms``, ``2m`` in seconds."""
+    for unit, scale in (("ms", 1e-3), ("s", 1.0), ("m", 60.0)):
+        if text.endswith(unit) and text[: -len(unit)].replace(".", "", 1).isdigit():
+            return float(text[: -len(unit)]) * scale
+    raise ValueError(f"duration {text!r}: expected e.g. 10s, 500ms, 2m")
+
+
 def main() -> int:
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     p.add_argument("--duration", default="10s", help="per workload and tool")
     p.add_argument("--only", help="comma-separated workload numbers (1-based)")
-    p.add_argument("--markdown", type=Path, help="also write the table here")
+    p.add_argument(
+        "--markdown",
+        type=Path,
+        default=ROOT / "benchmarks" / "results" / "generator_overhead.md",
+        help="also write the table here (benchmarks/render.py reads it)",
+    )
     args = p.parse_args()
     missing = tools.missing_tools()
     if missing:
@@ -172,6 +231,8 @@ def main() -> int:
                 ours(binary, work, protocol, encoding, server, "1s")
                 a = theirs(work, protocol, encoding, server, args.duration)
                 b = ours(binary, work, protocol, encoding, server, args.duration)
+                seconds = duration_seconds(args.duration)
+                floor = socket_loop(work, encoding, server, seconds) if protocol == "rest" else None
         finally:
             server.stop()
         print(
@@ -179,11 +240,15 @@ def main() -> int:
             f"inferwire-bench {fmt_ms(b.mean_ms):>9} CPU {fmt_us(b.tool_cpu_us):>9}",
             file=sys.stderr,
         )
-        rows.append((label, a, b))
+        rows.append((label, a, b, floor))
     text = table(rows)
     print(text)
-    if args.markdown:
-        args.markdown.write_text(text + "\n")
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    args.markdown.parent.mkdir(parents=True, exist_ok=True)
+    args.markdown.write_text(
+        f"# inferwire bench beside vegeta and ghz ({when}, {machine()})\n\n"
+        f"{args.duration} per workload and tool.\n\n{text}\n"
+    )
     return 0
 
 

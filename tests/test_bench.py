@@ -108,7 +108,7 @@ def test_attack_unreachable_and_bad_arguments() -> None:
     r = bench("attack", f"http://127.0.0.1:{free_port()}/x", "-n", "1")
     assert r.returncode == 1 and "connect" in r.stderr
     r = bench("attack", "ftp://example/x", "-n", "1")
-    assert r.returncode == 1 and "only http://" in r.stderr
+    assert r.returncode == 1 and "expected http:// or https://" in r.stderr
     r = bench("attack", "127.0.0.1:1", "--call", "Predict", "-n", "1")
     assert r.returncode == 1 and "package.Service/Method" in r.stderr
     r = bench("attack", "http://127.0.0.1:1/", "--rate", "fast")

@@ -2,9 +2,11 @@
 //!
 //! Pure Rust. One thread drives every connection (a current-thread tokio runtime), so the
 //! generator's own CPU per request stays small next to the server's on a 2-core machine.
+mod blocking_h2;
 pub mod cli;
 pub mod cpu;
 pub mod duration;
+mod hpack;
 pub mod html;
 mod http1;
 pub mod load;

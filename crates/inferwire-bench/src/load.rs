@@ -10,7 +10,9 @@
 //! HTTP/1.1 with up to `THREADS_UP_TO` connections runs one thread per connection with
 //! blocking calls (`threads`): a request then costs a write and a read, one system call
 //! less than through an async runtime's `epoll_wait`, which on a small request is a
-//! sixth of the generator's CPU. Everything else runs as tasks on one thread (`tasks`).
+//! sixth of the generator's CPU. So do HTTP/2 and gRPC without TLS when each worker has
+//! a connection of its own (`--connections` ≥ `--concurrency`; one request in flight by
+//! default). Everything else runs as tasks on one thread (`tasks`).
 mod tasks;
 mod threads;
 
@@ -65,7 +67,12 @@ impl Default for Load {
 /// Runs the load and reports; errors only when the target cannot be reached at all.
 pub fn run(target: &Target, load: &Load) -> Result<Report, String> {
     let workers = load.concurrency.max(1);
-    if target.transport == Transport::Http1 && workers <= THREADS_UP_TO {
+    // HTTP/2 multiplexes: threads only when no two workers would share a connection.
+    let own_connections = match target.transport {
+        Transport::Http1 => true,
+        _ => target.tls.is_none() && load.connections.unwrap_or(1) >= workers,
+    };
+    if own_connections && workers <= THREADS_UP_TO {
         threads::run(target, load)
     } else {
         tasks::run(target, load)

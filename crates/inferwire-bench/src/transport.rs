@@ -236,7 +236,7 @@ fn header_text(h: &http::HeaderMap, name: &str) -> Option<String> {
 }
 
 /// grpc-message is percent-encoded.
-fn percent_decode(s: &str) -> String {
+pub(crate) fn percent_decode(s: &str) -> String {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;

@@ -210,23 +210,29 @@ fn closed_loop_counts_are_exact_and_latencies_include_the_delay() {
 
 #[test]
 fn grpc_status_codes_and_messages_are_counted() {
-    let (addr, r) = start(Behaviour {
-        fail_every: 4,
-        ..Default::default()
-    });
-    let t = Target::grpc(&addr, "pkg.Svc/Method", &[], b"\x08\x01").unwrap();
-    let load = Load {
-        concurrency: 4,
-        requests: Some(40),
-        duration: None,
-        ..Load::default()
-    };
-    let rep = load::run(&t, &load).unwrap();
-    assert_eq!((rep.requests, r.hits.load(Ordering::SeqCst)), (40, 40));
-    assert_eq!(rep.status_codes["OK"], 30);
-    assert_eq!(rep.status_codes["Unavailable"], 10);
-    assert_eq!(rep.errors, vec!["injected failure".to_string()]);
-    assert_eq!(rep.bytes_out, 40 * 7);
+    // Four calls in flight on one connection (tasks), then on four connections of their
+    // own (the blocking HTTP/2 client, with its HPACK decoder reading hyper's headers).
+    for connections in [None, Some(4)] {
+        let (addr, r) = start(Behaviour {
+            fail_every: 4,
+            ..Default::default()
+        });
+        let t = Target::grpc(&addr, "pkg.Svc/Method", &[], b"\x08\x01").unwrap();
+        let load = Load {
+            concurrency: 4,
+            connections,
+            requests: Some(400),
+            duration: None,
+            ..Load::default()
+        };
+        let rep = load::run(&t, &load).unwrap();
+        assert_eq!((rep.requests, r.hits.load(Ordering::SeqCst)), (400, 400));
+        assert_eq!(rep.status_codes["OK"], 300);
+        assert_eq!(rep.status_codes["Unavailable"], 100);
+        assert_eq!(rep.errors, vec!["injected failure".to_string()]);
+        assert_eq!(rep.bytes_out, 400 * 7);
+        assert_eq!(rep.bytes_in, 300 * 7);
+    }
 }
 
 #[test]
@@ -349,15 +355,21 @@ fn many_http1_connections_run_as_tasks_and_count_the_same() {
 
 #[test]
 fn large_bodies_go_out_and_come_back_whole() {
-    // 300 KB each way: the response drained by splice on the blocking
-    // HTTP/1.1 path, plainly on the others; every byte is counted either way, and a
-    // failure's body is still read for the error set.
+    // 300 KB each way, past the server's 64 KB HTTP/2 windows: the response drained by
+    // splice on the blocking HTTP/1.1 path, read on the others (HTTP/2 on tasks, and on
+    // blocking connections of its own); every byte is counted, and a failure's body is
+    // still read for the error set.
     let (addr, _) = start(Behaviour {
         fail_every: 5,
         ..Default::default()
     });
     let body = Bytes::from(vec![b'x'; 300_000]);
-    for (h2, concurrency) in [(false, 2), (true, 2), (false, 70)] {
+    for (h2, concurrency, connections) in [
+        (false, 2, None),
+        (true, 2, None),
+        (true, 2, Some(2)),
+        (false, 70, None),
+    ] {
         let t = Target::http(
             &format!("http://{addr}/echo"),
             Method::POST,
@@ -370,6 +382,7 @@ fn large_bodies_go_out_and_come_back_whole() {
             &t,
             &Load {
                 concurrency,
+                connections,
                 requests: Some(140),
                 duration: None,
                 ..Default::default()

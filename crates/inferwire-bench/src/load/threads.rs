@@ -1,21 +1,61 @@
-//! HTTP/1.1 with one thread per connection and blocking calls (see `load`).
+//! One thread per connection with blocking calls (see `load`): HTTP/1.1, and HTTP/2 or
+//! gRPC without TLS when every worker has a connection of its own (`blocking_h2`).
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use super::{budget, report, timed_out, Counters, CpuBefore, Load, Plan, Tally};
+use crate::blocking_h2::{self, Prepared};
 use crate::http1::{BlockingConn, BlockingStream, TIMED_OUT};
 use crate::progress::Progress;
 use crate::report::Report;
-use crate::target::Target;
-use crate::transport::{self, Code};
+use crate::target::{Target, Transport};
+use crate::transport::{self, Code, Outcome};
 
-fn connect(t: &Target, timeout: Duration) -> Result<BlockingConn, String> {
+/// A blocking connection of either kind.
+enum Blocking {
+    H1(BlockingConn),
+    H2(Box<blocking_h2::Conn>),
+}
+
+impl Blocking {
+    /// One request and its response, and whether the connection must be dropped.
+    fn exchange(
+        &mut self,
+        t: &Target,
+        prepared: Option<&Prepared>,
+        timeout: Duration,
+    ) -> (Outcome, bool) {
+        let r = match (self, prepared) {
+            (Blocking::H1(c), _) => {
+                let head = t.method == http::Method::HEAD;
+                return match c.exchange(&t.wire, head) {
+                    Err(e) if e == TIMED_OUT => (timed_out(timeout), true),
+                    other => transport::outcome_of(other),
+                };
+            }
+            (Blocking::H2(c), Some(p)) => c.exchange(p, &t.body),
+            (Blocking::H2(_), None) => Err("an HTTP/2 connection without its request".into()),
+        };
+        match r {
+            Ok(x) => x,
+            Err(e) if e == TIMED_OUT => (timed_out(timeout), true),
+            Err(e) => transport::outcome_of(Err(e)),
+        }
+    }
+}
+
+fn connect(t: &Target, timeout: Duration) -> Result<Blocking, String> {
     let s =
         TcpStream::connect(&t.authority).map_err(|e| transport::connect_error(&t.authority, e))?;
     let _ = s.set_nodelay(true);
     let _ = s.set_read_timeout(Some(timeout));
     let _ = s.set_write_timeout(Some(timeout));
+    if t.transport != Transport::Http1 {
+        let c = blocking_h2::Conn::new(s)
+            .map_err(|e| format!("HTTP/2 preface to {}: {e}", t.authority))?;
+        return Ok(Blocking::H2(Box::new(c)));
+    }
     let stream = match &t.tls {
         None => BlockingStream::Plain(s),
         Some(tls) => {
@@ -30,7 +70,7 @@ fn connect(t: &Target, timeout: Duration) -> Result<BlockingConn, String> {
             BlockingStream::Tls(Box::new(rustls::StreamOwned::new(c, s)))
         }
     };
-    Ok(BlockingConn::new(stream))
+    Ok(Blocking::H1(BlockingConn::new(stream)))
 }
 
 pub fn run(target: &Target, load: &Load) -> Result<Report, String> {
@@ -51,7 +91,7 @@ pub fn run(target: &Target, load: &Load) -> Result<Report, String> {
     Ok(report(target, load, workers, &plan, tally, before))
 }
 
-type Conn = Option<BlockingConn>;
+type Conn = Option<Blocking>;
 
 fn run_workers(
     target: &Target,
@@ -94,7 +134,7 @@ fn run_workers(
 
 fn worker(target: &Target, mut conn: Conn, plan: Plan, counters: &Counters) -> (Conn, Tally) {
     let bytes_out = target.body.len() as u64;
-    let head = target.method == http::Method::HEAD;
+    let prepared = (target.transport != Transport::Http1).then(|| Prepared::new(target));
     let mut tally = Tally::default();
     while let Some(intended) = plan.ticket(&counters.issued) {
         let now = Instant::now();
@@ -109,14 +149,14 @@ fn worker(target: &Target, mut conn: Conn, plan: Plan, counters: &Counters) -> (
         };
         tally.last_send = Some(Instant::now());
         let fresh = conn.is_none();
-        let result = match &mut conn {
-            Some(c) => c.exchange(&target.wire, head),
-            None => connect(target, plan.timeout)
-                .and_then(|c| conn.insert(c).exchange(&target.wire, head)),
-        };
-        let (out, close) = match result {
-            Err(e) if e == TIMED_OUT => (timed_out(plan.timeout), true),
-            other => transport::outcome_of(other),
+        let (out, close) = match &mut conn {
+            Some(c) => c.exchange(target, prepared.as_ref(), plan.timeout),
+            None => match connect(target, plan.timeout) {
+                Ok(c) => conn
+                    .insert(c)
+                    .exchange(target, prepared.as_ref(), plan.timeout),
+                Err(e) => transport::outcome_of(Err(e)),
+            },
         };
         if close {
             conn = None;
