@@ -64,6 +64,15 @@ def test_image_model_example() -> None:
     assert len({line.split(": ", 1)[1] for line in lines}) == 1
 
 
+def test_pytorch_example() -> None:
+    out = demo("pytorch")
+    assert "classes: ['setosa', 'versicolor', 'virginica']" in out
+    rest = next(line for line in out.splitlines() if line.startswith("REST: "))
+    grpc = next(line for line in out.splitlines() if line.startswith("gRPC: "))
+    assert rest[6:] == grpc[6:] and rest.count("[") == 4  # three rows of probabilities
+    assert "same as the network in this process: True" in out
+
+
 def test_repository_example() -> None:
     out = demo("repository")
     assert "doubler: [3.0, 4.0]" in out
