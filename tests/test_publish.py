@@ -165,3 +165,29 @@ def test_publishing_needs_a_repository(serve: Any, setup: dict[str, Any]) -> Non
     s = serve("models:Echo")
     with pytest.raises(inferwire.PublishError, match="no model repository"):
         inferwire.publish(setup["v1"], "x", "1", server=s.url)
+
+
+def test_publishing_reaches_every_worker(serve: Any, setup: dict[str, Any], tmp_path: Path) -> None:
+    """With two workers, a publish or a delete through one is answered once both serve
+    the change: every new connection (the kernel spreads them) gets the same answer."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    s = serve("", "--model-repository", str(repo), "--workers", "2")
+    body, X = frame()
+
+    def answers(version: str) -> set[Any]:
+        seen: set[Any] = set()
+        for _ in range(30):  # a new connection each time
+            r = httpx.post(f"{s.url}/api/rtService/{version}", json=body)
+            seen.add(round(sum(r.json()["present"]), 6) if r.status_code == 200 else r.status_code)
+        return seen
+
+    for version in ("1.0", "2.0"):
+        out = cli("publish", str(setup["dir"] / f"v{version[0]}.joblib"), "--name", "rtService",
+                  "--version", version, "--server", s.url)  # fmt: skip
+        assert out.returncode == 0, out.stderr
+    v1, v2 = (round(sum(setup[v].predict_proba(X)[:, 1]), 6) for v in ("v1", "v2"))
+    assert answers("2.0") == {v2} and answers("1.0") == {404}
+    out = cli("publish", "--delete", "--name", "rtService", "--version", "2.0", "--server", s.url)
+    assert out.returncode == 0, out.stderr
+    assert answers("1.0") == {v1} and answers("2.0") == {404}

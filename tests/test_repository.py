@@ -5,9 +5,12 @@ and unloading models while the others keep serving."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -146,12 +149,46 @@ def test_load_unload_and_reload_under_traffic(repo: Path) -> None:
     assert len(codes) > 20 and set(codes) == {200}, sorted(set(codes))
 
 
-def test_repository_api_is_refused_with_several_workers(repo: Path) -> None:
+def test_repository_api_reaches_every_worker(repo: Path) -> None:
+    """With two workers, a load or unload through one of them is answered once both have
+    made it: every new connection (spread over the workers by the kernel) sees it. A
+    worker killed and restarted catches up before it serves."""
     s = Served("", "--model-repository", str(repo), "--workers", "2")
+
+    def answers(model: str = "adder", n: int = 40) -> set[Any]:
+        seen: set[Any] = set()
+        for _ in range(n):  # a new connection each time
+            r = infer(s.url, model, [1])
+            seen.add(r.json()["outputs"][0]["data"][0] if r.status_code == 200 else r.status_code)
+        return seen
+
     try:
-        r = repository(s.url, "load", "adder")
-        assert r.status_code == 400 and "--workers" in r.json()["error"]
-        assert infer(s.url, "adder", [1]).json()["outputs"][0]["data"] == [101]
+        assert answers() == {101}
+        write_model(repo, "adder", {"name": "adder", "implementation": "model.py:Model",
+                                    "version": "2", "parameters": {"offset": 100}}, bump=1)  # fmt: skip
+        assert repository(s.url, "load", "adder").status_code == 200
+        assert answers() == {102}
+        assert repository(s.url, "unload", "plain").status_code == 200
+        assert answers("plain") == {404}
+        assert repository(s.url, "load", "plain").status_code == 200
+        assert answers("plain") == {1}
+        assert repository(s.url, "unload", "plain").status_code == 200
+        # The supervisor restarts a killed worker from its pre-fork state (adder at 101).
+        children = subprocess.run(
+            ["pgrep", "-P", str(s.proc.pid)], capture_output=True, text=True
+        ).stdout.split()
+        assert len(children) == 2, children
+        os.kill(int(children[0]), signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            now = subprocess.run(["pgrep", "-P", str(s.proc.pid)], capture_output=True, text=True)
+            if len(now.stdout.split()) == 2 and children[0] not in now.stdout.split():
+                break
+            time.sleep(0.1)
+        time.sleep(1.0)  # the new worker binds once it has caught up
+        assert answers() == {102} and answers("plain") == {404}
+        index = {m["name"]: m["state"] for m in repository(s.url, "index").json()}
+        assert index == {"adder": "READY", "plain": "UNLOADED"}
     finally:
         assert s.stop() == 0
 

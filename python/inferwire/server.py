@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -85,12 +87,17 @@ def serve(model: Any = None, settings: Settings | None = None, *, spec: str | No
         raise SettingsError(f"model_name: the repository also has a model named {name!r}")
     reserved = []
     core_settings.update(model_name=name, model_image=image)
+    sync_dir = None
     if settings.workers > 1:
         # Every worker binds the same ports: fix them now if they were 0.
         for key in ("http_port", "grpc_port"):
             port, sock = reserve_port(settings.host, core_settings[key])
             core_settings[key] = port
             reserved.append(sock)
+        if repo is not None:
+            # Where the workers pass repository API changes to each other.
+            sync_dir = tempfile.mkdtemp(prefix="inferwire-repository-")
+            core_settings.update(repository_sync_dir=sync_dir)
     server = _core.Server(core_settings, adapter, others, repo)
     workers = f" with {settings.workers} workers" if settings.workers > 1 else ""
     batching = f", batching up to {batch} requests" if batch > 1 else ""
@@ -115,4 +122,6 @@ def serve(model: Any = None, settings: Settings | None = None, *, spec: str | No
     finally:
         for sock in reserved:
             sock.close()
+        if sync_dir is not None:
+            shutil.rmtree(sync_dir, ignore_errors=True)
     log.info("stopped")

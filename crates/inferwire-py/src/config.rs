@@ -65,6 +65,13 @@ pub fn from_dict(d: &Bound<'_, PyDict>) -> PyResult<ServerConfig> {
         max_batch_delay: seconds("max_batch_delay")?.unwrap_or(Duration::ZERO),
         timeout: seconds("timeout")?,
         reuse_port: get_usize(d, "workers", 1)? > 1,
+        repository_sync: match get_str(d, "repository_sync_dir", String::new())? {
+            dir if dir.is_empty() => None,
+            dir => Some(inferwire_server::repository_sync::SyncConfig {
+                dir: dir.into(),
+                workers: get_usize(d, "workers", 1)?,
+            }),
+        },
         access_log,
         host: get_str(d, "host", base.host)?,
         http_port: get_port(d, "http_port", base.http_port)?,

@@ -60,6 +60,7 @@ impl Server {
             model: self.model.clone(),
             others: self.others.clone(),
             repository: self.repository.clone(),
+            worker,
         };
         let metrics = self.metrics.for_worker(worker);
         let stop = self.stop.clone();

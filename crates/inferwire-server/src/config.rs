@@ -45,6 +45,8 @@ pub struct ServerConfig {
     pub auth: Option<std::sync::Arc<crate::auth::Auth>>,
     /// TLS on both ports; `None`: plaintext.
     pub tls: Option<std::sync::Arc<rustls::ServerConfig>>,
+    /// With several workers and a repository: where they share repository API changes.
+    pub repository_sync: Option<crate::repository_sync::SyncConfig>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,6 +91,7 @@ impl Default for ServerConfig {
             grace_period: Duration::from_secs(30),
             auth: None,
             tls: None,
+            repository_sync: None,
         }
     }
 }

@@ -13,6 +13,7 @@ pub mod models;
 pub mod native;
 mod observe;
 mod read_ahead;
+pub mod repository_sync;
 pub mod rest;
 mod run;
 pub mod runner;

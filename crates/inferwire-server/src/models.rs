@@ -10,7 +10,11 @@ use serde_json::{json, Value};
 use crate::error::{Kind, ServeError};
 use crate::metrics::Metrics;
 use crate::model::Model;
+use crate::repository_sync::RepoSync;
 use crate::runner::{Runner, RunnerConfig};
+
+/// How long a repository API call waits for the other workers to apply its change.
+const SYNC_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
 
 /// How one model is served.
 #[derive(Debug, Clone)]
@@ -67,8 +71,8 @@ pub struct Models {
     repository: Option<Arc<dyn Repository>>,
     /// Why the last load of a model failed, for the repository index.
     failures: Mutex<BTreeMap<String, String>>,
-    /// The repository API changes one process: refused when there are several workers.
-    single_process: bool,
+    /// With several workers: how API changes reach the others.
+    sync: Option<RepoSync>,
     metrics: Metrics,
 }
 
@@ -77,7 +81,7 @@ impl Models {
         default: Served,
         others: Vec<Served>,
         repository: Option<Arc<dyn Repository>>,
-        single_process: bool,
+        sync: Option<RepoSync>,
         metrics: Metrics,
     ) -> Self {
         let name = default.name.clone();
@@ -91,7 +95,7 @@ impl Models {
             default: name,
             repository,
             failures: Mutex::new(BTreeMap::new()),
-            single_process,
+            sync,
             metrics,
         }
     }
@@ -154,13 +158,6 @@ impl Models {
     }
 
     fn repository(&self) -> Result<Arc<dyn Repository>, ServeError> {
-        if !self.single_process {
-            return Err(ServeError::new(
-                Kind::BadRequest,
-                "the repository API is not available with --workers above 1 (a load would \
-                 change one worker only); restart the server to change its models",
-            ));
-        }
         self.repository.clone().ok_or_else(|| {
             ServeError::new(
                 Kind::NotFound,
@@ -188,27 +185,25 @@ impl Models {
         })
         .await
         .map_err(|e| ServeError::new(Kind::Internal, e.to_string()))?;
-        let mut failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
-        match built {
-            Ok(served) => {
-                failures.remove(name);
-                let old = self
-                    .loaded
-                    .write()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .insert(name.to_string(), Arc::new(served));
-                retire(old);
-                tracing::info!("model {name:?} loaded");
-                Ok(())
+        let served = {
+            let mut failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
+            match built {
+                Ok(served) => {
+                    failures.remove(name);
+                    served
+                }
+                Err(reason) => {
+                    failures.insert(name.to_string(), reason.clone());
+                    return Err(ServeError::new(
+                        Kind::BadRequest,
+                        format!("model {name:?} could not be loaded: {reason}"),
+                    ));
+                }
             }
-            Err(reason) => {
-                failures.insert(name.to_string(), reason.clone());
-                Err(ServeError::new(
-                    Kind::BadRequest,
-                    format!("model {name:?} could not be loaded: {reason}"),
-                ))
-            }
-        }
+        };
+        self.replace(name, Some(served));
+        tracing::info!("model {name:?} loaded");
+        self.propagate(name, true).await
     }
 
     /// Stores and serves an uploaded model as `name` `version`, replacing the version that
@@ -237,7 +232,7 @@ impl Models {
         })?;
         self.replace(name, Some(built));
         tracing::info!("model {name:?} version {version:?} published and serving");
-        Ok(())
+        self.propagate(name, true).await
     }
 
     /// Removes a published version; the newest one left serves (or none: when that was
@@ -254,9 +249,10 @@ impl Models {
         .await
         .map_err(|e| ServeError::new(Kind::Internal, e.to_string()))?
         .map_err(|e| ServeError::new(Kind::NotFound, e))?;
+        let serving = now.is_some();
         self.replace(name, now);
         tracing::info!("model {name:?} version {version:?} deleted");
-        Ok(())
+        self.propagate(name, serving).await
     }
 
     /// Published models and their versions.
@@ -279,7 +275,7 @@ impl Models {
     }
 
     /// Stops serving `name`; requests it already has finish.
-    pub fn unload(&self, name: &str) -> Result<(), ServeError> {
+    pub async fn unload(&self, name: &str) -> Result<(), ServeError> {
         self.repository()?;
         if name == self.default {
             return Err(ServeError::new(
@@ -302,7 +298,68 @@ impl Models {
         }
         retire(old);
         tracing::info!("model {name:?} unloaded");
-        Ok(())
+        self.propagate(name, false).await
+    }
+
+    /// With several workers: records a change this worker made and waits until every
+    /// worker has made it too.
+    async fn propagate(&self, name: &str, serving: bool) -> Result<(), ServeError> {
+        let Some(sync) = &self.sync else {
+            return Ok(());
+        };
+        let failed = |e: String| {
+            ServeError::new(
+                Kind::Internal,
+                format!("model {name:?} changed in this worker, but {e}"),
+            )
+        };
+        let generation = sync.record(name, serving).map_err(failed)?;
+        sync.wait_for_all(generation, name, SYNC_TIMEOUT)
+            .await
+            .map_err(failed)
+    }
+
+    /// Applies the changes other workers recorded (blocking: loads run here). Called
+    /// every `repository_sync::POLL` by the worker's sync thread.
+    pub fn apply_pending(&self) {
+        let (Some(sync), Some(repo)) = (&self.sync, &self.repository) else {
+            return;
+        };
+        let (generation, changes) = match sync.pending() {
+            Ok(Some(p)) => p,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::warn!("repository changes from other workers: {e}");
+                return;
+            }
+        };
+        let mut failed = BTreeMap::new();
+        for (name, change) in changes {
+            if !change.serving {
+                self.replace(&name, None);
+                tracing::info!("model {name:?} unloaded (changed through another worker)");
+                continue;
+            }
+            let built = repo.load(&name).and_then(|(m, spec)| {
+                Models::build(m, spec, self.metrics).map_err(|e| e.to_string())
+            });
+            let mut failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
+            match built {
+                Ok(served) => {
+                    failures.remove(&name);
+                    drop(failures);
+                    self.replace(&name, Some(served));
+                    tracing::info!("model {name:?} loaded (changed through another worker)");
+                }
+                Err(reason) => {
+                    failures.insert(name.clone(), reason.clone());
+                    failed.insert(name, reason);
+                }
+            }
+        }
+        if let Err(e) = sync.acknowledge(generation, failed) {
+            tracing::warn!("repository changes from other workers: {e}");
+        }
     }
 
     /// The repository's models with their state: READY, UNAVAILABLE (with the reason a

@@ -16,6 +16,7 @@ use crate::error::{Kind, ServeError};
 use crate::metrics::Metrics;
 use crate::model::Model;
 use crate::models::{ModelSpec, Models, Repository};
+use crate::repository_sync::RepoSync;
 use crate::{grpc, rest};
 
 /// The addresses actually bound (ports may have been 0).
@@ -107,6 +108,8 @@ pub struct Serving {
     pub model: Arc<dyn Model>,
     pub others: Vec<(Arc<dyn Model>, ModelSpec)>,
     pub repository: Option<Arc<dyn Repository>>,
+    /// This process's index among the workers.
+    pub worker: usize,
 }
 
 /// Runs the REST and gRPC servers until SIGINT, SIGTERM or `stop`, then drains: the
@@ -123,6 +126,7 @@ pub fn serve(
         model,
         others,
         repository,
+        worker,
     } = serving;
     let http = bind(&config.host, config.http_port, "REST", config.reuse_port)?;
     let grpc_listener = bind(&config.host, config.grpc_port, "gRPC", config.reuse_port)?;
@@ -143,9 +147,31 @@ pub fn serve(
         .map(|(m, spec)| Models::build(m, spec, metrics))
         .collect::<std::io::Result<Vec<_>>>()
         .map_err(internal)?;
-    let models = Models::new(default, others, repository, !config.reuse_port, metrics);
+    let sync = config
+        .repository_sync
+        .as_ref()
+        .filter(|_| repository.is_some())
+        .map(|c| RepoSync::new(c, worker));
+    let syncing = sync.is_some();
+    let models = Models::new(default, others, repository, sync, metrics);
     metrics.worker_started(std::process::id());
     let app = Arc::new(App::new(config, models, metrics));
+    if syncing {
+        // Applies what other workers changed through the repository API. It holds the
+        // app weakly, so that dropping the app at the end still stops the models.
+        let weak = Arc::downgrade(&app);
+        app.models.apply_pending(); // a restarted worker catches up before it serves
+        std::thread::Builder::new()
+            .name("inferwire-repo-sync".into())
+            .spawn(move || loop {
+                std::thread::sleep(crate::repository_sync::POLL);
+                match weak.upgrade() {
+                    Some(app) => app.models.apply_pending(),
+                    None => break,
+                }
+            })
+            .map_err(internal)?;
+    }
     let (stop_tx, stop_rx) = watch::channel(false);
 
     let mut handles = Vec::with_capacity(threads);

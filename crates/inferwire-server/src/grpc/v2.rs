@@ -175,7 +175,11 @@ impl GrpcInferenceService for V2Service {
         req: Request<pb::RepositoryModelUnloadRequest>,
     ) -> Result<pb::RepositoryModelUnloadResponse> {
         let name = req.into_inner().model_name;
-        self.0.models.unload(&name).map_err(|e| e.to_status())?;
+        self.0
+            .models
+            .unload(&name)
+            .await
+            .map_err(|e| e.to_status())?;
         Ok(Response::new(pb::RepositoryModelUnloadResponse {}))
     }
 }

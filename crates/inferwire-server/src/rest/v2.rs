@@ -87,7 +87,7 @@ pub async fn handle(app: &App, req: Request<Incoming>, path: &str, obs: &mut Obs
             app.models.load(name).await.map(|()| ok(json!({})))
         }
         (Some(Target::Unload(name)), &Method::POST) => {
-            app.models.unload(name).map(|()| ok(json!({})))
+            app.models.unload(name).await.map(|()| ok(json!({})))
         }
         (Some(Target::RepositoryIndex | Target::Load(_) | Target::Unload(_)), _) => {
             Err(not_allowed(&method, path))
