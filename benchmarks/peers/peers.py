@@ -41,8 +41,10 @@ def main() -> int:
     p.add_argument("--duration", default="10s", help="per cell and server")
     p.add_argument("--seldon-venv", type=Path, default=ROOT / ".venv-seldon")
     p.add_argument("--sizes", default="100000,1")
+    p.add_argument("--out", type=Path, default=RESULTS, help="folder for the .md and .html")
     args = p.parse_args()
-    RESULTS.mkdir(parents=True, exist_ok=True)
+    out = args.out
+    out.mkdir(parents=True, exist_ok=True)
     ours = servers.inferwire_spec()
     peer = servers.seldon_spec(args.seldon_venv)
     started = []
@@ -61,8 +63,8 @@ def main() -> int:
             "--vs-pid", str(sw.proc.pid), "--vs-raw-pid", str(sw_raw.proc.pid),
             "--name-target", "inferwire", "--name-vs", "Seldon wrapper",
             "--sizes", args.sizes, "-z", args.duration, "--no-progress",
-            "-o", str(RESULTS / "peers_seldon_matrix.md"),
-            "--html", str(RESULTS / "peers_seldon_matrix.html"),
+            "-o", str(out / "peers_seldon_matrix.md"),
+            "--html", str(out / "peers_seldon_matrix.html"),
         ]  # fmt: skip
         rc = subprocess.run(cmd, cwd=ROOT).returncode
     finally:
@@ -71,7 +73,7 @@ def main() -> int:
     for name, script in ELSEWHERE.items():
         print(f"{name}: run .venv/bin/python {script}", file=sys.stderr)
     if rc == 0:
-        print(f"wrote {RESULTS / 'peers_seldon_matrix.md'} and .html", file=sys.stderr)
+        print(f"wrote {out / 'peers_seldon_matrix.md'} and .html", file=sys.stderr)
     return rc
 
 
