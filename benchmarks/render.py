@@ -131,7 +131,7 @@ def machine_block() -> str:
         ("inferwire", package(ROOT / ".venv", "inferwire")),
         ("Python", platform.python_version()),
         ("Rust", run("rustc", "--version")),
-        ("vegeta", run(str(ROOT / ".tools/bin/vegeta"), "-version")),
+        ("vegeta", run(str(ROOT / ".tools/bin/vegeta"), "-version").removeprefix("Version: ")),
         ("ghz", run(str(ROOT / ".tools/bin/ghz"), "--version")),
         ("Seldon wrapper", package(ROOT / ".venv-seldon", "seldon-core")),
     ]
@@ -139,9 +139,9 @@ def machine_block() -> str:
     for venv, name in [
         ("mlserver", "mlserver"),
         ("ray", "ray"),
-        ("fastapi_images", "fastapi"),
-        ("fastapi_images", "grpcio"),
-        ("numpy_echo", "aiohttp"),
+        ("fastapi-images", "fastapi"),
+        ("fastapi-images", "grpcio"),
+        ("numpy-echo", "aiohttp"),
     ]:
         rows.append((name, package(peers / venv, name)))
     lines = ["| | version |", "|---|---|"]
