@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import doc_samples
+import pytest
 from conftest import ROOT
 from inferwire.settings import markdown_table
 
@@ -65,3 +68,132 @@ def test_python_samples_in_the_docs_compile() -> None:
     for page in [ROOT / "README.md", *(ROOT / "docs").rglob("*.md")]:
         for i, block in enumerate(re.findall(r"```python\n(.*?)```", page.read_text(), re.S)):
             compile(block, f"{page.name} sample {i + 1}", "exec")
+
+
+# -- Every sample in docs/ runs ---------------------------------------------------------
+
+SAMPLES = doc_samples.samples(ROOT / "docs")
+
+
+def test_no_run_markers_say_why() -> None:
+    """``<!-- no-run: reason -->``, directly before a python or bash fence; the skipped
+    samples and their reasons are listed in pytest's summary (``-rs``)."""
+    problems = doc_samples.marker_problems(ROOT / "docs")
+    assert not problems, "\n".join(problems)
+
+
+def test_a_no_run_marker_is_the_line_before_the_fence(tmp_path: Path) -> None:
+    (tmp_path / "p.md").write_text(
+        "<!-- no-run: needs a cluster -->\n```bash\nkubectl apply -f x.yaml\n```\n\n"
+        "<!-- no-run -->\n```python\nprint(1)\n```\n\n"
+        "<!-- no-run: too far from its fence -->\n\n```bash\necho\n```\n"
+    )
+    found = [(s.line, s.no_run) for s in doc_samples.samples(tmp_path)]
+    assert found == [(2, "needs a cluster"), (7, ""), (13, None)]
+    problems = doc_samples.marker_problems(tmp_path)
+    assert [p.split(":", 2)[1] for p in problems] == ["6", "11"], problems
+
+
+@pytest.fixture(scope="session")
+def standins(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Files the docs assume the reader has, stood in for: a model class (``model.py``,
+    ``MyModel.py``), an image, a ``.npy``, a tree model file, an empty model repository,
+    and a self-signed certificate for 127.0.0.1."""
+    import subprocess
+
+    import joblib
+    import numpy as np
+    import pandas as pd
+    from PIL import Image
+    from sklearn.tree import DecisionTreeClassifier
+
+    d = tmp_path_factory.mktemp("standins")
+    model = "class MyModel:\n    def predict(self, X, features_names=None):\n        return X\n"
+    (d / "model.py").write_text(model)
+    (d / "MyModel.py").write_text(model)
+    Image.new("RGB", (8, 6), (200, 120, 40)).save(d / "cat.jpg")
+    np.save(d / "x.npy", np.arange(6.0).reshape(2, 3))
+    rows = pd.DataFrame({"Number": [2, 3, 4, 5, 6, 7], "Start": [1, 5, 9, 12, 14, 16]})
+    tree = DecisionTreeClassifier(random_state=0).fit(rows, [1, 1, 0, 0, 0, 1])
+    joblib.dump(tree, d / "tree.joblib")
+    joblib.dump(tree, d / "model.joblib")
+    (d / "models").mkdir()
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+         "-nodes", "-days", "1", "-keyout", "server-key.pem", "-out", "server.pem",
+         "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+        cwd=d, check=True, capture_output=True,
+    )  # fmt: skip
+    (d / "ca.pem").write_bytes((d / "server.pem").read_bytes())
+    return d
+
+
+@pytest.fixture(scope="session")
+def page_dirs(standins: Path, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """One working folder per page, shared by its samples in order: the stand-ins, and
+    the page's ``# NAME.EXT`` blocks written as files."""
+    import shutil
+
+    made: dict[str, Path] = {}
+
+    def get(page: str) -> Path:
+        if page not in made:
+            d = tmp_path_factory.mktemp(page.replace("/", "-").removesuffix(".md"))
+            shutil.copytree(standins, d, dirs_exist_ok=True)
+            for s in SAMPLES:
+                if s.page == page and s.file:
+                    (d / s.file).parent.mkdir(parents=True, exist_ok=True)
+                    (d / s.file).write_text(s.code)
+            made[page] = d
+        return made[page]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def docs_server(serve: Any) -> Any:
+    """The server samples that start none of their own talk to: echo, named iris."""
+    return serve("echo", "--model-name", "iris")
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=[s.id for s in SAMPLES])
+def test_docs_sample_runs(
+    sample: doc_samples.Sample, page_dirs: Any, docs_server: Any, pb: Any
+) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from conftest import free_port
+
+    if sample.no_run is not None:
+        pytest.skip(f"{sample.id} no-run: {sample.no_run}")
+    if sample.file:
+        if sample.lang == "python":
+            compile(sample.code, sample.file, "exec")
+        elif sample.lang == "yaml":
+            import yaml
+
+            yaml.safe_load(sample.code)
+        return
+    cwd = page_dirs(sample.page)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("INFERWIRE_")}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
+    env["PYTHONPATH"] = str(Path(pb.msgs.__file__).parent)  # the generated gRPC stubs
+    env["PASSWORD"] = "a stand-in password"  # the one variable a sample assumes is set
+    shared = ("http", docs_server.http_port, docs_server.grpc_port)
+    if sample.lang == "python":
+        ports = {doc_samples.DEFAULT_HTTP: shared[1], doc_samples.DEFAULT_GRPC: shared[2]}
+        script = cwd / f"sample_{sample.line}.py"
+        script.write_text(doc_samples.rewrite_addresses(sample.code, ports))
+        cmd = [sys.executable, script.name]
+    else:
+        script = cwd / f"sample_{sample.line}.sh"
+        script.write_text(doc_samples.bash_script(sample.code, shared, free_port))
+        cmd = ["bash", script.name]
+    r = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, timeout=120)
+    out, err = (b.decode(errors="replace") for b in (r.stdout, r.stderr))
+    assert r.returncode == 0, (
+        f"{sample.id} failed ({r.returncode}):\n{script.read_text()}\n--- stdout\n"
+        f"{out[-4000:]}\n--- stderr\n{err[-6000:]}"
+    )
