@@ -233,7 +233,10 @@ class Settings:
             "output_names",
         ):
             d.pop(key)
-        d["log_level"] = self.log_level.lower()
+        # The core's filter (tracing) spells it "warn"; "warning" would be ignored with a
+        # complaint on stderr at every start.
+        level = self.log_level.lower()
+        d["log_level"] = "warn" if level == "warning" else level
         # Made once here, before workers fork, so every worker accepts the same logins.
         d["auth_key"] = d.pop("auth_secret") or secrets.token_hex(32)
         return d
