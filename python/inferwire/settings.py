@@ -95,6 +95,20 @@ class Settings:
     max_body_bytes: int = _opt(64 * 1024 * 1024, "largest REST body or gRPC message, bytes")
     max_elements: int = _opt(64 * 1024 * 1024, "largest number of elements in one tensor")
     max_json_depth: int = _opt(32, "deepest nesting of ndarray lists")
+    max_connections: int = _opt(
+        10000,
+        "open connections per worker, REST and gRPC together; past it, new ones wait in the "
+        "kernel's backlog until one closes",
+    )
+    header_timeout: float = _opt(
+        30.0,
+        "seconds an HTTP/1.1 connection has to send a whole request head, counted from its "
+        "start or its previous response: slow senders and idle keep-alive connections are "
+        "closed",
+    )
+    max_streams: int = _opt(
+        200, "HTTP/2 streams (REST h2 and gRPC calls) open at once per connection"
+    )
     workers: int = _opt(
         1, "worker processes forked after the model is loaded, sharing the ports (SO_REUSEPORT)"
     )
@@ -135,6 +149,8 @@ class Settings:
             "max_body_bytes",
             "max_elements",
             "max_json_depth",
+            "max_connections",
+            "max_streams",
             "max_queue",
             "io_threads",
             "workers",
@@ -146,6 +162,8 @@ class Settings:
                 raise SettingsError(f"{name}: must be at least 1, got {getattr(self, name)}")
         if self.workers > MAX_WORKERS:
             raise SettingsError(f"workers: at most {MAX_WORKERS}, got {self.workers}")
+        if self.header_timeout <= 0:
+            raise SettingsError(f"header_timeout: must be above 0, got {self.header_timeout}")
         for name in ("grace_period", "max_batch_delay", "timeout", "max_concurrency"):
             if getattr(self, name) < 0:
                 raise SettingsError(f"{name}: must not be negative, got {getattr(self, name)}")

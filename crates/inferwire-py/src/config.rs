@@ -65,6 +65,10 @@ pub fn from_dict(d: &Bound<'_, PyDict>) -> PyResult<ServerConfig> {
         max_batch_delay: seconds("max_batch_delay")?.unwrap_or(Duration::ZERO),
         timeout: seconds("timeout")?,
         reuse_port: get_usize(d, "workers", 1)? > 1,
+        max_connections: get_usize(d, "max_connections", base.max_connections)?,
+        header_timeout: seconds("header_timeout")?.unwrap_or(base.header_timeout),
+        max_streams: u32::try_from(get_usize(d, "max_streams", base.max_streams as usize)?)
+            .map_err(|_| PyValueError::new_err("setting max_streams: too large"))?,
         repository_sync: match get_str(d, "repository_sync_dir", String::new())? {
             dir if dir.is_empty() => None,
             dir => Some(inferwire_server::repository_sync::SyncConfig {

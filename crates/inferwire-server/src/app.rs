@@ -18,12 +18,19 @@ pub struct App {
     pub config: ServerConfig,
     pub models: Models,
     pub metrics: Metrics,
+    /// One per open connection, REST and gRPC (`max_connections`).
+    pub connections: std::sync::Arc<tokio::sync::Semaphore>,
     ready: AtomicBool,
 }
 
 impl App {
     pub fn new(config: ServerConfig, models: Models, metrics: Metrics) -> Self {
         Self {
+            connections: std::sync::Arc::new(tokio::sync::Semaphore::new(
+                config
+                    .max_connections
+                    .min(tokio::sync::Semaphore::MAX_PERMITS),
+            )),
             config,
             models,
             metrics,

@@ -45,6 +45,13 @@ pub struct ServerConfig {
     pub auth: Option<std::sync::Arc<crate::auth::Auth>>,
     /// TLS on both ports; `None`: plaintext.
     pub tls: Option<std::sync::Arc<rustls::ServerConfig>>,
+    /// Connections open at once (REST and gRPC); past it, accepting waits for one to close.
+    pub max_connections: usize,
+    /// HTTP/1.1: the time to send a whole request head (from the connection's start or
+    /// its previous response); slow senders and idle keep-alive connections are closed.
+    pub header_timeout: Duration,
+    /// HTTP/2 streams open at once on one connection (REST h2 and gRPC).
+    pub max_streams: u32,
     /// With several workers and a repository: where they share repository API changes.
     pub repository_sync: Option<crate::repository_sync::SyncConfig>,
 }
@@ -91,6 +98,9 @@ impl Default for ServerConfig {
             grace_period: Duration::from_secs(30),
             auth: None,
             tls: None,
+            max_connections: 10_000,
+            header_timeout: Duration::from_secs(30),
+            max_streams: 200,
             repository_sync: None,
         }
     }

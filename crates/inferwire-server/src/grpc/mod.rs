@@ -2,10 +2,10 @@
 //! `inference.GRPCInferenceService`, plus health and reflection.
 mod auth;
 pub mod codec;
+mod incoming;
 mod predict;
 mod seldon;
 mod serve;
-mod tls_incoming;
 mod v2;
 
 pub use serve::{serve, CONNECTION_WINDOW, STREAM_WINDOW};

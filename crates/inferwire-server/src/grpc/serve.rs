@@ -1,11 +1,8 @@
 //! The gRPC server: Seldon services, `grpc.health.v1.Health` and server reflection.
 use std::sync::Arc;
 
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::sync::watch;
-use tokio_stream::wrappers::TcpListenerStream;
-use tokio_stream::StreamExt;
-use tonic::transport::server::{Connected, TcpConnectInfo};
 
 use super::generated::{model_server::ModelServer, seldon_server::SeldonServer};
 use super::generated_v2::grpc_inference_service_server::GrpcInferenceServiceServer;
@@ -13,15 +10,6 @@ use super::predict::FastPredict;
 use super::seldon::SeldonService;
 use super::v2::V2Service;
 use crate::app::App;
-use crate::read_ahead::ReadAhead;
-
-impl Connected for ReadAhead<TcpStream> {
-    type ConnectInfo = TcpConnectInfo;
-
-    fn connect_info(&self) -> TcpConnectInfo {
-        self.get_ref().connect_info()
-    }
-}
 
 /// HTTP/2 flow-control windows (shared with REST's h2c): room for a large tensor.
 pub const STREAM_WINDOW: u32 = 4 * 1024 * 1024;
@@ -78,6 +66,7 @@ pub async fn serve(app: Arc<App>, listener: TcpListener, mut stop: watch::Receiv
         // times per 800 KB tensor: each a round trip and a wake-up on both sides.
         .initial_stream_window_size(STREAM_WINDOW)
         .initial_connection_window_size(CONNECTION_WINDOW)
+        .max_concurrent_streams(app.config.max_streams)
         .layer(tower::util::MapResponseLayer::new(
             super::codec::oversize_is_resource_exhausted,
         ))
@@ -88,25 +77,11 @@ pub async fn serve(app: Arc<App>, listener: TcpListener, mut stop: watch::Receiv
         .add_service(health_svc)
         .add_service(reflection)
         .add_service(reflection_alpha);
-    let result = match tls {
-        Some(acceptor) => {
-            let incoming = super::tls_incoming::incoming(listener, acceptor, stop_accepting);
-            router
-                .serve_with_incoming_shutdown(incoming, shutdown)
-                .await
-        }
-        None => {
-            let incoming = TcpListenerStream::new(listener).map(|s| {
-                s.map(|s| {
-                    let _ = s.set_nodelay(true);
-                    ReadAhead::new(s)
-                })
-            });
-            router
-                .serve_with_incoming_shutdown(incoming, shutdown)
-                .await
-        }
-    };
+    let incoming =
+        super::incoming::incoming(listener, tls, app.connections.clone(), stop_accepting);
+    let result = router
+        .serve_with_incoming_shutdown(incoming, shutdown)
+        .await;
     if let Err(e) = result {
         tracing::error!("gRPC server stopped: {e}");
     }

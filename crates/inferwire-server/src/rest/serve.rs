@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
@@ -23,15 +23,26 @@ pub async fn serve(
 ) {
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(app.config.header_timeout);
+    builder
         .http2()
+        .timer(TokioTimer::new())
+        .max_concurrent_streams(app.config.max_streams)
         .initial_stream_window_size(crate::grpc::STREAM_WINDOW)
         .initial_connection_window_size(crate::grpc::CONNECTION_WINDOW);
     let graceful = GracefulShutdown::new();
     let tls = app.config.tls.clone().map(tokio_rustls::TlsAcceptor::from);
     loop {
         tokio::select! {
-            accepted = listener.accept() => {
-                let Ok((stream, _)) = accepted else { continue };
+            // With every connection permit taken, the accepted connection waits for
+            // one, and further ones queue in the kernel's backlog.
+            accepted = async {
+                let accepted = listener.accept().await;
+                (app.connections.clone().acquire_owned().await, accepted)
+            } => {
+                let (Ok(permit), Ok((stream, _))) = accepted else { continue };
                 // Small replies must not wait for Nagle's algorithm.
                 let _ = stream.set_nodelay(true);
                 let app = app.clone();
@@ -44,6 +55,7 @@ pub async fn serve(
                     let conn = graceful.watch(conn);
                     tokio::spawn(async move {
                         let _ = conn.await;
+                        drop(permit);
                     });
                     continue;
                 };
@@ -56,6 +68,7 @@ pub async fn serve(
                     let Ok(Ok(stream)) = handshake.await else { return };
                     let conn = builder.serve_connection(TokioIo::new(stream), svc).into_owned();
                     let _ = watcher.watch(conn).await;
+                    drop(permit);
                 });
             }
             _ = stop.changed() => break,

@@ -1,0 +1,141 @@
+//! gRPC connections: accepted here (a TLS handshake on each connection's own task), then
+//! handed to tonic as they are ready. Each holds one of the server's connection permits
+//! (`max_connections`, shared with REST) until it closes; with none left, the connection
+//! just accepted waits for one and further ones queue in the kernel's backlog. The loop
+//! ends with the server.
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
+use tokio_rustls::server::TlsStream;
+use tokio_rustls::TlsAcceptor;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::transport::server::{Connected, TcpConnectInfo};
+
+use crate::read_ahead::ReadAhead;
+
+/// A connection as tonic takes it, with its permit.
+pub struct Conn {
+    io: Io,
+    _permit: OwnedSemaphorePermit,
+}
+
+enum Io {
+    Plain(ReadAhead<TcpStream>),
+    Tls(Box<TlsStream<TcpStream>>),
+}
+
+impl Connected for Conn {
+    type ConnectInfo = TcpConnectInfo;
+
+    fn connect_info(&self) -> TcpConnectInfo {
+        match &self.io {
+            Io::Plain(s) => s.get_ref().connect_info(),
+            Io::Tls(s) => s.get_ref().0.connect_info(),
+        }
+    }
+}
+
+macro_rules! each {
+    ($self:ident, $s:ident => $e:expr) => {
+        match &mut $self.io {
+            Io::Plain($s) => $e,
+            Io::Tls($s) => $e,
+        }
+    };
+}
+
+impl AsyncRead for Conn {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        each!(self, s => Pin::new(s).poll_read(cx, buf))
+    }
+}
+
+impl AsyncWrite for Conn {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        each!(self, s => Pin::new(s).poll_write(cx, buf))
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        each!(self, s => Pin::new(s).poll_flush(cx))
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        each!(self, s => Pin::new(s).poll_shutdown(cx))
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        each!(self, s => Pin::new(s).poll_write_vectored(cx, bufs))
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        match &self.io {
+            Io::Plain(s) => s.is_write_vectored(),
+            Io::Tls(s) => s.is_write_vectored(),
+        }
+    }
+}
+
+/// The stream of ready connections from `listener`.
+pub fn incoming(
+    listener: TcpListener,
+    tls: Option<TlsAcceptor>,
+    permits: Arc<Semaphore>,
+    mut stop: watch::Receiver<bool>,
+) -> ReceiverStream<io::Result<Conn>> {
+    let (tx, rx) = mpsc::channel(64);
+    tokio::spawn(async move {
+        loop {
+            let accepted = tokio::select! {
+                a = async {
+                    let accepted = listener.accept().await;
+                    (permits.clone().acquire_owned().await, accepted)
+                } => a,
+                _ = stop.changed() => break,
+            };
+            let (Ok(permit), Ok((stream, _))) = accepted else {
+                continue;
+            };
+            let _ = stream.set_nodelay(true);
+            let Some(acceptor) = tls.clone() else {
+                let conn = Conn {
+                    io: Io::Plain(ReadAhead::new(stream)),
+                    _permit: permit,
+                };
+                if tx.send(Ok(conn)).await.is_err() {
+                    break;
+                }
+                continue;
+            };
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                let handshake =
+                    tokio::time::timeout(crate::tls::HANDSHAKE, acceptor.accept(stream));
+                if let Ok(Ok(tls)) = handshake.await {
+                    let conn = Conn {
+                        io: Io::Tls(Box::new(tls)),
+                        _permit: permit,
+                    };
+                    let _ = tx.send(Ok(conn)).await;
+                }
+            });
+        }
+    });
+    ReceiverStream::new(rx)
+}
