@@ -147,3 +147,16 @@ def test_a_rapid_reset_flood_closes_the_connection(strict: Served, port: str) ->
     sock.close()
     assert goaway == h2.errors.ErrorCodes.ENHANCE_YOUR_CALM, goaway
     assert httpx.post(strict.url + "/api/v1.0/predictions", json=BODY).status_code == 200
+
+
+def test_an_open_grpc_stream_does_not_hold_shutdown_past_the_grace_period() -> None:
+    """A health Watch stream never ends on its own; SIGTERM still stops the server within
+    the grace period (plus a little)."""
+    s = Served("models:Echo", "--grace-period", "1")
+    ch = grpc.insecure_channel(s.grpc_target)
+    watch = HealthStub(ch).Watch(HealthCheckRequest())
+    assert next(watch).status == 1  # SERVING, and the stream stays open
+    started = time.monotonic()
+    assert s.stop(timeout=15) == 0
+    assert time.monotonic() - started < 5
+    ch.close()

@@ -98,7 +98,10 @@ def serve(model: Any = None, settings: Settings | None = None, *, spec: str | No
             # Where the workers pass repository API changes to each other.
             sync_dir = tempfile.mkdtemp(prefix="inferwire-repository-")
             core_settings.update(repository_sync_dir=sync_dir)
-    server = _core.Server(core_settings, adapter, others, repo)
+    try:
+        server = _core.Server(core_settings, adapter, others, repo)
+    except ValueError as e:  # files the core reads: TLS certificates, token and user files
+        raise SettingsError(str(e)) from None
     workers = f" with {settings.workers} workers" if settings.workers > 1 else ""
     batching = f", batching up to {batch} requests" if batch > 1 else ""
     more = f" and {len(others)} more from {settings.model_repository}" if others else ""

@@ -95,7 +95,22 @@ fn io_thread(
         let http = tokio::net::TcpListener::from_std(http).map_err(internal)?;
         let grpc_listener = tokio::net::TcpListener::from_std(grpc_listener).map_err(internal)?;
         let rest_task = rest::serve(app.clone(), http, stop.clone(), grace);
-        let grpc_task = grpc::serve(app, grpc_listener, stop);
+        // tonic waits for open calls without a limit (a health `Watch` stream never
+        // ends): past the grace period they are dropped, as REST's are.
+        let mut grace_over = stop.clone();
+        let grpc_task = async move {
+            tokio::select! {
+                () = grpc::serve(app, grpc_listener, stop) => {}
+                () = async {
+                    while !*grace_over.borrow_and_update() {
+                        if grace_over.changed().await.is_err() {
+                            std::future::pending::<()>().await;
+                        }
+                    }
+                    tokio::time::sleep(grace).await;
+                } => tracing::warn!("gRPC: grace period over with calls still open; closing them"),
+            }
+        };
         tokio::join!(rest_task, grpc_task);
         Ok(())
     })
