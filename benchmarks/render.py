@@ -32,6 +32,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import plots
 from runtime import machine
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -164,6 +165,8 @@ def main() -> int:
         if (args.results / result).exists():
             (args.page.parent / image).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(args.results / result, args.page.parent / image)
+    for path in plots.draw_all(args.page):  # from the tables just rendered
+        print(f"drew {path}", file=sys.stderr)
     print(f"rendered {args.page}", file=sys.stderr)
     return 0
 

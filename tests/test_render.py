@@ -91,3 +91,22 @@ def test_the_page_names_only_results_the_scripts_write() -> None:
     for ref in refs:
         assert ref.removesuffix(".md") in all_sh, f"{ref}: no benchmark in all.sh writes it"
     assert "<!-- machine -->" in page
+
+
+def test_plots_are_drawn_from_the_pages_tables(tmp_path: Path) -> None:
+    import plots
+
+    page = (ROOT / "docs" / "benchmarks.md").read_text()
+    (tmp_path / "benchmarks.md").write_text(page)
+    written = plots.draw_all(tmp_path / "benchmarks.md")
+    assert {p.name for p in written} == {"encodings-v2.svg", "encodings-numpy.svg"}
+    v2 = (tmp_path / "img" / "encodings-v2.svg").read_text()
+    # The REST binary cell's inferwire mean, as the page's V2 table prints it.
+    row = next(r for r in plots.rows(plots.block(page, "v2_mlserver.md")) if r[0] == "REST binary")
+    assert plots.ms(row[4]) is not None and "REST binary" in v2
+    assert v2.count("<rect") >= 8 and v2.rstrip().endswith("</svg>")
+    # The committed images are what the page's tables give.
+    for p in written:
+        assert (ROOT / "docs" / "img" / p.name).read_text() == p.read_text(), p.name
+    assert plots.ms("**0.117** (74 µs)") == 0.117 and plots.ms("636 µs") == 0.636
+    assert plots.ms("1.49 ms") == 1.49 and plots.ms("-") is None
