@@ -19,11 +19,19 @@ cargo clippy --workspace --all-targets --locked -q -- -D warnings
 log "cargo test"
 cargo test --workspace --exclude inferwire-py --locked -q 2>&1 | grep -v '^$'
 
+if rustup run nightly rustc --version >/dev/null 2>&1; then
+    log "fuzzing every decoder (${FUZZ_SECONDS:-10} s each; scripts/fuzz.sh)"
+    bash scripts/fuzz.sh "${FUZZ_SECONDS:-10}"
+else
+    # cargo-fuzz needs nightly, which only rustup's own server has (unreachable here).
+    log "SKIPPED fuzzing: no nightly toolchain (rustup toolchain install nightly)"
+fi
+
 build_extension
 
 log "ruff, mypy, stubtest"
-"$VENV/bin/ruff" check python tests benchmarks examples
-"$VENV/bin/ruff" format --check python tests benchmarks examples
+"$VENV/bin/ruff" check python tests benchmarks examples fuzz
+"$VENV/bin/ruff" format --check python tests benchmarks examples fuzz
 "$VENV/bin/mypy"
 "$VENV/bin/python" -m mypy.stubtest inferwire._core
 

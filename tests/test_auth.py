@@ -113,6 +113,8 @@ def test_login_exchanges_a_password_for_a_token(server: Any) -> None:
     assert httpx.get(url + "/login").status_code == 405
     r = httpx.post(url + "/login", content=b"user=alice")
     assert r.status_code == 400 and "username" in r.json()["status"]["info"]
+    r = httpx.post(url + "/login", content=b"x" * 70_000)  # past the 64 KiB a login may be
+    assert r.status_code == 413
 
 
 def test_grpc_refusals_and_scopes(server: Any, secrets_dir: dict[str, Any], pb: Any) -> None:

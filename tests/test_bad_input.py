@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 from seldon_client import grpc_call, rest, send
 
+# A ragged list, so not a tensor: it would reach the model as nested lists.
+DEEP = b'{"data": {"ndarray": ' + b"[" * 40 + b'1, "x"' + b"]" * 40 + b"}}"
 BAD_JSON = [
     # (body, content type, expected status, text the message must contain)
     (b"", "application/json", 400, "empty body"),
@@ -76,6 +78,8 @@ BAD_JSON = [
     (b'{"strData": 5}', "application/json", 400, "strData"),
     (b'{"strData": "a", "jsonData": 1}', "application/json", 400, "only one of"),
     (b"<xml/>", "application/xml", 415, "unsupported Content-Type"),
+    (DEEP, "application/json", 400, "nested deeper than 32"),
+    (b"[" * 4000, "application/json", 400, ""),  # deep nesting in any JSON: no overflow
 ]
 
 

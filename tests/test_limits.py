@@ -63,6 +63,20 @@ def test_an_idle_keep_alive_connection_is_closed(strict: Served) -> None:
     sock.close()
 
 
+def test_a_request_head_too_large_is_refused(strict: Served) -> None:
+    sock = socket.create_connection(("127.0.0.1", strict.http_port), timeout=10)
+    try:
+        sock.sendall(b"GET /health/ping HTTP/1.1\r\nhost: x\r\nx-big: " + b"x" * 2_000_000)
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # refused before it was all sent
+    try:
+        assert sock.recv(200).startswith(b"HTTP/1.1 431")
+    except ConnectionResetError:
+        pass
+    sock.close()
+    assert httpx.get(strict.url + "/health/ping").status_code == 200
+
+
 def test_past_max_connections_new_ones_wait_until_one_closes(strict: Served) -> None:
     # Three open connections take every permit (they are closed after the header
     # timeout, so each check below stays well inside it).

@@ -63,7 +63,8 @@ pub fn skip_value(b: &[u8], i: usize) -> Option<usize> {
 
 /// Walks the members of the object starting at `i` (which must be `{`), calling
 /// `member(key, value_start)`, which returns the index just past the value. Returns the
-/// index just past the object. Keys with escapes are not handled (`None`).
+/// index just past the object. Keys with escapes or control characters are not handled
+/// (`None`).
 pub fn object(
     b: &[u8],
     i: usize,
@@ -82,7 +83,8 @@ pub fn object(
         }
         let end = skip_string(b, j)?;
         let key = std::str::from_utf8(&b[j + 1..end - 1]).ok()?;
-        if key.contains('\\') {
+        // Escapes are not decoded here; control characters are not JSON (found by fuzzing).
+        if key.bytes().any(|c| c == b'\\' || c < 0x20) {
             return None;
         }
         j = ws(b, end);

@@ -516,12 +516,24 @@ fn ndarray_from(raw: &RawValue, limits: &Limits) -> Result<Array> {
         return Ok(Array::Numeric(t));
     }
     match serde_json::from_str::<Value>(raw.get()) {
+        Ok(v @ Value::Array(_)) if nesting(&v) > limits.max_depth => Err(CodecError::bad_request(
+            format!("data.ndarray: nested deeper than {}", limits.max_depth),
+        )),
         Ok(v @ Value::Array(_)) => Ok(Array::Json(v)),
         Ok(other) => Err(CodecError::bad_request(format!(
             "data.ndarray: must be a (nested) list, got {}",
             kind_of(&other)
         ))),
         Err(e) => Err(CodecError::bad_request(format!("data.ndarray: {e}"))),
+    }
+}
+
+/// How deeply lists and objects nest in `v` (serde_json stops at 128 while parsing).
+fn nesting(v: &Value) -> usize {
+    match v {
+        Value::Array(items) => 1 + items.iter().map(nesting).max().unwrap_or(0),
+        Value::Object(m) => 1 + m.values().map(nesting).max().unwrap_or(0),
+        _ => 0,
     }
 }
 

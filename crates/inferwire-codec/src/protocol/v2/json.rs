@@ -226,7 +226,8 @@ mod fast {
                 "id" => top.id = Some(serde_json::from_slice(value).ok()?),
                 "parameters" => top.parameters = serde_json::from_slice(value).ok()?,
                 "outputs" => top.outputs = serde_json::from_slice(value).ok()?,
-                _ => {}
+                // Skipped, but it must be JSON all the same (the scanner does not check).
+                _ => valid(value)?,
             }
             Some(end)
         });
@@ -240,6 +241,13 @@ mod fast {
             Ok(parts) => Some(Ok((parts, top))),
             Err(e) => Some(Err(e)),
         }
+    }
+
+    /// `Some` when `value` is well-formed JSON; else the general decoder words the error.
+    fn valid(value: &[u8]) -> Option<()> {
+        serde_json::from_slice::<serde::de::IgnoredAny>(value)
+            .ok()
+            .map(|_| ())
     }
 
     /// The inputs and the index just past the list.
@@ -300,7 +308,7 @@ mod fast {
                 "shape" => shape = Some(serde_json::from_slice(value).ok()?),
                 "datatype" => datatype = Some(serde_json::from_slice(value).ok()?),
                 "parameters" => parameters = serde_json::from_slice(value).ok()?,
-                _ => {}
+                _ => valid(value)?,
             }
             Some(end)
         });
@@ -601,6 +609,21 @@ mod tests {
 
     fn decode(body: &str) -> Result<InferRequest> {
         decode_request(Bytes::from(body.to_string()), None, &Limits::default())
+    }
+
+    #[test]
+    fn an_unknown_key_must_still_hold_json() {
+        // Found by the v2_json fuzz target: the fast path skipped it without checking.
+        let bad = r#"{"inputs": [{"name": "s", "shape": [1], "datatype": "INT64", "data": [1],
+            "extra": {"k": s"r"t}}]}"#;
+        assert!(decode(bad).is_err());
+        let top = r#"{"x": [1 2], "inputs": []}"#;
+        assert!(decode(top).is_err());
+        let control = "{\"inputs\": [], \"par\u{0}ams\": 1}";
+        assert!(decode(control).is_err());
+        let fine = r#"{"x": {"y": [1, "2"]}, "inputs": [{"name": "s", "shape": [1],
+            "datatype": "INT64", "data": [1], "extra": null}]}"#;
+        assert!(decode(fine).is_ok());
     }
 
     #[test]

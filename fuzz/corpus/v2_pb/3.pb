@@ -1,0 +1,4 @@
+
+m"
+content_typepd*
+bBOOL:
