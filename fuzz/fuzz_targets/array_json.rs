@@ -10,7 +10,10 @@ fuzz_target!(|data: &[u8]| {
     let limits = Limits::default();
     if let json::Shape::Array(layout) = json::classify(data) {
         if let Ok(t) = json::decode(data, layout, &limits) {
-            assert!(serde_json::from_slice::<serde::de::IgnoredAny>(data).is_ok(), "accepted non-JSON");
+            assert!(
+                serde_json::from_slice::<serde::de::IgnoredAny>(data).is_ok(),
+                "accepted non-JSON"
+            );
             // Non-finite values are written as Python's json writes them (NaN, Infinity),
             // which requests, being strict JSON, cannot carry: no round trip for those.
             let shown = format!("{t:?}");

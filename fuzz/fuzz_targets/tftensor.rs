@@ -8,7 +8,9 @@ use libfuzzer_sys::fuzz_target;
 use prost::Message;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(p) = TensorProto::decode(data) else { return };
+    let Ok(p) = TensorProto::decode(data) else {
+        return;
+    };
     let limits = Limits::default();
     if let Ok(t) = tftensor::to_tensor(p, &limits) {
         let again = tftensor::to_tensor(tftensor::from_tensor(&t), &limits).expect("round trip");

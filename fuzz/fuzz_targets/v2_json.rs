@@ -8,6 +8,9 @@ use libfuzzer_sys::fuzz_target;
 fuzz_target!(|data: &[u8]| {
     let ok = json::decode_request(Bytes::copy_from_slice(data), None, &Limits::default()).is_ok();
     if ok {
-        assert!(serde_json::from_slice::<serde::de::IgnoredAny>(data).is_ok(), "accepted non-JSON");
+        assert!(
+            serde_json::from_slice::<serde::de::IgnoredAny>(data).is_ok(),
+            "accepted non-JSON"
+        );
     }
 });
