@@ -3,11 +3,10 @@
 //! encodes and decodes back to itself.
 #![no_main]
 use inferwire_codec::arrays::json;
-use inferwire_codec::Limits;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let limits = Limits::default();
+    let limits = inferwire_fuzz::limits();
     if let json::Shape::Array(layout) = json::classify(data) {
         if let Ok(t) = json::decode(data, layout, &limits) {
             assert!(

@@ -1,11 +1,10 @@
 //! msgpack-numpy bodies: a tensor decoded encodes and decodes back to itself.
 #![no_main]
 use inferwire_codec::arrays::msgpack;
-use inferwire_codec::Limits;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let limits = Limits::default();
+    let limits = inferwire_fuzz::limits();
     if let Ok(t) = msgpack::decode(data, &limits) {
         let mut out = Vec::new();
         if msgpack::encode(&t, &mut out).is_ok() {

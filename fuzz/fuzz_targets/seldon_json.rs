@@ -4,11 +4,10 @@
 //! of strings it skips (unknown keys).
 #![no_main]
 use inferwire_codec::protocol::seldon::json;
-use inferwire_codec::Limits;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let limits = Limits::default();
+    let limits = inferwire_fuzz::limits();
     let general = json::decode_general(data, &limits);
     if general.is_ok() {
         assert!(

@@ -4,12 +4,11 @@
 use bytes::Bytes;
 use inferwire_codec::pb::seldon::protos::SeldonMessage;
 use inferwire_codec::protocol::seldon::proto;
-use inferwire_codec::Limits;
 use libfuzzer_sys::fuzz_target;
 use prost::Message;
 
 fuzz_target!(|data: &[u8]| {
-    let limits = Limits::default();
+    let limits = inferwire_fuzz::limits();
     if let Ok(ours) = proto::decode_message(Bytes::copy_from_slice(data), &limits) {
         let pb = SeldonMessage::decode(data).expect("a message prost cannot read was accepted");
         let reference = proto::from_pb(pb, &limits).expect("accepted a message prost refuses");

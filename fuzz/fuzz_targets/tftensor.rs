@@ -3,7 +3,6 @@
 #![no_main]
 use inferwire_codec::pb::tensorflow::TensorProto;
 use inferwire_codec::protocol::seldon::tftensor;
-use inferwire_codec::Limits;
 use libfuzzer_sys::fuzz_target;
 use prost::Message;
 
@@ -11,7 +10,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(p) = TensorProto::decode(data) else {
         return;
     };
-    let limits = Limits::default();
+    let limits = inferwire_fuzz::limits();
     if let Ok(t) = tftensor::to_tensor(p, &limits) {
         let again = tftensor::to_tensor(tftensor::from_tensor(&t), &limits).expect("round trip");
         assert_eq!(format!("{t:?}"), format!("{again:?}"));

@@ -3,7 +3,6 @@
 #![no_main]
 use bytes::Bytes;
 use inferwire_codec::protocol::v2::json;
-use inferwire_codec::Limits;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -12,5 +11,5 @@ fuzz_target!(|data: &[u8]| {
     }
     let header_len = usize::from(u16::from_le_bytes([data[0], data[1]]));
     let body = Bytes::copy_from_slice(&data[2..]);
-    let _ = json::decode_request(body, Some(header_len), &Limits::default());
+    let _ = json::decode_request(body, Some(header_len), &inferwire_fuzz::limits());
 });

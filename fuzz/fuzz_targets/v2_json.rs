@@ -2,11 +2,15 @@
 #![no_main]
 use bytes::Bytes;
 use inferwire_codec::protocol::v2::json;
-use inferwire_codec::Limits;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let ok = json::decode_request(Bytes::copy_from_slice(data), None, &Limits::default()).is_ok();
+    let ok = json::decode_request(
+        Bytes::copy_from_slice(data),
+        None,
+        &inferwire_fuzz::limits(),
+    )
+    .is_ok();
     if ok {
         assert!(
             serde_json::from_slice::<serde::de::IgnoredAny>(data).is_ok(),

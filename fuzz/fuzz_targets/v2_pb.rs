@@ -2,12 +2,11 @@
 #![no_main]
 use inferwire_codec::pb::inference::ModelInferRequest;
 use inferwire_codec::protocol::v2::proto;
-use inferwire_codec::Limits;
 use libfuzzer_sys::fuzz_target;
 use prost::Message;
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(req) = ModelInferRequest::decode(data) {
-        let _ = proto::from_pb(req, &Limits::default());
+        let _ = proto::from_pb(req, &inferwire_fuzz::limits());
     }
 });

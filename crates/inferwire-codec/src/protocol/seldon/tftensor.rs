@@ -73,12 +73,24 @@ fn from_content(dtype: DataType, content: &[u8], n: usize) -> Result<TensorData>
     })
 }
 
+/// The most elements a tensor given with fewer values may be filled to.
+pub const MAX_FILL: usize = 1 << 20;
+
 /// TensorFlow's rule for typed values: fewer values than elements repeat the last one
-/// (a single value fills the tensor); none at all means zeros.
+/// (a single value fills the tensor); none at all means zeros. A few bytes could so ask
+/// for a tensor as large as `--max-elements` (512 MB of int64 by default), which the
+/// body limit would never let through whole: filling stops at `MAX_FILL` elements.
 fn fill<T: Clone + Default>(mut v: Vec<T>, n: usize, field: &str) -> Result<Vec<T>> {
     if v.len() > n {
         return Err(CodecError::bad_request(format!(
             "{field}: {} values given for a shape of {n} elements",
+            v.len()
+        )));
+    }
+    if v.len() < n && n > MAX_FILL {
+        return Err(CodecError::bad_request(format!(
+            "{field}: {} values for a shape of {n} elements; a tensor is filled from fewer \
+             values only up to {MAX_FILL} elements (send them all, or as tensor_content)",
             v.len()
         )));
     }
@@ -254,6 +266,23 @@ mod tests {
 
     fn with_data_truncate(d: &mut TensorData, n: usize) {
         crate::with_data!(d, v => v.truncate(n));
+    }
+
+    #[test]
+    fn filling_is_bounded() {
+        // Found by the tftensor fuzz target: 130 bytes asking for 41 M int64 (328 MB).
+        let p = TensorProto {
+            dtype: DataType::DtInt64 as i32,
+            tensor_shape: shape(&[80, 80, 80, 80]),
+            int64_val: vec![80],
+            ..Default::default()
+        };
+        let e = to_tensor(p, &Limits::default()).unwrap_err();
+        assert!(
+            e.message.contains("filled from fewer values only up to"),
+            "{}",
+            e.message
+        );
     }
 
     #[test]
