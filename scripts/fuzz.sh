@@ -6,6 +6,8 @@
 #
 #     bash scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]     (default 20 s, every target)
 #
+# FUZZ_SEED fixes libFuzzer's random seed (the test run uses 1, so that it tries the same
+# inputs on every run and stays reproducible); unset, each run explores anew.
 # Needs the nightly toolchain (rustup's); installs cargo-fuzz (pinned) into .tools.
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "$ROOT"
@@ -38,6 +40,7 @@ for t in "${TARGETS[@]}"; do
     # New inputs go to the scratch folder; the committed corpus is only read.
     if cargo +nightly fuzz run -O "$t" "$WORK/$t" "corpus/$t" -- \
         -max_total_time="$SECONDS_PER_TARGET" -max_len=65536 -rss_limit_mb=2048 \
+        ${FUZZ_SEED:+-seed="$FUZZ_SEED"} \
         >"$WORK/$t.log" 2>&1; then
         result=ok
     else

@@ -21,7 +21,7 @@ cargo test --workspace --exclude inferwire-py --locked -q 2>&1 | grep -v '^$'
 
 if rustup run nightly rustc --version >/dev/null 2>&1; then
     log "fuzzing every decoder (${FUZZ_SECONDS:-10} s each; scripts/fuzz.sh)"
-    bash scripts/fuzz.sh "${FUZZ_SECONDS:-10}"
+    FUZZ_SEED="${FUZZ_SEED-1}" bash scripts/fuzz.sh "${FUZZ_SECONDS:-10}"
 else
     # cargo-fuzz needs nightly, which only rustup's own server has (unreachable here).
     log "SKIPPED fuzzing: no nightly toolchain (rustup toolchain install nightly)"
