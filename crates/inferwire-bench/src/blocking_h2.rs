@@ -253,14 +253,13 @@ impl Conn {
                         .get(5..)
                         .ok_or("HTTP/2 HEADERS shorter than its priority")?;
                 }
-                let end_stream = ours && flags & END_STREAM != 0;
-                s.block = Some((block.to_vec(), end_stream));
+                s.block = Some((block.to_vec(), ours, flags & END_STREAM != 0));
                 if flags & END_HEADERS != 0 {
                     self.headers_done(s)?;
                 }
             }
             CONTINUATION => {
-                let Some((block, _)) = s.block.as_mut() else {
+                let Some((block, ..)) = s.block.as_mut() else {
                     return Err("HTTP/2 CONTINUATION without HEADERS".into());
                 };
                 block.extend_from_slice(&payload);
@@ -328,10 +327,14 @@ impl Conn {
 
     /// A whole header block arrived: decode it (every block, to keep the table in step).
     fn headers_done(&mut self, s: &mut Stream) -> Result<(), String> {
-        let Some((block, end_stream)) = s.block.take() else {
+        let Some((block, ours, end_stream)) = s.block.take() else {
             return Ok(());
         };
+        // Another stream's block only keeps the decoder's table in step.
         self.decoder.decode(&block, |name, value| {
+            if !ours {
+                return;
+            }
             let text = || String::from_utf8_lossy(value).into_owned();
             match name {
                 b":status" => s.status = text().parse().ok(),
@@ -340,7 +343,7 @@ impl Conn {
                 _ => {}
             }
         })?;
-        s.ended |= end_stream;
+        s.ended |= ours && end_stream;
         Ok(())
     }
 }
@@ -355,9 +358,9 @@ struct Stream {
     bytes_in: u64,
     head_of_body: Vec<u8>,
     ended: bool,
-    /// A header block being collected (HEADERS then CONTINUATIONs), and whether it ends
-    /// the stream.
-    block: Option<(Vec<u8>, bool)>,
+    /// A header block being collected (HEADERS then CONTINUATIONs): the bytes, whether
+    /// it is this stream's, and whether it ends the stream.
+    block: Option<(Vec<u8>, bool, bool)>,
 }
 
 impl Stream {
