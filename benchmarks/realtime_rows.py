@@ -35,12 +35,11 @@ from pathlib import Path
 from typing import Any
 
 import joblib
-import numpy as np
-import pandas as pd
 from sklearn.tree import DecisionTreeClassifier
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
+from kyphosis import kyphosis  # noqa: E402
 from runtime import Proc, attack, fmt_us, inferwire, machine  # noqa: E402
 from servers import free_port  # noqa: E402
 
@@ -48,20 +47,6 @@ MLSERVER_PYTHON = ROOT / ".tools/peers/mlserver/bin/python"
 MLSERVER_SERVE = ROOT / "benchmarks/peers/mlserver/serve.py"
 COLUMNS = ["Age", "Number", "Start"]
 SEED_REQUESTS = 1505.0
-
-
-def kyphosis(n: int, seed: int) -> tuple[pd.DataFrame, np.ndarray]:
-    """Kyphosis-like rows: Age in months, Number of vertebrae, Start vertebra."""
-    rng = np.random.default_rng(seed)
-    df = pd.DataFrame(
-        {
-            "Age": rng.integers(1, 206, n),
-            "Number": rng.integers(2, 11, n),
-            "Start": rng.integers(1, 19, n),
-        }
-    ).astype(float)
-    present = ((df.Start < 9) & (df.Number > 4)) | (rng.random(n) < 0.1)
-    return df, np.where(present, "present", "absent")
 
 
 def train(work: Path) -> Path:

@@ -19,6 +19,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = ROOT / "tests"
+# The benchmarks' helpers (data sets, the notebook's payloads) are shared with the tests.
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 
 def free_port() -> int:

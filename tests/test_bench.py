@@ -10,13 +10,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import notebook_payloads
 import pytest
 from conftest import ROOT, Served, free_port
 from google.protobuf import json_format
 from PIL import Image
-
-sys.path.insert(0, str(ROOT / "benchmarks"))
-import notebook_payloads
 
 
 def bench(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:

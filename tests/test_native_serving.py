@@ -15,24 +15,11 @@ import numpy as np
 import pandas as pd
 import pytest
 from google.protobuf import json_format
+from kyphosis import kyphosis
 from sklearn.ensemble import AdaBoostClassifier, GradientBoostingRegressor
 from sklearn.tree import DecisionTreeClassifier
 
 COLUMNS = ["Age", "Number", "Start"]
-
-
-def kyphosis(n: int = 400, seed: int = 0) -> tuple[pd.DataFrame, np.ndarray]:
-    """A Kyphosis-like data set: Age, Number, Start; absent / present."""
-    rng = np.random.default_rng(seed)
-    df = pd.DataFrame(
-        {
-            "Age": rng.integers(1, 206, n),
-            "Number": rng.integers(2, 11, n),
-            "Start": rng.integers(1, 19, n),
-        }
-    ).astype(float)
-    present = ((df.Start < 9) & (df.Number > 4)) | (rng.random(n) < 0.1)
-    return df, np.where(present, "present", "absent")
 
 
 @pytest.fixture(scope="module")

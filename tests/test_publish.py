@@ -17,16 +17,9 @@ import joblib
 import numpy as np
 import pandas as pd
 import pytest
+from kyphosis import kyphosis
 from sklearn.ensemble import AdaBoostClassifier
 from sklearn.tree import DecisionTreeClassifier
-
-
-def kyphosis(n: int = 300, seed: int = 0) -> tuple[pd.DataFrame, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    df = pd.DataFrame({"Number": rng.integers(2, 11, n), "Start": rng.integers(1, 19, n)}).astype(
-        float
-    )
-    return df, np.where((df.Start < 9) & (df.Number > 4), "present", "absent")
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:

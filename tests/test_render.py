@@ -3,14 +3,11 @@ block by block; prose around them stays; a missing result keeps the old figures.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
-
-sys.path.insert(0, str(ROOT / "benchmarks"))
 import render
+from conftest import ROOT
 
 PAGE = """# Page
 
