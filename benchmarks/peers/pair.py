@@ -87,9 +87,11 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def rest_answers(url: str, probe: bytes) -> bool:
+def rest_answers(url: str, probe: bytes | None = None) -> bool:
+    """True when ``url`` answers 200: a POST of ``probe`` (JSON), or a GET without one."""
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    request = urllib.request.Request(url, data=probe, headers={"Content-Type": "application/json"})
+    headers = {"Content-Type": "application/json"} if probe is not None else {}
+    request = urllib.request.Request(url, data=probe, headers=headers)
     try:
         with opener.open(request, timeout=2) as reply:
             return bool(reply.status == 200)

@@ -26,69 +26,23 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
 MODEL = "noop"
+sys.path.insert(0, str(HERE.parent))
+import pair  # noqa: E402
 
 
 class Stop(Exception):
     """Raised in the main thread by the SIGTERM/SIGINT handler."""
-
-
-def _answers(url: str) -> bool:
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    try:
-        with opener.open(url, timeout=2) as reply:
-            return bool(reply.status == 200)
-    except (urllib.error.URLError, OSError):
-        return False
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def stop_group(proc: subprocess.Popen[bytes], grace_s: float) -> None:
-    """SIGTERM to MLServer, up to ``grace_s`` for it to stop, then SIGKILL to its group."""
-    pgid = proc.pid  # start_new_session: MLServer leads its own process group
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=grace_s)
-        except subprocess.TimeoutExpired:
-            print(f"MLServer still running after {grace_s:.0f} s: SIGKILL", file=sys.stderr)
-    # Workers and multiprocessing's resource tracker may outlive the server process.
-    deadline = time.monotonic() + 2.0
-    while _group_alive(pgid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    if _group_alive(pgid):
-        print("processes left in MLServer's group: SIGKILL", file=sys.stderr)
-        try:
-            os.killpg(pgid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    if proc.poll() is None:
-        proc.wait()
-    deadline = time.monotonic() + 5.0
-    while _group_alive(pgid) and time.monotonic() < deadline:
-        time.sleep(0.05)
 
 
 def write_folder(args: argparse.Namespace, tmp: Path) -> Path:
@@ -155,7 +109,7 @@ def main() -> int:
             start_new_session=True,  # its own process group, out of reach of a terminal's ^C
         )
         deadline = started + args.ready_timeout
-        while not _answers(f"{url}/v2/models/{args.model}/ready"):
+        while not pair.rest_answers(f"{url}/v2/models/{args.model}/ready"):
             if proc.poll() is not None:
                 print(f"mlserver exited with {proc.returncode} before ready", file=sys.stderr)
                 return 1
@@ -175,7 +129,9 @@ def main() -> int:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         try:
             if proc is not None:
-                stop_group(proc, args.stop_grace)
+                # MLServer leads its own process group: its workers and
+                # multiprocessing's resource tracker go with it.
+                pair.stop_all([proc], args.stop_grace)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     return code
