@@ -5,6 +5,7 @@ both ports."""
 
 from __future__ import annotations
 
+import signal
 import socket
 import time
 from typing import Any
@@ -171,6 +172,9 @@ def test_an_open_grpc_stream_does_not_hold_shutdown_past_the_grace_period() -> N
     watch = HealthStub(ch).Watch(HealthCheckRequest())
     assert next(watch).status == 1  # SERVING, and the stream stays open
     started = time.monotonic()
+    s.proc.send_signal(signal.SIGTERM)
+    # The whole server (the empty service name) turns NOT_SERVING as the drain starts.
+    assert next(watch).status == 2
     assert s.stop(timeout=15) == 0
     assert time.monotonic() - started < 5
     ch.close()

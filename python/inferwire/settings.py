@@ -133,6 +133,11 @@ class Settings:
     )
     io_threads: int = _opt(2, "threads doing networking, parsing and encoding, per worker")
     grace_period: float = _opt(30.0, "seconds open requests may take to finish after SIGTERM")
+    stuck_after: float = _opt(
+        300.0,
+        "seconds after which a model call that has not returned counts as stuck: /live "
+        "answers 503, and a worker (--workers above 1) drains and is replaced (0: never)",
+    )
     access_log: str = _opt("off", "one line per request on stderr: off, text or json")
     log_level: str = _opt("info", "debug, info, warning or error")
 
@@ -164,7 +169,13 @@ class Settings:
             raise SettingsError(f"workers: at most {MAX_WORKERS}, got {self.workers}")
         if self.header_timeout <= 0:
             raise SettingsError(f"header_timeout: must be above 0, got {self.header_timeout}")
-        for name in ("grace_period", "max_batch_delay", "timeout", "max_concurrency"):
+        for name in (
+            "grace_period",
+            "max_batch_delay",
+            "timeout",
+            "max_concurrency",
+            "stuck_after",
+        ):
             if getattr(self, name) < 0:
                 raise SettingsError(f"{name}: must not be negative, got {getattr(self, name)}")
         if 0 < self.max_concurrency < self.max_batch_size:

@@ -65,6 +65,12 @@ pub fn from_dict(d: &Bound<'_, PyDict>) -> PyResult<ServerConfig> {
         max_batch_delay: seconds("max_batch_delay")?.unwrap_or(Duration::ZERO),
         timeout: seconds("timeout")?,
         reuse_port: get_usize(d, "workers", 1)? > 1,
+        supervised: get_usize(d, "workers", 1)? > 1,
+        stuck_after: match seconds("stuck_after")? {
+            Some(d) => Some(d),
+            None if d.contains("stuck_after")? => None,
+            None => base.stuck_after,
+        },
         max_connections: get_usize(d, "max_connections", base.max_connections)?,
         header_timeout: seconds("header_timeout")?.unwrap_or(base.header_timeout),
         max_streams: u32::try_from(get_usize(d, "max_streams", base.max_streams as usize)?)

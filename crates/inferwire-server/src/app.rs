@@ -21,6 +21,8 @@ pub struct App {
     /// One per open connection, REST and gRPC (`max_connections`).
     pub connections: std::sync::Arc<tokio::sync::Semaphore>,
     ready: AtomicBool,
+    /// Why the server is no longer live (a stuck model call); `None`: live.
+    stuck: std::sync::Mutex<Option<String>>,
 }
 
 impl App {
@@ -35,6 +37,7 @@ impl App {
             models,
             metrics,
             ready: AtomicBool::new(true),
+            stuck: std::sync::Mutex::new(None),
         }
     }
 
@@ -69,6 +72,28 @@ impl App {
 
     pub fn set_not_ready(&self) {
         self.ready.store(false, Ordering::Relaxed);
+    }
+
+    /// `None` while live; otherwise why not (liveness probes get 503 with it).
+    pub fn not_live_because(&self) -> Option<String> {
+        self.stuck.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// A model call never returned: neither live nor ready from now on.
+    pub fn set_stuck(&self, why: String) {
+        self.set_not_ready();
+        *self.stuck.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
+    }
+
+    /// The oldest running model call over every model, if it has run longer than
+    /// `limit`: the model's name and how long.
+    pub fn stuck_call(&self, limit: Duration) -> Option<(String, Duration)> {
+        self.models
+            .all()
+            .iter()
+            .filter_map(|m| Some((m.name.clone(), m.runner.longest_call()?)))
+            .filter(|(_, took)| *took > limit)
+            .max_by_key(|(_, took)| *took)
     }
 
     /// Runs `predict` (or `predict_raw`) and completes the reply's `meta`.

@@ -54,6 +54,11 @@ pub struct ServerConfig {
     pub max_streams: u32,
     /// With several workers and a repository: where they share repository API changes.
     pub repository_sync: Option<crate::repository_sync::SyncConfig>,
+    /// A model call running longer than this is stuck: the server stops reporting live
+    /// (and, as a supervised worker, drains and exits to be replaced). `None`: never.
+    pub stuck_after: Option<Duration>,
+    /// This process is one of several workers that a supervisor restarts when they exit.
+    pub supervised: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,6 +107,8 @@ impl Default for ServerConfig {
             header_timeout: Duration::from_secs(30),
             max_streams: 200,
             repository_sync: None,
+            stuck_after: Some(Duration::from_secs(300)),
+            supervised: false,
         }
     }
 }

@@ -187,6 +187,13 @@ pub fn serve(
             })
             .map_err(internal)?;
     }
+    if let Some(limit) = app.config.stuck_after {
+        let (weak, stop) = (Arc::downgrade(&app), stop.clone());
+        std::thread::Builder::new()
+            .name("inferwire-watchdog".into())
+            .spawn(move || watch_for_stuck(&weak, limit, &stop))
+            .map_err(internal)?;
+    }
     let (stop_tx, stop_rx) = watch::channel(false);
 
     let mut handles = Vec::with_capacity(threads);
@@ -220,17 +227,68 @@ pub fn serve(
     app.set_not_ready();
     let _ = stop_tx.send(true);
     let mut result = Ok(());
+    // An I/O thread running a call inline that never returns cannot end its own grace
+    // period: past it (and a margin), such a thread is left behind.
+    let until = std::time::Instant::now() + grace + JOIN_MARGIN;
     for handle in handles {
+        while !handle.is_finished() && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        if !handle.is_finished() {
+            tracing::warn!("an I/O thread is still in a model call; not waiting for it");
+            continue;
+        }
         match handle.join() {
             Ok(Ok(())) => {}
             Ok(Err(e)) => result = Err(e),
             Err(_) => result = Err(ServeError::new(Kind::Internal, "an I/O thread panicked")),
         }
     }
+    if let Some(why) = app.not_live_because() {
+        if app.config.supervised && result.is_ok() {
+            // The supervisor starts a new worker in this one's place.
+            result = Err(ServeError::new(Kind::Internal, why));
+        }
+    }
     // The last reference: stops the model threads after their queue.
     drop(app);
     metrics.worker_stopped();
     result
+}
+
+/// How long after the grace period a draining server still waits for its I/O threads.
+const JOIN_MARGIN: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Checks every model's oldest running call; once one has run past `limit`, the server
+/// stops reporting live and, as a supervised worker, drains and exits so that the
+/// supervisor starts a fresh one (a Python call cannot be interrupted from outside).
+fn watch_for_stuck(app: &std::sync::Weak<App>, limit: std::time::Duration, stop: &StopHandle) {
+    let every = (limit / 4).clamp(
+        std::time::Duration::from_millis(100),
+        std::time::Duration::from_secs(1),
+    );
+    loop {
+        std::thread::sleep(every);
+        let Some(app) = app.upgrade() else { return };
+        let Some((model, took)) = app.stuck_call(limit) else {
+            continue;
+        };
+        let why = format!(
+            "model {model:?}: a call has been running for {:.1} s, longer than stuck_after \
+             ({:.1} s)",
+            took.as_secs_f64(),
+            limit.as_secs_f64()
+        );
+        if app.config.supervised {
+            tracing::error!("{why}: this worker drains and exits; the supervisor replaces it");
+            app.set_stuck(why);
+            stop.stop();
+        } else {
+            tracing::error!("{why}: no longer live (/live answers 503)");
+            app.set_stuck(why);
+        }
+        return;
+    }
 }
 
 async fn wait_for_stop(stop: StopHandle) {

@@ -173,6 +173,11 @@ impl Runner {
         result
     }
 
+    /// How long the oldest running call of this model has been running.
+    pub fn longest_call(&self) -> Option<Duration> {
+        self.slots.longest()
+    }
+
     fn observe<T, E>(&self, took: Duration, result: &Result<T, E>) {
         self.metrics.model_call(1, took);
         if result.is_ok() {

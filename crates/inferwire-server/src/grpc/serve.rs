@@ -60,6 +60,10 @@ pub async fn serve(app: Arc<App>, listener: TcpListener, mut stop: watch::Receiv
         health
             .set_not_serving::<GrpcInferenceServiceServer<V2Service>>()
             .await;
+        // The empty name stands for the whole server (grpc.health.v1).
+        health
+            .set_service_status("", tonic_health::ServingStatus::NotServing)
+            .await;
     };
     let router = tonic::transport::Server::builder()
         // HTTP/2's default 64 KiB windows make a client wait for WINDOW_UPDATEs a dozen

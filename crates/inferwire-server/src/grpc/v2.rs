@@ -26,7 +26,9 @@ impl GrpcInferenceService for V2Service {
         &self,
         _: Request<pb::ServerLiveRequest>,
     ) -> Result<pb::ServerLiveResponse> {
-        Ok(Response::new(pb::ServerLiveResponse { live: true }))
+        Ok(Response::new(pb::ServerLiveResponse {
+            live: self.0.not_live_because().is_none(),
+        }))
     }
 
     async fn server_ready(

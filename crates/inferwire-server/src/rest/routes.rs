@@ -141,10 +141,14 @@ async fn dispatch(
         (Some(Route::Feedback), &Method::POST) => seldon::feedback(app, req).await,
         (Some(Route::Ping), &Method::GET) => Ok(body::text(StatusCode::OK, "pong")),
         (Some(Route::Status), &Method::GET) => seldon::health_status(app).await,
-        (Some(Route::Live), &Method::GET) => Ok(body::json(
-            StatusCode::OK,
-            b"{\"status\":\"alive\"}".to_vec(),
-        )),
+        (Some(Route::Live), &Method::GET) => Ok(match app.not_live_because() {
+            None => body::json(StatusCode::OK, b"{\"status\":\"alive\"}".to_vec()),
+            Some(why) => body::json(
+                StatusCode::SERVICE_UNAVAILABLE,
+                serde_json::to_vec(&serde_json::json!({"status": "not live", "error": why}))
+                    .unwrap_or_default(),
+            ),
+        }),
         (Some(Route::Ready), &Method::GET) => Ok(if app.is_ready() {
             body::json(StatusCode::OK, b"{\"status\":\"ready\"}".to_vec())
         } else {

@@ -98,7 +98,10 @@ pub async fn handle(app: &App, req: Request<Incoming>, path: &str, obs: &mut Obs
             "version": env!("CARGO_PKG_VERSION"),
             "extensions": ["binary_tensor_data"],
         }))),
-        (Some(Target::Live), _) => Ok(ok(json!({"live": true}))),
+        (Some(Target::Live), _) => Ok(match app.not_live_because() {
+            None => ok(json!({"live": true})),
+            Some(why) => readiness(false, json!({"live": false, "error": why})),
+        }),
         (Some(Target::Ready), _) => Ok(readiness(app.is_ready(), json!({"ready": app.is_ready()}))),
         (Some(Target::ModelReady(name, version)), _) => app.models.get(name, version).map(|_| {
             readiness(

@@ -106,12 +106,28 @@ impl Pool {
     }
 }
 
+/// How long dropping a pool waits for a call still running. Nobody waits for its reply
+/// any more (the pool goes when its last request has): a call that never returns must
+/// not keep a draining server from exiting.
+const JOIN_WAIT: Duration = Duration::from_secs(5);
+
 impl Drop for Pool {
-    /// Lets the threads finish what is queued, then stop.
+    /// Lets the threads finish what is queued (work nobody waits for is skipped), then
+    /// stop; a thread still in a call after `JOIN_WAIT` is left to finish on its own.
     fn drop(&mut self) {
         drop(self.tx.take());
+        let until = Instant::now() + JOIN_WAIT;
         for t in self.threads.drain(..) {
-            let _ = t.join();
+            while !t.is_finished() && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            if t.is_finished() {
+                let _ = t.join();
+            } else {
+                tracing::warn!(
+                    "a model call is still running after {JOIN_WAIT:?}; not waiting for it"
+                );
+            }
         }
     }
 }

@@ -1,45 +1,100 @@
 //! How many model calls may run at once (`model_threads`), shared by I/O threads (which
-//! only ever try, never wait) and model threads (which wait).
+//! only ever try, never wait) and model threads (which wait). Each running call's start
+//! is kept, so that a watchdog can tell a call that never returns (`--stuck-after`).
 use std::sync::{Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 pub struct Slots {
-    free: Mutex<usize>,
+    state: Mutex<State>,
     freed: Condvar,
 }
 
+struct State {
+    free: usize,
+    /// The start of each running call, by the id its `Slot` holds.
+    running: Vec<(u64, Instant)>,
+    next_id: u64,
+}
+
 /// A running call; gives its slot back when dropped.
-pub struct Slot<'a>(&'a Slots);
+pub struct Slot<'a> {
+    slots: &'a Slots,
+    id: u64,
+}
 
 impl Drop for Slot<'_> {
     fn drop(&mut self) {
-        *self.0.free.lock().unwrap_or_else(|e| e.into_inner()) += 1;
-        self.0.freed.notify_one();
+        let mut state = self.slots.lock();
+        state.free += 1;
+        state.running.retain(|(id, _)| *id != self.id);
+        drop(state);
+        self.slots.freed.notify_one();
     }
 }
 
 impl Slots {
     pub fn new(n: usize) -> Self {
         Self {
-            free: Mutex::new(n),
+            state: Mutex::new(State {
+                free: n,
+                running: Vec::with_capacity(n),
+                next_id: 0,
+            }),
             freed: Condvar::new(),
         }
     }
 
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     pub fn try_take(&self) -> Option<Slot<'_>> {
-        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
-        if *free == 0 {
+        let mut state = self.lock();
+        if state.free == 0 {
             return None;
         }
-        *free -= 1;
-        Some(Slot(self))
+        Some(self.occupy(&mut state))
     }
 
     pub fn take(&self) -> Slot<'_> {
-        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
-        while *free == 0 {
-            free = self.freed.wait(free).unwrap_or_else(|e| e.into_inner());
+        let mut state = self.lock();
+        while state.free == 0 {
+            state = self.freed.wait(state).unwrap_or_else(|e| e.into_inner());
         }
-        *free -= 1;
-        Slot(self)
+        self.occupy(&mut state)
+    }
+
+    fn occupy(&self, state: &mut State) -> Slot<'_> {
+        state.free -= 1;
+        let id = state.next_id;
+        state.next_id += 1;
+        state.running.push((id, Instant::now()));
+        Slot { slots: self, id }
+    }
+
+    /// How long the oldest running call has been running (`None`: none runs).
+    pub fn longest(&self) -> Option<Duration> {
+        self.lock().running.iter().map(|(_, t)| t.elapsed()).max()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_oldest_running_call_is_tracked() {
+        let slots = Slots::new(2);
+        assert!(slots.longest().is_none());
+        let first = slots.take();
+        std::thread::sleep(Duration::from_millis(20));
+        let second = slots.try_take().expect("a second slot");
+        assert!(slots.try_take().is_none());
+        assert!(slots.longest().unwrap() >= Duration::from_millis(20));
+        drop(first);
+        assert!(slots.longest().unwrap() < Duration::from_millis(20));
+        drop(second);
+        assert!(slots.longest().is_none());
+        assert!(slots.try_take().is_some());
     }
 }
