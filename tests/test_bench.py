@@ -86,6 +86,21 @@ def test_attack_reports_server_errors_by_kind(noop: Served, pb: Any, tmp_path: P
     assert "shape" in rep["errors"][0]
 
 
+def test_attack_reports_latency_by_status_code(serve: Any) -> None:
+    """Under overload, refusals and answers are timed apart: a model that takes 20 ms
+    with one request queued at most turns most of 8 clients' requests away at once."""
+    slow = serve("models:Slow", "--max-queue", "1")
+    body = '{"strData":"0.02"}'
+    rep = attack_json(f"{slow.url}/api/v1.0/predictions", "-d", body, "-c", "8", "-n", "200")
+    assert set(rep["status_codes"]) == {"200", "503"}, rep["status_codes"]
+    by_code = rep["latency_by_code"]
+    assert set(by_code) == {"200", "503"}
+    assert by_code["200"]["p50_ns"] >= 20_000_000  # the model's own 20 ms
+    assert by_code["503"]["p50_ns"] < by_code["200"]["p50_ns"] / 4
+    r = bench("attack", f"{slow.url}/api/v1.0/predictions", "-d", body, "-c", "8", "-n", "50")
+    assert "  503         [mean, 50, 99, max]" in r.stdout, r.stdout
+
+
 def test_attack_text_report_has_the_vegeta_fields(noop: Served) -> None:
     r = bench("attack", f"{noop.url}/health/ping", "-n", "20")
     assert r.returncode == 0, r.stderr

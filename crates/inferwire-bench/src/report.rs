@@ -62,6 +62,8 @@ pub struct Report {
     pub bytes_in: u64,
     pub bytes_out: u64,
     pub status_codes: BTreeMap<String, u64>,
+    /// The latencies of each status code's requests.
+    pub latency_by_code: BTreeMap<String, Latencies>,
     pub errors: Vec<String>,
     pub histogram: Vec<Bucket>,
     /// This generator's CPU time per request.
@@ -81,15 +83,7 @@ pub struct RunInfo {
 
 impl Report {
     pub fn new(r: &Recorder, info: RunInfo) -> Self {
-        let h = &r.hist;
         let n = r.requests.max(1) as f64;
-        let q = |p: f64| {
-            if r.requests == 0 {
-                0
-            } else {
-                h.value_at_quantile(p)
-            }
-        };
         let total = info.attack + info.wait;
         Self {
             setup: info.setup,
@@ -105,19 +99,15 @@ impl Report {
             duration_ns: total.as_nanos() as u64,
             attack_ns: info.attack.as_nanos() as u64,
             wait_ns: info.wait.as_nanos() as u64,
-            latency: Latencies {
-                min_ns: if r.requests == 0 { 0 } else { h.min() },
-                mean_ns: h.mean() as u64,
-                p50_ns: q(0.5),
-                p90_ns: q(0.9),
-                p95_ns: q(0.95),
-                p99_ns: q(0.99),
-                p999_ns: q(0.999),
-                max_ns: if r.requests == 0 { 0 } else { h.max() },
-            },
+            latency: latencies(&r.hist),
             bytes_in: r.bytes_in,
             bytes_out: r.bytes_out,
             status_codes: r.codes.clone(),
+            latency_by_code: r
+                .by_code
+                .iter()
+                .map(|(k, h)| (k.clone(), latencies(h)))
+                .collect(),
             errors: r.errors.iter().cloned().collect(),
             histogram: buckets(r, 10),
             client_cpu_ns_per_request: info.client_cpu.as_nanos() as f64 / n,
@@ -199,6 +189,18 @@ impl Report {
             "Status Codes  [code:count]               {}",
             codes.join("  ")
         );
+        if self.latency_by_code.len() > 1 {
+            for (code, l) in &self.latency_by_code {
+                let _ = writeln!(
+                    s,
+                    "  {code:<11} [mean, 50, 99, max]       {}, {}, {}, {}",
+                    d(l.mean_ns),
+                    d(l.p50_ns),
+                    d(l.p99_ns),
+                    d(l.max_ns)
+                );
+            }
+        }
         let cpu = |ns: f64| human(Duration::from_nanos(ns as u64));
         let _ = writeln!(
             s,
@@ -230,6 +232,22 @@ impl Report {
 
     pub fn json(&self) -> String {
         serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+}
+
+/// A histogram's summary (all zeros when it is empty).
+fn latencies(h: &hdrhistogram::Histogram<u64>) -> Latencies {
+    let empty = h.is_empty();
+    let q = |p: f64| if empty { 0 } else { h.value_at_quantile(p) };
+    Latencies {
+        min_ns: if empty { 0 } else { h.min() },
+        mean_ns: h.mean() as u64,
+        p50_ns: q(0.5),
+        p90_ns: q(0.9),
+        p95_ns: q(0.95),
+        p99_ns: q(0.99),
+        p999_ns: q(0.999),
+        max_ns: if empty { 0 } else { h.max() },
     }
 }
 

@@ -17,6 +17,9 @@ pub struct Recorder {
     pub bytes_in: u64,
     pub bytes_out: u64,
     pub codes: BTreeMap<String, u64>,
+    /// Latencies again, by status code: under overload, how fast refusals come back
+    /// and how the accepted requests fare are separate questions.
+    pub by_code: BTreeMap<String, Histogram<u64>>,
     pub errors: BTreeSet<String>,
     /// When the last request finished.
     pub last_done: Option<Instant>,
@@ -25,24 +28,29 @@ pub struct Recorder {
 impl Default for Recorder {
     fn default() -> Self {
         Self {
-            hist: Histogram::new_with_bounds(1, 3_600_000_000_000, 3)
-                .expect("valid histogram bounds"),
+            hist: new_histogram(),
             requests: 0,
             ok: 0,
             bytes_in: 0,
             bytes_out: 0,
             codes: BTreeMap::new(),
+            by_code: BTreeMap::new(),
             errors: BTreeSet::new(),
             last_done: None,
         }
     }
 }
 
+/// Latencies in nanoseconds, 3 significant digits, up to an hour.
+fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid histogram bounds")
+}
+
 impl Recorder {
     pub fn record(&mut self, latency: Duration, done: Instant, out: &Outcome, bytes_out: u64) {
         self.requests += 1;
-        self.hist
-            .saturating_record((latency.as_nanos() as u64).max(1));
+        let ns = (latency.as_nanos() as u64).max(1);
+        self.hist.saturating_record(ns);
         self.bytes_in += out.bytes_in;
         self.bytes_out += bytes_out;
         if out.code.ok() {
@@ -57,7 +65,16 @@ impl Recorder {
                 self.errors.insert(m);
             }
         }
-        *self.codes.entry(out.code.label()).or_default() += 1;
+        let label = out.code.label();
+        match self.by_code.get_mut(&label) {
+            Some(h) => h.saturating_record(ns),
+            None => {
+                let mut h = new_histogram();
+                h.saturating_record(ns);
+                self.by_code.insert(label.clone(), h);
+            }
+        }
+        *self.codes.entry(label).or_default() += 1;
         self.last_done = Some(self.last_done.map_or(done, |d| d.max(done)));
     }
 
@@ -71,6 +88,16 @@ impl Recorder {
         self.bytes_out += o.bytes_out;
         for (k, v) in o.codes {
             *self.codes.entry(k).or_default() += v;
+        }
+        for (k, h) in o.by_code {
+            match self.by_code.get_mut(&k) {
+                Some(mine) => {
+                    let _ = mine.add(&h);
+                }
+                None => {
+                    self.by_code.insert(k, h);
+                }
+            }
         }
         for e in o.errors {
             if self.errors.len() >= MAX_ERRORS {
