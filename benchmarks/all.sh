@@ -2,8 +2,8 @@
 # Every benchmark in docs/benchmarks.md in one command: builds inferwire (release) and the
 # load tools, installs each peer server in its own virtualenv (.venv-seldon, .tools/peers),
 # runs each benchmark against inferwire and its peers side by side, each in one run, and
-# renders docs/benchmarks.md from the results (benchmarks/render.py: tables, plots,
-# commands, versions, machine). About 45 minutes on a 2-core machine.
+# renders docs/benchmarks.md and docs/reliability.md from the results (benchmarks/render.py:
+# tables, plots, commands, versions, machine). About 50 minutes on a 2-core machine.
 #
 #     bash benchmarks/all.sh            # the full run; rewrites docs/benchmarks.md
 #     bash benchmarks/all.sh --quick    # every benchmark briefly (about 10 minutes),
@@ -26,7 +26,7 @@ while [ $# -gt 0 ]; do
     shift
 done
 
-ALL="seldon_matrix peers_seldon_matrix runtime v2_mlserver images_numpy realtime_rows generator_overhead"
+ALL="seldon_matrix peers_seldon_matrix runtime v2_mlserver images_numpy realtime_rows generator_overhead overload"
 CHOSEN="${ONLY//,/ }"
 CHOSEN="${CHOSEN:-$ALL}"
 for name in $CHOSEN; do
@@ -63,6 +63,8 @@ for name in $CHOSEN; do
         peers_seldon_matrix) cmd=("$PY" benchmarks/peers/peers.py --duration "$DUR" --out "$OUT") ;;
         generator_overhead) cmd=("$PY" benchmarks/generator_overhead.py --duration "$DUR"
             --markdown "$OUT/generator_overhead.md") ;;
+        overload) cmd=("$PY" benchmarks/overload.py --out "$OUT")
+            if [ "$QUICK" = 1 ]; then cmd+=(--seconds 3 --minutes 0.5); fi ;;
         *) cmd=("$PY" "benchmarks/$name.py" --out "$OUT" $(seconds)) ;;
     esac
     echo "+ ${cmd[*]}" >&2
@@ -71,12 +73,14 @@ for name in $CHOSEN; do
     fi
 done
 
-if [ "$QUICK" = 1 ]; then
-    cp docs/benchmarks.md "$OUT/benchmarks.md"
-    "$PY" benchmarks/render.py --results "$OUT" --page "$OUT/benchmarks.md"
-else
-    "$PY" benchmarks/render.py --results "$OUT"
-fi
+for page in benchmarks reliability; do
+    if [ "$QUICK" = 1 ]; then
+        cp "docs/$page.md" "$OUT/$page.md"
+        "$PY" benchmarks/render.py --results "$OUT" --page "$OUT/$page.md"
+    else
+        "$PY" benchmarks/render.py --results "$OUT" --page "docs/$page.md"
+    fi
+done
 if [ -n "$failed" ]; then
     echo "failed:$failed (their figures in the page are the previous run's)" >&2
     exit 1

@@ -119,9 +119,13 @@ def draw_all(page: Path) -> list[Path]:
     text = page.read_text()
     written = []
     for name, draw in PLOTS.items():
+        try:
+            svg = draw(text)
+        except ValueError:
+            continue  # the page has no such table (docs/reliability.md, say)
         out = page.parent / "img" / name
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(draw(text))
+        out.write_text(svg)
         written.append(out)
     return written
 

@@ -46,6 +46,8 @@ impl Default for StopHandle {
     }
 }
 
+const LISTEN_BACKLOG: i32 = 4096;
+
 fn bind(
     host: &str,
     port: u16,
@@ -70,7 +72,9 @@ fn bind(
         socket.set_reuse_port(true).map_err(cannot)?;
     }
     socket.bind(&addr.into()).map_err(cannot)?;
-    socket.listen(1024).map_err(cannot)?;
+    // The kernel caps the backlog at net.core.somaxconn (4096 on current kernels): a
+    // burst of new connections past a short backlog waits for SYN retransmits (1 s).
+    socket.listen(LISTEN_BACKLOG).map_err(cannot)?;
     socket.set_nonblocking(true).map_err(cannot)?;
     Ok(socket.into())
 }
