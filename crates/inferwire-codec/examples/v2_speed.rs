@@ -37,7 +37,10 @@ fn median(runs: usize, mut f: impl FnMut()) -> Duration {
 }
 
 fn rate(bytes: usize, d: Duration) -> String {
-    format!("{d:>10.2?}  {:.2} GB/s", bytes as f64 / d.as_secs_f64() / 1e9)
+    format!(
+        "{d:>10.2?}  {:.2} GB/s",
+        bytes as f64 / d.as_secs_f64() / 1e9
+    )
 }
 
 fn main() {
@@ -82,9 +85,18 @@ fn main() {
         assert_eq!(copied.len(), body.len());
     });
     println!("request body: {} bytes; response: {size} bytes", body.len());
-    println!("decode, inferwire:             {}", rate(body.len(), decode));
-    println!("decode, serde_json (typed):    {}", rate(body.len(), serde_decode));
+    println!(
+        "decode, inferwire:             {}",
+        rate(body.len(), decode)
+    );
+    println!(
+        "decode, serde_json (typed):    {}",
+        rate(body.len(), serde_decode)
+    );
     println!("encode, inferwire:             {}", rate(size, encode));
-    println!("encode, serde_json (the data): {}", rate(size, serde_encode));
+    println!(
+        "encode, serde_json (the data): {}",
+        rate(size, serde_encode)
+    );
     println!("copy of the request body:      {}", rate(body.len(), copy));
 }

@@ -33,6 +33,37 @@ pub fn to_bytes(data: &TensorData) -> Vec<u8> {
     }
 }
 
+/// The raw form of `data`, taking it: fixed-size elements become `Bytes` over the
+/// tensor's own buffer, not a copy (an 800 KB output is one copy fewer on its way out).
+pub fn into_bytes(data: TensorData) -> Bytes {
+    // Every supported target is little-endian, so the buffer is already the wire form.
+    const _: () = assert!(cfg!(target_endian = "little"));
+    struct Le<T>(Vec<T>);
+    impl<T: bytemuck::Pod> AsRef<[u8]> for Le<T> {
+        fn as_ref(&self) -> &[u8] {
+            bytemuck::cast_slice(&self.0)
+        }
+    }
+    fn owned<T: bytemuck::Pod + Send>(v: Vec<T>) -> Bytes {
+        Bytes::from_owner(Le(v))
+    }
+    match data {
+        TensorData::U8(v) => Bytes::from(v),
+        TensorData::U16(v) => owned(v),
+        TensorData::U32(v) => owned(v),
+        TensorData::U64(v) => owned(v),
+        TensorData::I8(v) => owned(v),
+        TensorData::I16(v) => owned(v),
+        TensorData::I32(v) => owned(v),
+        TensorData::I64(v) => owned(v),
+        TensorData::F16(v) => owned(v),
+        TensorData::BF16(v) => owned(v),
+        TensorData::F32(v) => owned(v),
+        TensorData::F64(v) => owned(v),
+        other @ (TensorData::Bool(_) | TensorData::Bytes(_)) => Bytes::from(to_bytes(&other)),
+    }
+}
+
 /// A tensor of `dtype` and `shape` (its element count already checked against the
 /// limits) from `raw`. `field` names the input in errors.
 pub fn from_bytes(raw: Bytes, dtype: DType, shape: Vec<usize>, field: &str) -> Result<Tensor> {
@@ -107,6 +138,7 @@ mod tests {
         ];
         for data in cases {
             let raw = Bytes::from(to_bytes(&data));
+            assert_eq!(into_bytes(data.clone()), raw);
             let t = from_bytes(raw, data.dtype(), vec![2], "inputs[0]").unwrap();
             assert_eq!(t.data, data);
         }

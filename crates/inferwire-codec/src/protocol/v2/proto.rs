@@ -2,7 +2,6 @@
 //! `raw_input_contents`) and `InferResponse` → `ModelInferResponse`.
 use std::collections::HashMap;
 
-use bytes::Bytes;
 use half::{bf16, f16};
 use serde_json::Value;
 
@@ -179,7 +178,7 @@ pub fn to_pb_request(req: InferRequest, model_name: &str, raw: bool) -> pb::Mode
         let datatype = datatype_name(i.tensor.dtype()).to_string();
         let contents = if raw {
             out.raw_input_contents
-                .push(Bytes::from(binary::to_bytes(&i.tensor.data)));
+                .push(binary::into_bytes(i.tensor.data));
             None
         } else {
             Some(contents(i.tensor.data))
@@ -260,7 +259,7 @@ pub fn to_pb(r: InferResponse, raw: bool) -> pb::ModelInferResponse {
         let datatype = datatype_name(o.tensor.dtype()).to_string();
         let contents = if raw {
             out.raw_output_contents
-                .push(Bytes::from(binary::to_bytes(&o.tensor.data)));
+                .push(binary::into_bytes(o.tensor.data));
             None
         } else {
             Some(contents(o.tensor.data))
@@ -302,6 +301,7 @@ fn contents(data: TensorData) -> pb::InferTensorContents {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bytes::Bytes;
 
     fn input(datatype: &str, shape: Vec<i64>, c: pb::InferTensorContents) -> pb::ModelInferRequest {
         pb::ModelInferRequest {
