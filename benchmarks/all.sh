@@ -26,7 +26,7 @@ while [ $# -gt 0 ]; do
     shift
 done
 
-ALL="seldon_matrix peers_seldon_matrix runtime v2_mlserver images_numpy realtime_rows generator_overhead overload"
+ALL="seldon_matrix peers_seldon_matrix runtime v2_mlserver images_numpy realtime_rows generator_overhead reliability"
 CHOSEN="${ONLY//,/ }"
 CHOSEN="${CHOSEN:-$ALL}"
 for name in $CHOSEN; do
@@ -63,7 +63,7 @@ for name in $CHOSEN; do
         peers_seldon_matrix) cmd=("$PY" benchmarks/peers/peers.py --duration "$DUR" --out "$OUT") ;;
         generator_overhead) cmd=("$PY" benchmarks/generator_overhead.py --duration "$DUR"
             --markdown "$OUT/generator_overhead.md") ;;
-        overload) cmd=("$PY" benchmarks/overload.py --out "$OUT")
+        reliability) cmd=("$PY" benchmarks/reliability.py --out "$OUT")
             if [ "$QUICK" = 1 ]; then cmd+=(--seconds 3 --minutes 0.5); fi ;;
         *) cmd=("$PY" "benchmarks/$name.py" --out "$OUT" $(seconds)) ;;
     esac

@@ -44,3 +44,12 @@ class Echo:
 
     def predict(self, X: Any, features_names: Any = None) -> Any:
         return X
+
+
+class SleepFor:
+    """Sleeps as many seconds as ``strData`` says, then answers them back: a model that
+    hangs on demand, for the fault runs in ``benchmarks/reliability.py``."""
+
+    def predict(self, X: Any, features_names: Any = None, **kwargs: Any) -> Any:
+        time.sleep(float(X))
+        return X

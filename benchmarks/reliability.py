@@ -1,5 +1,5 @@
-"""Overload and soak (docs/reliability.md, "Overload" and "Soak"), with the server's
-memory sampled from /proc throughout:
+"""Overload, soak and faults under load (docs/reliability.md, "Overload", "Soak" and
+"Faults under load"), with the server's memory sampled from /proc:
 
 1. overload: a model that takes 5 ms (benchmarks/models/noop.py:Sleep5ms, one model
    thread: about 190 requests/s) is offered ten times what it can serve, open loop, for
@@ -12,21 +12,29 @@ memory sampled from /proc throughout:
    every 2 s. Reported: requests and errors (goal
    0), RSS once warm, at the end and at its highest, and the trend (least squares, KiB
    per minute) after the first 30 s.
+3. faults: 8 clients in a closed loop for 8 s against a model that sleeps 5 ms, and 2 s
+   in, a fault: a worker killed (``--workers 2``), a call that hangs (``--workers 2
+   --timeout 1 --stuck-after 2``), a model that raises on some requests. Reported: the
+   requests answered, and those that were not, by what they got.
 
-    .venv/bin/python benchmarks/overload.py                  # about 7 minutes
-    .venv/bin/python benchmarks/overload.py --only overload  # about 1 minute
+    .venv/bin/python benchmarks/reliability.py                  # about 8 minutes
+    .venv/bin/python benchmarks/reliability.py --only overload  # about 1 minute
 
-Results: benchmarks/results/overload.{md,json}.
+Results: benchmarks/results/reliability.{md,json}.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
 import subprocess
 import sys
 import threading
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -233,29 +241,109 @@ def soak(minutes: float, results: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _post(url: str, value: str) -> int:
+    body = json.dumps({"strData": value}).encode()
+    req = urllib.request.Request(url, body, {"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return int(r.status)
+    except urllib.error.HTTPError as e:
+        return int(e.code)
+    except OSError:
+        return 0
+
+
+def _fault_run(
+    args: list[str], inject: Any, seconds: float = 8.0, at: float = 2.0
+) -> dict[str, Any]:
+    """8 clients for ``seconds`` against SleepFor with ``args``; ``inject(server, url)``
+    ``at`` seconds in."""
+    server, url = inferwire("benchmarks/models/noop.py:SleepFor", *args)
+    target = f"{url}/api/v1.0/predictions"
+    try:
+        cmd = [sys.executable, "-m", "inferwire", "bench", "attack", target, "-c", "8"]
+        cmd += ["-d", '{"strData":"0.005"}', "-z", f"{seconds:.0f}s", "--timeout", "30s"]
+        load = subprocess.Popen([*cmd, "--format", "json", "--no-progress"],
+                                stdout=subprocess.PIPE, text=True)  # fmt: skip
+        time.sleep(at)
+        note = inject(server, url)
+        rep = json.loads(load.communicate(timeout=seconds + 120)[0])
+    finally:
+        server.stop()
+    return {"report": rep, "note": note}
+
+
+def _kill_a_worker(server: Any, _url: str) -> str:
+    workers = [p for p in descendants(server.pid) if p != server.pid]
+    os.kill(min(workers), signal.SIGKILL)
+    return "SIGKILL to one of 2 workers"
+
+
+def _hang(_server: Any, url: str) -> str:
+    threading.Thread(target=_post, args=(f"{url}/api/v1.0/predictions", "1000")).start()
+    return "one call that sleeps 1,000 s"
+
+
+def _raise(_server: Any, url: str) -> str:
+    codes = [_post(f"{url}/api/v1.0/predictions", "not a number") for _ in range(20)]
+    return f"20 requests the model raises on (answered {sorted(set(codes))})"
+
+
+def faults(results: dict[str, Any]) -> list[str]:
+    runs = [
+        ("a worker is killed", ["--workers", "2"], _kill_a_worker),
+        ("a model call hangs", [*"--workers 2 --timeout 1 --stuck-after 2".split()], _hang),
+        ("the model raises", [], _raise),
+    ]
+    lines = [
+        "| fault | server | injected | requests | answered 200 | not answered 200 |",
+        "|---|---|---|---|---|---|",
+    ]
+    results["faults"] = []
+    for name, args, inject in runs:
+        out = _fault_run(args, inject)
+        rep = out["report"]
+        ok = rep["status_codes"].get("200", 0)
+        others = ", ".join(f"{n} × {c}" for c, n in rep["status_codes"].items() if c != "200")
+        results["faults"].append({"fault": name, "args": args, **out})
+        lines.append(
+            f"| {name} | `{' '.join(args) or '(defaults)'}` | {out['note']} "
+            f"| {rep['requests']:,} | {ok:,} | {others or '0'} |"
+        )
+    lines += [
+        "",
+        "8 clients in a closed loop (`inferwire bench`, HTTP/1.1 keep-alive, reconnecting "
+        "after an error) for 8 s against a model that sleeps 5 ms; the fault 2 s in. "
+        '"error" is a connection closed with the request on it.',
+    ]
+    return lines
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--seconds", type=float, default=15.0, help="overload: seconds per run")
     p.add_argument("--minutes", type=float, default=5.0, help="soak: minutes")
-    p.add_argument("--only", default="overload,soak", help="parts to run (comma-separated)")
+    p.add_argument("--only", default="overload,soak,faults", help="parts to run (comma-separated)")
     p.add_argument("--out", type=Path, default=ROOT / "benchmarks/results")
     args = p.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     parts = set(args.only.split(","))
     results: dict[str, Any] = {"machine": machine(), "when": time.strftime("%Y-%m-%d %H:%M")}
-    sections = previous_sections(args.out / "overload.md")
+    sections = previous_sections(args.out / "reliability.md")
     measured = f"*Measured {results['when']} on {results['machine']}.*"
     if "overload" in parts:
         sections["Overload"] = [measured, "", *overload(args.seconds, results)]
     if "soak" in parts:
         sections["Soak"] = [measured, "", *soak(args.minutes, results)]
+    if "faults" in parts:
+        sections["Faults under load"] = [measured, "", *faults(results)]
     # No date in the title: each section carries its own, as one part may be rerun alone.
-    md = ["# Overload and soak", ""]
-    for name in ("Overload", "Soak"):
+    md = ["# Overload, soak and faults", ""]
+    for name in ("Overload", "Soak", "Faults under load"):
         if name in sections:
             md += [f"## {name}", "", *sections[name], ""]
-    (args.out / "overload.md").write_text("\n".join(md))
-    json_path = args.out / "overload.json"
+    (args.out / "reliability.md").write_text("\n".join(md))
+    json_path = args.out / "reliability.json"
     before = json.loads(json_path.read_text()) if json_path.exists() else {}
     json_path.write_text(json.dumps({**before, **results}, indent=2))
     print("\n".join(md))
@@ -276,3 +364,7 @@ def previous_sections(path: Path) -> dict[str, list[str]]:
         elif name is not None:
             out[name].append(line)
     return {k: "\n".join(v).strip().splitlines() for k, v in out.items()}
+
+
+if __name__ == "__main__":
+    sys.exit(main())
