@@ -26,7 +26,7 @@ while [ $# -gt 0 ]; do
     shift
 done
 
-ALL="seldon_matrix peers_seldon_matrix runtime v2_mlserver images_numpy realtime_rows generator_overhead reliability"
+ALL="seldon_matrix peers_seldon_matrix runtime v2_mlserver images_numpy realtime_rows generator_overhead reliability scaleout"
 CHOSEN="${ONLY//,/ }"
 CHOSEN="${CHOSEN:-$ALL}"
 for name in $CHOSEN; do
@@ -47,6 +47,7 @@ ensure_venv -r requirements-test.txt
 build_extension --release
 bash scripts/install-load-tools.sh
 bash scripts/install-wrk.sh
+bash scripts/apt-install.sh nginx
 bash benchmarks/seldon_wrapper/setup.sh
 for peer in mlserver ray fastapi_images numpy_echo; do
     bash "benchmarks/peers/$peer/install.sh"
@@ -65,6 +66,8 @@ for name in $CHOSEN; do
             --markdown "$OUT/generator_overhead.md") ;;
         reliability) cmd=("$PY" benchmarks/reliability.py --out "$OUT")
             if [ "$QUICK" = 1 ]; then cmd+=(--seconds 3 --minutes 0.5); fi ;;
+        scaleout) cmd=("$PY" benchmarks/scaleout.py --out "$OUT")
+            if [ "$QUICK" = 1 ]; then cmd+=(--seconds 1 --repeats 1); fi ;;
         *) cmd=("$PY" "benchmarks/$name.py" --out "$OUT" $(seconds)) ;;
     esac
     echo "+ ${cmd[*]}" >&2

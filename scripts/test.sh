@@ -11,6 +11,8 @@ log "building load tools (vegeta, ghz) into .tools/bin"
 bash scripts/install-load-tools.sh
 log "chromium (renders the HTML reports in a test)"
 bash scripts/install-chromium.sh
+log "nginx (the balancer in the scale-out test)"
+bash scripts/apt-install.sh nginx
 
 log "cargo fmt --check"
 cargo fmt --all --check
