@@ -141,8 +141,15 @@ func render(dir, values string) (map[string]string, error) {
 		return nil, fmt.Errorf("values: %v", err)
 	}
 	opts := chartutil.ReleaseOptions{Name: "iris", Namespace: "models", Revision: 1, IsInstall: true}
+	// The library's default cluster (1.20) is older than any this chart is for; as
+	// `helm install` does, the chart's kubeVersion must accept the cluster's.
+	caps := chartutil.DefaultCapabilities.Copy()
+	caps.KubeVersion = chartutil.KubeVersion{Version: "v1.30.0", Major: "1", Minor: "30"}
+	if !chartutil.IsCompatibleRange(chart.Metadata.KubeVersion, caps.KubeVersion.String()) {
+		return nil, fmt.Errorf("the chart's kubeVersion %q excludes Kubernetes %s", chart.Metadata.KubeVersion, caps.KubeVersion)
+	}
 	// As `helm install` does: the values are checked against values.schema.json.
-	top, err := chartutil.ToRenderValues(chart, vals, opts, chartutil.DefaultCapabilities.Copy())
+	top, err := chartutil.ToRenderValues(chart, vals, opts, caps)
 	if err != nil {
 		return nil, err
 	}
