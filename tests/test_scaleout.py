@@ -3,12 +3,11 @@ upstream and gRPC through ``grpc_pass``: requests reach every instance, and whil
 clients send all along, one instance is killed and another drained (SIGTERM) without a
 single request failing, because the balancer retries on the next instance
 (benchmarks/nginx/balancer.py says why each retry setting is needed). A gRPC call in
-flight on the instance that is killed is the one exception nginx cannot retry; the
-client's standard gRPC retry policy covers it."""
+flight on the instance that is killed is the one exception nginx cannot retry: it comes
+back UNAVAILABLE, and the client resends it."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
@@ -54,37 +53,23 @@ def _rest_load(url: str, stop: threading.Event, out: list[tuple[int, str]]) -> N
                 out.append((0, repr(e)))
 
 
-# nginx cannot resend a gRPC call whose request it has begun streaming to an instance
-# that then dies (grpc_pass never buffers request bodies): such calls come back
-# UNAVAILABLE, and the client's own retry policy, gRPC's standard one, resends them.
-RETRY_UNAVAILABLE = json.dumps(
-    {
-        "methodConfig": [
-            {
-                "name": [{"service": "seldon.protos.Seldon"}],
-                "retryPolicy": {
-                    "maxAttempts": 3,
-                    "initialBackoff": "0.05s",
-                    "maxBackoff": "0.5s",
-                    "backoffMultiplier": 2,
-                    "retryableStatusCodes": ["UNAVAILABLE"],
-                },
-            }
-        ]
-    }
-)
-
-
+# nginx cannot resend a gRPC call whose request it had begun streaming to an instance
+# that then dies (grpc_pass never buffers request bodies): such a call comes back
+# UNAVAILABLE (HTTP 502 from nginx), and the client resends it, as gRPC clients do for
+# UNAVAILABLE. Only calls in flight on the killed instance can need it.
 def _grpc_load(target: str, pb: Any, stop: threading.Event, out: list[tuple[str, str]]) -> None:
-    options = [("grpc.enable_retries", 1), ("grpc.service_config", RETRY_UNAVAILABLE)]
-    with grpc.insecure_channel(target, options=options) as channel:
+    with grpc.insecure_channel(target) as channel:
         stub = pb.grpc.SeldonStub(channel)
         while not stop.is_set():
-            try:
-                reply = stub.Predict(pb.msgs.SeldonMessage(strData="0.005"), timeout=30)
-                out.append(("OK", reply.strData))
-            except grpc.RpcError as e:
-                out.append((e.code().name, e.details() or ""))
+            for attempt in range(3):
+                try:
+                    reply = stub.Predict(pb.msgs.SeldonMessage(strData="0.005"), timeout=30)
+                    out.append(("OK" if attempt == 0 else "OK after a retry", reply.strData))
+                    break
+                except grpc.RpcError as e:
+                    if e.code() != grpc.StatusCode.UNAVAILABLE or attempt == 2:
+                        out.append((e.code().name, e.details() or ""))
+                        break
 
 
 def _pids(instances: list[Served]) -> dict[str, int]:
@@ -141,8 +126,10 @@ def test_killing_and_draining_instances_under_load_loses_nothing(
     failed = [o for o in rest if o[0] != 200]
     assert not failed, (failed[:5], len(failed), lb.errors()[-2000:])
     assert {pid for _, pid in rest} <= set(pids)
-    grpc_failed = [c for c in calls if c[0] != "OK"]
+    grpc_failed = [c for c in calls if not c[0].startswith("OK")]
     assert not grpc_failed, (grpc_failed[:5], len(grpc_failed), lb.errors()[-2000:])
+    # Only calls in flight on the killed instance could need their client's retry.
+    assert sum(1 for c in calls if c[0] == "OK after a retry") <= 4
     assert {pid for _, pid in calls} <= set(pids)
     assert len(rest) > 200 and len(calls) > 100, (len(rest), len(calls))
     # After both faults the survivor answers everything.
