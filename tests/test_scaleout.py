@@ -2,12 +2,16 @@
 upstream and gRPC through ``grpc_pass``: requests reach every instance, and while
 clients send all along, one instance is killed and another drained (SIGTERM) without a
 single request failing, because the balancer retries on the next instance
-(benchmarks/nginx/balancer.py says why each retry setting is needed). A gRPC call in
-flight on the instance that is killed is the one exception nginx cannot retry: it comes
-back UNAVAILABLE, and the client resends it."""
+(benchmarks/nginx/balancer.conf says why each setting is needed).
+
+One kind of call nginx cannot resend: a gRPC call it had already sent to an instance
+that then dies (grpc_pass keeps no copy of request bodies). nginx answers it with a
+Trailers-Only UNAVAILABLE, which gRPC's standard client retry policy resends; a drain
+needs no client retry at all."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -15,7 +19,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import grpc
@@ -53,23 +57,62 @@ def _rest_load(url: str, stop: threading.Event, out: list[tuple[int, str]]) -> N
                 out.append((0, repr(e)))
 
 
-# nginx cannot resend a gRPC call whose request it had begun streaming to an instance
-# that then dies (grpc_pass never buffers request bodies): such a call comes back
-# UNAVAILABLE (HTTP 502 from nginx), and the client resends it, as gRPC clients do for
-# UNAVAILABLE. Only calls in flight on the killed instance can need it.
-def _grpc_load(target: str, pb: Any, stop: threading.Event, out: list[tuple[str, str]]) -> None:
-    with grpc.insecure_channel(target) as channel:
+# gRPC's standard retry policy (the channel's service config): resends a call that
+# comes back UNAVAILABLE, as nginx answers the calls it cannot resend itself.
+RETRY_UNAVAILABLE = json.dumps(
+    {
+        "methodConfig": [
+            {
+                "name": [{"service": "seldon.protos.Seldon"}],
+                "retryPolicy": {
+                    "maxAttempts": 3,
+                    "initialBackoff": "0.05s",
+                    "maxBackoff": "0.5s",
+                    "backoffMultiplier": 2,
+                    "retryableStatusCodes": ["UNAVAILABLE"],
+                },
+            }
+        ]
+    }
+)
+
+
+def _channel(target: str, retry: bool) -> grpc.Channel:
+    if retry:
+        options = [("grpc.enable_retries", 1), ("grpc.service_config", RETRY_UNAVAILABLE)]
+    else:
+        options = [("grpc.enable_retries", 0)]  # not even gRPC's transparent retries
+    return grpc.insecure_channel(target, options=options)
+
+
+def _grpc_load(
+    target: str, pb: Any, stop: threading.Event, out: list[tuple[str, str]], retry: bool
+) -> None:
+    with _channel(target, retry) as channel:
         stub = pb.grpc.SeldonStub(channel)
         while not stop.is_set():
-            for attempt in range(3):
-                try:
-                    reply = stub.Predict(pb.msgs.SeldonMessage(strData="0.005"), timeout=30)
-                    out.append(("OK" if attempt == 0 else "OK after a retry", reply.strData))
-                    break
-                except grpc.RpcError as e:
-                    if e.code() != grpc.StatusCode.UNAVAILABLE or attempt == 2:
-                        out.append((e.code().name, e.details() or ""))
-                        break
+            try:
+                reply = stub.Predict(pb.msgs.SeldonMessage(strData="0.005"), timeout=30)
+                out.append(("OK", reply.strData))
+            except grpc.RpcError as e:
+                out.append((e.code().name, e.details() or ""))
+
+
+def _in_flight(s: Served) -> float:
+    text = httpx.get(s.url + "/metrics", timeout=5).text
+    lines = [x for x in text.splitlines() if x.startswith("inferwire_in_flight_requests")]
+    return float(lines[0].split()[-1]) if lines else 0.0
+
+
+def _busy(instances: list[Served]) -> Served:
+    """The one instance running a call (waits up to 5 s for it)."""
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        busy = [s for s in instances if s.proc.poll() is None and _in_flight(s) > 0]
+        if len(busy) == 1:
+            return busy[0]
+        time.sleep(0.05)
+    raise AssertionError("no single instance is running the call")
 
 
 def _pids(instances: list[Served]) -> dict[str, int]:
@@ -97,45 +140,113 @@ def test_requests_reach_every_instance(cluster: tuple[list[Served], Nginx], pb: 
     assert r.status_code == 200 and r.json()["name"] == "Pid", r.text
 
 
-def test_killing_and_draining_instances_under_load_loses_nothing(
-    cluster: tuple[list[Served], Nginx], pb: Any
-) -> None:
-    instances, lb = cluster
-    pids = _pids(instances)
+def _under_load(
+    lb: Nginx, pb: Any, retry: bool, faults: Callable[[], None]
+) -> tuple[list[tuple[int, str]], list[tuple[str, str]]]:
+    """6 REST clients (httpx: no retries of its own) and 4 gRPC clients sending through
+    ``lb`` all along, 1.5 s before ``faults()`` and 3 s after; their replies."""
     stop = threading.Event()
     rest: list[tuple[int, str]] = []
     calls: list[tuple[str, str]] = []
     threads = [threading.Thread(target=_rest_load, args=(lb.url, stop, rest)) for _ in range(6)]
     threads += [
-        threading.Thread(target=_grpc_load, args=(lb.grpc_target, pb, stop, calls))
+        threading.Thread(target=_grpc_load, args=(lb.grpc_target, pb, stop, calls, retry))
         for _ in range(4)
     ]
     for t in threads:
         t.start()
-    time.sleep(1.5)
-    instances[0].proc.send_signal(signal.SIGKILL)
-    time.sleep(1.5)
-    instances[1].proc.send_signal(signal.SIGTERM)  # drains: open requests finish
-    time.sleep(3.0)
-    stop.set()
-    for t in threads:
-        t.join(30)
-    assert instances[0].proc.wait(10) == -signal.SIGKILL
-    assert instances[1].proc.wait(15) == 0, instances[1].log()
+    try:
+        time.sleep(1.5)
+        faults()
+        time.sleep(3.0)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(30)
+    assert not any(t.is_alive() for t in threads), "a client did not finish"
+    assert len(rest) > 200 and len(calls) > 100, (len(rest), len(calls))
+    return rest, calls
 
+
+def _assert_all_answered(
+    rest: list[tuple[int, str]], calls: list[tuple[str, str]], pids: dict[str, int], lb: Nginx
+) -> None:
     failed = [o for o in rest if o[0] != 200]
     assert not failed, (failed[:5], len(failed), lb.errors()[-2000:])
-    assert {pid for _, pid in rest} <= set(pids)
-    grpc_failed = [c for c in calls if not c[0].startswith("OK")]
+    grpc_failed = [c for c in calls if c[0] != "OK"]
     assert not grpc_failed, (grpc_failed[:5], len(grpc_failed), lb.errors()[-2000:])
-    # Only calls in flight on the killed instance could need their client's retry.
-    assert sum(1 for c in calls if c[0] == "OK after a retry") <= 4
-    assert {pid for _, pid in calls} <= set(pids)
-    assert len(rest) > 200 and len(calls) > 100, (len(rest), len(calls))
-    # After both faults the survivor answers everything.
+    # Every answer is the model's: the pid of an instance that computed it.
+    assert {pid for _, pid in rest} <= set(pids), {pid for _, pid in rest} - set(pids)
+    assert {pid for _, pid in calls} <= set(pids), {pid for _, pid in calls} - set(pids)
+
+
+def test_killing_and_draining_instances_under_load_loses_nothing(
+    cluster: tuple[list[Served], Nginx], pb: Any
+) -> None:
+    instances, lb = cluster
+    pids = _pids(instances)
+
+    def faults() -> None:
+        instances[0].proc.send_signal(signal.SIGKILL)
+        time.sleep(1.5)
+        instances[1].proc.send_signal(signal.SIGTERM)  # drains: open requests finish
+
+    rest, calls = _under_load(lb, pb, retry=True, faults=faults)
+    assert instances[0].proc.wait(10) == -signal.SIGKILL
+    assert instances[1].proc.wait(15) == 0, instances[1].log()
+    _assert_all_answered(rest, calls, pids, lb)
+    # Before the faults every instance served; after them the survivor serves all.
+    assert {pid for _, pid in rest[:100]} == set(pids)
     survivor = str(instances[2].proc.pid)
     tail = [pid for _, pid in rest[-50:]] + [pid for _, pid in calls[-50:]]
     assert set(tail) == {survivor}, set(tail)
+
+
+def test_draining_an_instance_needs_no_client_retry(
+    cluster: tuple[list[Served], Nginx], pb: Any
+) -> None:
+    """A drained instance answers what it accepted and refuses new connections, which
+    nginx resends elsewhere: no client retries anything, gRPC included."""
+    instances, lb = cluster
+    pids = _pids(instances)
+    drained = str(instances[0].proc.pid)
+    rest, calls = _under_load(
+        lb, pb, retry=False, faults=lambda: instances[0].proc.send_signal(signal.SIGTERM)
+    )
+    assert instances[0].proc.wait(15) == 0, instances[0].log()
+    _assert_all_answered(rest, calls, pids, lb)
+    assert drained in {pid for _, pid in calls[:100]}, "the drained instance never served"
+    tail = {pid for _, pid in rest[-50:]} | {pid for _, pid in calls[-50:]}
+    assert tail == set(pids) - {drained}, tail
+
+
+def test_a_call_nginx_cannot_resend_comes_back_unavailable_for_the_client_to_retry(
+    cluster: tuple[list[Served], Nginx], pb: Any
+) -> None:
+    """The one window: a gRPC call nginx had sent to an instance that is then killed.
+    nginx answers it UNAVAILABLE (Trailers-Only, from balancer.conf's error_page), and
+    gRPC's standard retry policy resends it to a live instance."""
+    instances, lb = cluster
+    pids = _pids(instances)
+    slow = pb.msgs.SeldonMessage(strData="1.5")  # the model sleeps 1.5 s
+    with _channel(lb.grpc_target, retry=False) as channel:
+        call = pb.grpc.SeldonStub(channel).Predict.future(slow, timeout=30)
+        victim = _busy(instances)
+        victim.proc.kill()
+        victim.proc.wait(10)
+        with pytest.raises(grpc.RpcError) as failed:
+            call.result()
+    assert failed.value.code() == grpc.StatusCode.UNAVAILABLE, failed.value
+    assert failed.value.details() == "no instance could complete the call"
+
+    with _channel(lb.grpc_target, retry=True) as channel:
+        call = pb.grpc.SeldonStub(channel).Predict.future(slow, timeout=30)
+        victim = _busy(instances)
+        victim.proc.kill()
+        victim.proc.wait(10)
+        answer = call.result().strData
+    survivor = [s for s in instances if s.proc.poll() is None]
+    assert len(survivor) == 1 and answer == str(survivor[0].proc.pid), (answer, pids)
 
 
 def test_the_scaleout_benchmark_runs(tmp_path: Any) -> None:
