@@ -7,12 +7,15 @@ behind nginx"), in one run on one machine, with ``inferwire bench`` (closed loop
 
 Workloads: a no-op model over REST and over gRPC (small requests: the machine's cores
 are the limit), and a model that sleeps 5 ms with one model thread per instance (each
-instance serves about 190 requests/s, so instances add capacity even on 2 cores).
+instance serves at most 200 requests/s, so instances add capacity even on 2 cores).
+For that model, "1 direct, 3 model threads" is one instance allowed three calls at
+once (``--model-threads 3``; a sleep releases the GIL): what the three instances buy
+on one machine, without a balancer.
 Each cell is the median of ``--repeats`` runs; CPU per request is the instances'
 process trees and nginx's, from /proc.
 
     bash scripts/apt-install.sh nginx             # once
-    .venv/bin/python benchmarks/scaleout.py       # about 3 minutes
+    .venv/bin/python benchmarks/scaleout.py       # about 4 minutes
 
 Results: benchmarks/results/scaleout.{md,json}.
 """
@@ -36,19 +39,32 @@ from runtime import Proc, machine  # noqa: E402
 from servers import free_port  # noqa: E402
 
 SMALL = '{"data":{"ndarray":[[1]]}}'
+# setup: (instances, behind nginx, serve's extra arguments)
+SETUPS: dict[str, tuple[int, bool, list[str]]] = {
+    "1 direct": (1, False, []),
+    "1 behind nginx": (1, True, []),
+    "3 behind nginx": (3, True, []),
+    "1 direct, 3 model threads": (1, False, ["--model-threads", "3"]),
+}
+BALANCED = ["1 direct", "1 behind nginx", "3 behind nginx"]
 WORKLOADS = [
-    # (label, model, transport, clients)
-    ("no-op, REST", "benchmarks/models/noop.py:NoopPredict", "rest", 16),
-    ("no-op, gRPC", "benchmarks/models/noop.py:NoopPredict", "grpc", 16),
-    ("sleeps 5 ms, REST", "benchmarks/models/noop.py:Sleep5ms", "rest", 16),
+    # (label, model, transport, clients, setups)
+    ("no-op, REST", "benchmarks/models/noop.py:NoopPredict", "rest", 16, BALANCED),
+    ("no-op, gRPC", "benchmarks/models/noop.py:NoopPredict", "grpc", 16, BALANCED),
+    (
+        "sleeps 5 ms, REST",
+        "benchmarks/models/noop.py:Sleep5ms",
+        "rest",
+        16,
+        [*BALANCED, "1 direct, 3 model threads"],
+    ),
 ]
-SETUPS = ["1 direct", "1 behind nginx", "3 behind nginx"]
 
 
-def start(model: str) -> tuple[Proc, int, int]:
+def start(model: str, extra: list[str]) -> tuple[Proc, int, int]:
     http, grpc = free_port(), free_port()
     argv = [sys.executable, "-m", "inferwire", "serve", model, "--host", "127.0.0.1"]
-    argv += ["--http-port", str(http), "--grpc-port", str(grpc)]
+    argv += ["--http-port", str(http), "--grpc-port", str(grpc), *extra]
     return Proc(argv, f"http://127.0.0.1:{http}/health/ping"), http, grpc
 
 
@@ -69,9 +85,9 @@ def attack(url: str, transport: str, clients: int, seconds: float) -> dict[str, 
 def cell(
     setup: str, model: str, transport: str, clients: int, seconds: float, repeats: int
 ) -> dict[str, Any]:
-    n = 3 if setup.startswith("3") else 1
-    servers = [start(model) for _ in range(n)]
-    lb = Nginx([(h, g) for _, h, g in servers]) if "nginx" in setup else None
+    n, balanced, extra = SETUPS[setup]
+    servers = [start(model, extra) for _ in range(n)]
+    lb = Nginx([(h, g) for _, h, g in servers]) if balanced else None
     try:
         if lb:
             url = lb.url if transport == "rest" else lb.grpc_target
@@ -127,9 +143,9 @@ def main() -> int:
         "|---|---|---|---|---|---|---|---|---|",
     ]
     results["cells"] = []
-    for label, model, transport, clients in WORKLOADS:
+    for label, model, transport, clients, setups in WORKLOADS:
         base = None
-        for setup in SETUPS:
+        for setup in setups:
             c = cell(setup, model, transport, clients, args.seconds, args.repeats)
             m = c["median"]
             base = base or m["rps"]
@@ -138,14 +154,14 @@ def main() -> int:
                 f"| {label} | {setup} | {m['rps']:,.0f} | {m['rps'] / base:.2f}× "
                 f"| {m['p50_ms']:.2f} ms | {m['p99_ms']:.2f} ms | {m['ok'] * 100:.1f}% "
                 f"| {m['server_cpu_us']:.0f} µs | "
-                + (f"{m['nginx_cpu_us']:.0f} µs |" if "nginx" in setup else "- |")
+                + (f"{m['nginx_cpu_us']:.0f} µs |" if SETUPS[setup][1] else "- |")
             )
     md += [
         "",
         f"{clients} clients, closed loop, {args.seconds:g} s per run after a 1 s warm-up, "
         f"median of {args.repeats} runs; gRPC with a connection per client. Each inferwire "
-        "instance has its defaults (one process, 2 I/O threads, one model thread); nginx "
-        "one worker process.",
+        "instance has its defaults (one process, 2 I/O threads, one model thread) unless "
+        "the row says otherwise; nginx one worker process (benchmarks/nginx/balancer.conf).",
     ]
     (args.out / "scaleout.md").write_text("\n".join(md) + "\n")
     (args.out / "scaleout.json").write_text(json.dumps(results, indent=2))
