@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -247,6 +248,44 @@ def test_a_call_nginx_cannot_resend_comes_back_unavailable_for_the_client_to_ret
         answer = call.result().strData
     survivor = [s for s in instances if s.proc.poll() is None]
     assert len(survivor) == 1 and answer == str(survivor[0].proc.pid), (answer, pids)
+
+
+@pytest.mark.xfail(
+    reason="inferwire bug: at SIGTERM the accept loops (rest/serve.rs serve, "
+    "grpc/incoming.rs incoming) stop and drop the listener without accepting the "
+    "connections already in its queue, which the kernel then resets",
+    strict=False,
+)
+def test_requests_queued_at_sigterm_are_answered() -> None:
+    """Connections the kernel completed before SIGTERM (the server stopped with SIGSTOP
+    meanwhile, so they wait in the listen queue) carry requests that should be answered
+    in the drain. Reset instead, such a gRPC call behind nginx cannot be retried: nginx
+    had sent it. Without upstream keep-alive this cost gRPC calls in drains under load."""
+    body = b'{"strData": "0"}'
+    request = (
+        b"POST /api/v1.0/predictions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
+        b"\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+    )
+    lost = []
+    for _ in range(8):  # the race goes either way, about evenly
+        server = Served("models.py:Pid", "--grace-period", "5")
+        time.sleep(0.2)  # SIGTERM is handled a moment after the server answers
+        server.proc.send_signal(signal.SIGSTOP)
+        conns = [socket.create_connection(("127.0.0.1", server.http_port)) for _ in range(20)]
+        for c in conns:
+            c.settimeout(10)
+            c.sendall(request)
+        server.proc.send_signal(signal.SIGTERM)
+        server.proc.send_signal(signal.SIGCONT)
+        for c in conns:
+            try:
+                if not c.recv(4096).startswith(b"HTTP/1.1 200"):
+                    lost.append("closed unanswered")
+            except OSError as e:
+                lost.append(repr(e))
+            c.close()
+        assert server.proc.wait(15) == 0
+    assert not lost, (len(lost), lost[:3])
 
 
 def test_the_scaleout_benchmark_runs(tmp_path: Any) -> None:
