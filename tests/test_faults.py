@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import socket
 import time
 
@@ -178,3 +179,34 @@ def test_a_client_that_disconnects_while_its_call_runs_leaves_nothing_behind() -
             grpc.channel_ready_future(channel).result(timeout=5)
     finally:
         assert s.stop() == 0
+
+
+def test_a_sigterm_the_moment_the_server_answers_still_drains() -> None:
+    """The signal handlers exist before the server serves: SIGTERM sent as soon as the
+    first health check answers ends it with a drain (exit 0), never by the signal's
+    default action (which a run of 20 such starts showed twice before the fix)."""
+    import subprocess
+    import sys
+
+    from conftest import TESTS, free_port
+
+    codes = []
+    for _ in range(12):
+        http = free_port()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "inferwire", "serve", "models.py:Pid", "--host", "127.0.0.1",
+             "--http-port", str(http), "--grpc-port", str(free_port())],
+            cwd=TESTS, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", http), timeout=5) as c:
+                    c.sendall(b"GET /health/ping HTTP/1.1\r\nHost: x\r\n\r\n")
+                    if c.recv(100).startswith(b"HTTP/1.1 200"):
+                        proc.send_signal(signal.SIGTERM)
+                        break
+            except OSError:
+                time.sleep(0.001)
+        codes.append(proc.wait(20))
+    assert codes == [0] * 12, codes

@@ -199,6 +199,16 @@ pub fn serve(
             .map_err(internal)?;
     }
     let (stop_tx, stop_rx) = watch::channel(false);
+    // The signal handlers exist before any thread serves: a SIGTERM sent the moment the
+    // server first answers must drain it, not kill it by the default action.
+    let signals = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(internal)?;
+    let listening = {
+        let _runtime = signals.enter();
+        Signals::register()
+    };
 
     let mut handles = Vec::with_capacity(threads);
     for i in 0..threads {
@@ -222,11 +232,7 @@ pub fn serve(
     on_bound(bound);
 
     // The calling thread only waits for signals.
-    let signals = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(internal)?;
-    signals.block_on(wait_for_stop(stop));
+    signals.block_on(wait_for_stop(stop, listening));
     tracing::info!("stopping: no longer ready, draining open requests (grace {grace:?})");
     app.set_not_ready();
     let _ = stop_tx.send(true);
@@ -295,7 +301,31 @@ fn watch_for_stuck(app: &std::sync::Weak<App>, limit: std::time::Duration, stop:
     }
 }
 
-async fn wait_for_stop(stop: StopHandle) {
+/// SIGTERM and SIGINT, registered with the runtime that waits for them.
+struct Signals {
+    #[cfg(unix)]
+    term: Option<tokio::signal::unix::Signal>,
+    #[cfg(unix)]
+    int: Option<tokio::signal::unix::Signal>,
+}
+
+impl Signals {
+    /// Must run inside the runtime that will wait (`Runtime::enter`).
+    fn register() -> Self {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            Self {
+                term: signal(SignalKind::terminate()).ok(),
+                int: signal(SignalKind::interrupt()).ok(),
+            }
+        }
+        #[cfg(not(unix))]
+        Self {}
+    }
+}
+
+async fn wait_for_stop(stop: StopHandle, signals: Signals) {
     let mut rx = stop.0.subscribe();
     let programmatic = async move {
         while !*rx.borrow_and_update() {
@@ -306,9 +336,7 @@ async fn wait_for_stop(stop: StopHandle) {
     };
     #[cfg(unix)]
     {
-        use tokio::signal::unix::{signal, SignalKind};
-        let mut term = signal(SignalKind::terminate()).ok();
-        let mut int = signal(SignalKind::interrupt()).ok();
+        let Signals { mut term, mut int } = signals;
         tokio::select! {
             _ = async { match term.as_mut() { Some(s) => { s.recv().await; } None => std::future::pending().await } } => {}
             _ = async { match int.as_mut() { Some(s) => { s.recv().await; } None => std::future::pending().await } } => {}
@@ -317,6 +345,7 @@ async fn wait_for_stop(stop: StopHandle) {
     }
     #[cfg(not(unix))]
     {
+        let _ = signals;
         tokio::select! {
             _ = tokio::signal::ctrl_c() => {}
             _ = programmatic => {}
