@@ -41,7 +41,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from proc_cpu import descendants  # noqa: E402
-from runtime import attack, inferwire, machine  # noqa: E402
+from runtime import attack, inferwire, machine, memory_kib  # noqa: E402
 
 SMALL = '{"data":{"ndarray":[[1]]}}'
 V2_BODY = json.dumps(
@@ -56,11 +56,9 @@ def rss_kib(root: int) -> int:
     total = 0
     for pid in descendants(root):
         try:
-            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total += int(line.split()[1])
+            total += memory_kib(pid)[0]
         except OSError:
-            pass
+            pass  # a worker that has just exited
     return total
 
 

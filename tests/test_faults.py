@@ -162,7 +162,8 @@ def test_a_client_that_disconnects_while_its_call_runs_leaves_nothing_behind() -
     s = Served("models.py:Tally")
     try:
         sock = _raw_post(s.http_port, {"strData": "0.5"})
-        time.sleep(0.1)
+        # The call must have started (not just be queued) before the client leaves.
+        _wait_for(lambda: _metric(s.url, "inferwire_in_flight_requests") == 1, 5, "the call runs")
         sock.close()
         time.sleep(0.6)
         _wait_for(

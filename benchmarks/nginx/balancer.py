@@ -15,14 +15,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from servers import free_port  # benchmarks/ is on the path of every user
+
 # The configuration, with why each retry setting is there.
 TEMPLATE = Path(__file__).with_name("balancer.conf")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def render(prefix: Path, http_port: int, grpc_port: int, instances: list[tuple[int, int]]) -> str:

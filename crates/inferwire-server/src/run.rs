@@ -241,17 +241,13 @@ pub fn serve(
     // period: past it (and a margin), such a thread is left behind.
     let until = std::time::Instant::now() + grace + JOIN_MARGIN;
     for handle in handles {
-        while !handle.is_finished() && std::time::Instant::now() < until {
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
-        if !handle.is_finished() {
-            tracing::warn!("an I/O thread is still in a model call; not waiting for it");
-            continue;
-        }
-        match handle.join() {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => result = Err(e),
-            Err(_) => result = Err(ServeError::new(Kind::Internal, "an I/O thread panicked")),
+        match crate::bounded_join::join_by(handle, until) {
+            None => tracing::warn!("an I/O thread is still in a model call; not waiting for it"),
+            Some(Ok(Ok(()))) => {}
+            Some(Ok(Err(e))) => result = Err(e),
+            Some(Err(_)) => {
+                result = Err(ServeError::new(Kind::Internal, "an I/O thread panicked"));
+            }
         }
     }
     if let Some(why) = app.not_live_because() {
@@ -291,11 +287,12 @@ fn watch_for_stuck(app: &std::sync::Weak<App>, limit: std::time::Duration, stop:
         );
         if app.config.supervised {
             tracing::error!("{why}: this worker drains and exits; the supervisor replaces it");
-            app.set_stuck(why);
-            stop.stop();
         } else {
             tracing::error!("{why}: no longer live (/live answers 503)");
-            app.set_stuck(why);
+        }
+        app.set_stuck(why);
+        if app.config.supervised {
+            stop.stop();
         }
         return;
     }

@@ -118,12 +118,7 @@ impl Drop for Pool {
         drop(self.tx.take());
         let until = Instant::now() + JOIN_WAIT;
         for t in self.threads.drain(..) {
-            while !t.is_finished() && Instant::now() < until {
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            if t.is_finished() {
-                let _ = t.join();
-            } else {
+            if crate::bounded_join::join_by(t, until).is_none() {
                 tracing::warn!(
                     "a model call is still running after {JOIN_WAIT:?}; not waiting for it"
                 );
