@@ -313,9 +313,29 @@ impl Parser<'_> {
                 return Ok(());
             }
         }
-        let (x, len) =
-            fast_float2::parse_partial::<f64, _>(&self.b[start..]).map_err(|_| Stop::Fallback)?;
-        self.i = start + len;
+        // JSON's grammar, which fast_float is laxer than ("0." and "1e" are not JSON):
+        // a fraction and an exponent each need at least one digit.
+        let digits_from = |mut i: usize| {
+            let from = i;
+            while self.b.get(i).is_some_and(u8::is_ascii_digit) {
+                i += 1;
+            }
+            (i > from).then_some(i)
+        };
+        let mut end = self.i;
+        if self.b.get(end) == Some(&b'.') {
+            end = digits_from(end + 1).ok_or(Stop::Fallback)?;
+        }
+        if let Some(b'e' | b'E') = self.b.get(end) {
+            let sign = usize::from(matches!(self.b.get(end + 1), Some(b'+' | b'-')));
+            end = digits_from(end + 1 + sign).ok_or(Stop::Fallback)?;
+        }
+        let (x, len) = fast_float2::parse_partial::<f64, _>(&self.b[start..end])
+            .map_err(|_| Stop::Fallback)?;
+        if start + len != end {
+            return Err(Stop::Fallback);
+        }
+        self.i = end;
         self.push_float(x)
     }
 
@@ -338,6 +358,30 @@ impl Parser<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn numbers_outside_json_grammar_are_not_taken() {
+        // Found by fuzzing: fast_float reads "0." as 0.0; serde_json (and JSON) refuse it.
+        for text in ["[0.]", "[1.e5]", "[1e]", "[1e+]", "[-1.]", "[2E-]"] {
+            assert!(
+                parse_array(text.as_bytes(), Limits::default())
+                    .unwrap()
+                    .is_none(),
+                "{text}"
+            );
+        }
+        for (text, x) in [
+            ("[0.5]", 0.5),
+            ("[1e5]", 1e5),
+            ("[1E+2]", 100.0),
+            ("[-2.5e-1]", -0.25),
+        ] {
+            let t = parse_array(text.as_bytes(), Limits::default())
+                .unwrap()
+                .unwrap();
+            assert_eq!(t.data, TensorData::F64(vec![x]), "{text}");
+        }
+    }
 
     fn parse(s: &str) -> Option<Tensor> {
         parse_array(s.as_bytes(), Limits::default()).unwrap()
