@@ -39,7 +39,8 @@ def test_tags_metrics_class_names_and_puid(protocol: str, annotated: Any, pb: An
     meta = got["meta"]
     assert meta["puid"] == "abc-123"
     assert meta["tags"] == {"from": "client", "label": "seldon", "threshold": 2.5, "loaded": True}
-    assert meta["requestPath"] == {"classifier": "models.py:Annotated"}
+    # The class name, not the file the server loaded it from.
+    assert meta["requestPath"] == {"classifier": "Annotated"}
     metrics = {m["key"]: m for m in meta["metrics"]}
     assert metrics["threshold"]["type"] == "GAUGE" and metrics["threshold"]["value"] == 2.5
     assert metrics["calls"].get("type", "COUNTER") == "COUNTER"

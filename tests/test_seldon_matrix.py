@@ -94,7 +94,7 @@ def test_notebook_payloads_100000_integers(protocol: str, serve: Any, pb: Any) -
         assert encoding in got["data"], got
         np.testing.assert_array_equal(to_numpy(got["data"]), [1])
         assert got["data"].get("names", []) == []
-        assert got["meta"]["requestPath"] == {"classifier": "models.py:Noop"}
+        assert got["meta"]["requestPath"] == {"classifier": "Noop"}
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)

@@ -29,10 +29,23 @@ class Echo(Model):
         return X
 
 
+# 16 megapixels (4096 x 4096): decoded RGB with numpy's copy, about 100 MB at the most.
+MAX_PIXELS = 16 * 1024 * 1024
+
+
 class ImageStats(Model):
     """Decodes a JPEG or PNG (bytes, a base64 string, or ``{"image": base64}``) with
     Pillow and answers its shape, mean and format: a realistic image path without a
-    neural network. An array input (height × width × channels) is measured as it is."""
+    neural network. An array input (height × width × channels) is measured as it is.
+
+    An image of more than ``max_pixels`` pixels (a constructor parameter, default 16 M)
+    is refused with a 400 before it is decoded: a few hundred kilobytes of PNG can
+    declare 9000 x 9000 pixels, which decode to gigabytes."""
+
+    def __init__(self, max_pixels: int = MAX_PIXELS) -> None:
+        if max_pixels < 1:
+            raise ValueError(f"max_pixels: must be at least 1, got {max_pixels}")
+        self.max_pixels = max_pixels
 
     def load(self) -> None:
         try:
@@ -54,8 +67,17 @@ class ImageStats(Model):
         if isinstance(X, (bytes, bytearray, memoryview)):
             try:
                 with self._image.open(io.BytesIO(X)) as img:
+                    # open() reads the header only: the size is known before decoding.
+                    width, height = img.size
+                    if width * height > self.max_pixels:
+                        raise BadRequest(
+                            f"image: {width} x {height} is {width * height} pixels, more "
+                            f"than the limit of {self.max_pixels} (the max_pixels parameter)"
+                        )
                     fmt = img.format
                     arr = np.asarray(img)
+            except BadRequest:
+                raise
             except Exception as e:
                 raise BadRequest(f"cannot decode the image: {e}") from e
         else:

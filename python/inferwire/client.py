@@ -214,12 +214,18 @@ def _decode_bytes(content_type: str, content: bytes) -> Any:
     """A reply body by its media type (the same over REST and in a gRPC ``binData``)."""
     ctype = content_type.split(";")[0].strip()
     if ctype == "application/x-npy":
-        return np.load(io.BytesIO(content), allow_pickle=False)
+        try:
+            return np.load(io.BytesIO(content), allow_pickle=False)
+        except ValueError as e:
+            # numpy refuses object arrays without allow_pickle, which is never given.
+            raise InferwireError(f"the reply is not a .npy the client reads: {e}") from e
     if ctype == "application/msgpack":
         import msgpack
-        import msgpack_numpy
 
-        return msgpack.unpackb(content, object_hook=msgpack_numpy.decode)
+        try:
+            return msgpack.unpackb(content, object_hook=_msgpack_numpy)
+        except (ValueError, TypeError, msgpack.UnpackException) as e:
+            raise InferwireError(f"the reply is not msgpack-numpy the client reads: {e}") from e
     if ctype == "application/json":
         doc = json.loads(content)
         if isinstance(doc, dict) and "dtype" in doc and ("data" in doc or "buffer" in doc):
@@ -230,6 +236,43 @@ def _decode_bytes(content_type: str, content: bytes) -> Any:
     if ctype.startswith("text/"):
         return content.decode()
     return content
+
+
+def _msgpack_numpy(obj: dict[Any, Any]) -> Any:
+    """msgpack-numpy's layout ({nd, type, kind, shape, data}) read without
+    ``msgpack_numpy.decode``, which unpickles object arrays (kind ``O``): a reply is data
+    from the network, and the client never unpickles it."""
+
+    def get(key: str) -> Any:
+        return obj.get(key.encode(), obj.get(key))
+
+    nd = get("nd")
+    if nd is None:
+        if get("complex") is not None and get("data") is not None:
+            data = get("data")
+            return complex(data.decode() if isinstance(data, bytes) else data)
+        return obj
+    kind = get("kind")
+    if kind in (b"O", "O"):
+        raise InferwireError(
+            "the reply holds a numpy object array (pickled in msgpack-numpy); the client "
+            "never unpickles what a server sends"
+        )
+    descr = get("type")
+    if kind in (b"V", "V") and isinstance(descr, list):
+        descr = [tuple(t.decode() if isinstance(t, bytes) else t for t in d) for d in descr]
+    elif isinstance(descr, bytes):
+        descr = descr.decode()
+    dtype = np.dtype(descr)
+    if dtype.hasobject:
+        raise InferwireError(
+            f"the reply's msgpack-numpy dtype {dtype} holds Python objects; the client never "
+            "unpickles what a server sends"
+        )
+    values = np.frombuffer(get("data"), dtype=dtype)
+    if nd is True:
+        return values.reshape(get("shape"))
+    return values[0]
 
 
 def _httpx() -> Any:

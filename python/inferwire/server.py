@@ -64,7 +64,8 @@ def serve(model: Any = None, settings: Settings | None = None, *, spec: str | No
     elif isinstance(model, str) and modelfile.is_model_file(model):
         spec = model
         name = settings.model_name or Path(spec).stem
-        image = settings.model_image or spec
+        # Seldon's requestPath names the model and its image, never a path on the server.
+        image = settings.model_image or name
         adapter, how = modelfile.adapter(
             spec, name, settings.runtime, settings.output_names, settings.raw_arrays
         )
@@ -75,7 +76,7 @@ def serve(model: Any = None, settings: Settings | None = None, *, spec: str | No
             spec = model
             model = loader.build(model, settings.constructor_parameters())
         name = settings.model_name or type(model).__name__
-        image = settings.model_image or spec or type(model).__name__
+        image = settings.model_image or type(model).__name__
         adapter = SeldonAdapter(model, name, settings.raw_arrays)
         if adapter.has_predict_raw and settings.max_batch_size > 1:
             raise SettingsError(

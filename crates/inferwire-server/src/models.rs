@@ -193,7 +193,7 @@ impl Models {
                     served
                 }
                 Err(reason) => {
-                    failures.insert(name.to_string(), reason.clone());
+                    remember_failure(&mut failures, name, &reason);
                     return Err(ServeError::new(
                         Kind::BadRequest,
                         format!("model {name:?} could not be loaded: {reason}"),
@@ -352,7 +352,7 @@ impl Models {
                     tracing::info!("model {name:?} loaded (changed through another worker)");
                 }
                 Err(reason) => {
-                    failures.insert(name.clone(), reason.clone());
+                    remember_failure(&mut failures, &name, &reason);
                     failed.insert(name, reason);
                 }
             }
@@ -396,10 +396,44 @@ impl Models {
     }
 }
 
+/// Failed loads remembered for the index at most: a client that asks to load name after
+/// made-up name must not grow the table without bound.
+const MAX_FAILURES: usize = 1024;
+/// The longest reason kept for one (a model's own error message can be anything).
+const MAX_REASON: usize = 4096;
+
+fn remember_failure(failures: &mut BTreeMap<String, String>, name: &str, reason: &str) {
+    if failures.len() >= MAX_FAILURES && !failures.contains_key(name) {
+        failures.pop_first();
+    }
+    let mut cut = reason.len().min(MAX_REASON);
+    while !reason.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    failures.insert(name.to_owned(), reason[..cut].to_owned());
+}
+
 /// A replaced or unloaded model is dropped off the I/O threads: dropping a runner waits
 /// for its model threads to finish their queue.
 fn retire(old: Option<Arc<Served>>) {
     if let Some(old) = old {
         std::thread::spawn(move || drop(old));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failed_loads_are_remembered_within_bounds() {
+        let mut failures = BTreeMap::new();
+        for i in 0..MAX_FAILURES + 500 {
+            remember_failure(&mut failures, &format!("m{i}"), &"é".repeat(5000));
+        }
+        assert_eq!(failures.len(), MAX_FAILURES);
+        assert!(failures.values().all(|r| r.len() <= MAX_REASON));
+        // The newest is kept.
+        assert!(failures.contains_key(&format!("m{}", MAX_FAILURES + 499)));
     }
 }

@@ -8,6 +8,18 @@ use crate::error::{CodecError, Result};
 use crate::limits::Limits;
 use crate::tensor::{Tensor, TensorData};
 
+/// The strings that stand for non-finite floats in JSON, both ways (protobuf's JSON
+/// mapping spells them so): JSON has no number for them, and strict parsers refuse the
+/// bare `NaN` that Python's json module writes.
+pub fn non_finite(s: &str) -> Option<f64> {
+    match s {
+        "NaN" => Some(f64::NAN),
+        "Infinity" => Some(f64::INFINITY),
+        "-Infinity" => Some(f64::NEG_INFINITY),
+        _ => None,
+    }
+}
+
 enum Leaves {
     Unknown,
     Int(Vec<i64>),
@@ -167,8 +179,13 @@ impl Parser<'_> {
     /// at the start of an element the general path must parse (`self.i` points there).
     fn int_run(&mut self, n: &mut usize) -> Step<bool> {
         if matches!(self.leaves, Leaves::Unknown) {
-            // A guess from the bytes left (numbers here average more than 4 bytes each).
-            let guess = ((self.b.len() - self.i) / 4).min(self.limits.max_elements);
+            // A guess from the bytes up to the first `]` (numbers here average more than
+            // 4 bytes each): the whole of a flat array, a row of a nested one (which then
+            // grows by doubling). Not from all the bytes left: a request of many small
+            // inputs would reserve the rest of its body once per input.
+            let rest = &self.b[self.i..];
+            let extent = memchr::memchr(b']', rest).unwrap_or(rest.len());
+            let guess = (extent / 4 + 1).min(self.limits.max_elements);
             self.leaves = Leaves::Int(Vec::with_capacity(guess));
         }
         let Leaves::Int(values) = &mut self.leaves else {
@@ -332,7 +349,9 @@ impl Parser<'_> {
         }
         let (x, len) = fast_float2::parse_partial::<f64, _>(&self.b[start..end])
             .map_err(|_| Stop::Fallback)?;
-        if start + len != end {
+        // Past float64's range (1e999): not a number JSON can hold; the general parser
+        // refuses it with its position.
+        if start + len != end || !x.is_finite() {
             return Err(Stop::Fallback);
         }
         self.i = end;

@@ -24,13 +24,14 @@ impl JsonNumber for f64 {
         if self.is_finite() {
             out.extend_from_slice(ryu::Buffer::new().format_finite(self).as_bytes());
         } else {
-            // What Python's json module writes, so Python clients read it back.
+            // As strings (protobuf's JSON mapping), which requests may carry too: JSON
+            // has no such numbers, and strict parsers refuse Python's bare `NaN`.
             out.extend_from_slice(if self.is_nan() {
-                b"NaN"
+                b"\"NaN\""
             } else if self > 0.0 {
-                b"Infinity"
+                b"\"Infinity\""
             } else {
-                b"-Infinity"
+                b"\"-Infinity\""
             });
         }
     }
@@ -184,9 +185,12 @@ mod tests {
     }
 
     #[test]
-    fn floats_like_python() {
+    fn non_finite_floats_as_strings() {
         let mut out = Vec::new();
         flat(&[1.0f64, f64::NAN, f64::NEG_INFINITY], &mut out);
-        assert_eq!(out, b"[1.0,NaN,-Infinity]");
+        assert_eq!(out, br#"[1.0,"NaN","-Infinity"]"#);
+        out.clear();
+        flat(&[f32::INFINITY], &mut out);
+        assert_eq!(out, br#"["Infinity"]"#);
     }
 }

@@ -14,7 +14,6 @@ use serde_json::{Map, Value};
 use super::message::*;
 use super::tftensor;
 use crate::error::{CodecError, Result};
-use crate::json::write::JsonNumber;
 use crate::json::{numbers, write};
 use crate::limits::Limits;
 use crate::pb::tensorflow::{tensor_shape_proto::Dim, DataType, TensorProto, TensorShapeProto};
@@ -409,6 +408,12 @@ fn message_from(m: MessageIn, limits: &Limits) -> Result<SeldonMessage> {
         payloads.push(Payload::Str(s));
     }
     if let Some(v) = m.json_data {
+        if nesting(&v) > limits.max_depth {
+            return Err(CodecError::bad_request(format!(
+                "jsonData: nested deeper than {} (the max_json_depth setting)",
+                limits.max_depth
+            )));
+        }
         payloads.push(Payload::Json(v));
     }
     if let Some(a) = m.custom_data {
@@ -519,7 +524,19 @@ fn ndarray_from(raw: &RawValue, limits: &Limits) -> Result<Array> {
         Ok(v @ Value::Array(_)) if nesting(&v) > limits.max_depth => Err(CodecError::bad_request(
             format!("data.ndarray: nested deeper than {}", limits.max_depth),
         )),
-        Ok(v @ Value::Array(_)) => Ok(Array::Json(v)),
+        Ok(v @ Value::Array(_)) => {
+            check_rectangular(&v, "data.ndarray")?;
+            if let Some(values) = with_non_finite(&v, false) {
+                let mut shape = Vec::new();
+                let mut probe = &v;
+                while let Value::Array(items) = probe {
+                    shape.push(items.len());
+                    probe = items.first().unwrap_or(&Value::Null);
+                }
+                return Ok(Array::Numeric(Tensor::new(shape, TensorData::F64(values))?));
+            }
+            Ok(Array::Json(v))
+        }
         Ok(other) => Err(CodecError::bad_request(format!(
             "data.ndarray: must be a (nested) list, got {}",
             kind_of(&other)
@@ -548,14 +565,49 @@ fn kind_of(v: &Value) -> &'static str {
     }
 }
 
+/// Numbers among which some are `"NaN"`, `"Infinity"` or `"-Infinity"` (how JSON
+/// carries non-finite floats, both ways): float64 values. `None` for anything else,
+/// and, unless `all_names` allows it, for a list of those strings alone (in `ndarray`
+/// that is a list of strings, as numpy would have it).
+fn with_non_finite(v: &Value, all_names: bool) -> Option<Vec<f64>> {
+    fn leaves<'v>(v: &'v Value, out: &mut Vec<&'v Value>) {
+        match v {
+            Value::Array(items) => items.iter().for_each(|x| leaves(x, out)),
+            other => out.push(other),
+        }
+    }
+    let mut flat = Vec::new();
+    leaves(v, &mut flat);
+    if !all_names && !flat.iter().any(|x| x.is_number()) {
+        return None;
+    }
+    flat.into_iter()
+        .map(|x| {
+            x.as_f64()
+                .or_else(|| x.as_str().and_then(numbers::non_finite))
+        })
+        .collect()
+}
+
 fn tensor_from(t: TensorIn, limits: &Limits) -> Result<Tensor> {
     let raw = t
         .values
         .ok_or_else(|| CodecError::bad_request("values: required"))?;
-    let parsed = numbers::parse_array(raw.get().as_bytes(), *limits)?
-        .filter(|v| v.shape.len() == 1)
-        .ok_or_else(|| CodecError::bad_request("values: must be a flat list of numbers"))?;
-    shaped_tensor(&t.shape.unwrap_or_default(), parsed.data, limits)
+    let flat_list = || CodecError::bad_request("values: must be a flat list of numbers");
+    let data = match numbers::parse_array(raw.get().as_bytes(), *limits)? {
+        Some(parsed) if parsed.shape.len() == 1 => parsed.data,
+        Some(_) => return Err(flat_list()),
+        None => match serde_json::from_str::<Value>(raw.get()) {
+            Ok(v @ Value::Array(_))
+                if v.as_array().is_some_and(|l| !l.iter().any(Value::is_array)) =>
+            {
+                TensorData::F64(with_non_finite(&v, true).ok_or_else(flat_list)?)
+            }
+            Ok(_) => return Err(flat_list()),
+            Err(e) => return Err(CodecError::bad_request(format!("values: {e}"))),
+        },
+    };
+    shaped_tensor(&t.shape.unwrap_or_default(), data, limits)
 }
 
 fn tftensor_proto(t: TfTensorIn) -> Result<TensorProto> {
@@ -809,22 +861,9 @@ pub fn write_tftensor(t: &Tensor, out: &mut Vec<u8>) {
         }
         out.push(b']');
     }
-    fn floats<T: write::JsonNumber + Into<f64>>(v: &[T], out: &mut Vec<u8>) {
-        out.push(b'[');
-        for (i, &x) in v.iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            let f: f64 = x.into();
-            if f.is_finite() {
-                x.write(out);
-            } else {
-                out.push(b'"');
-                f.write(out);
-                out.push(b'"');
-            }
-        }
-        out.push(b']');
+    // Non-finite values come out as strings, as protobuf's JSON mapping has them.
+    fn floats<T: write::JsonNumber>(v: &[T], out: &mut Vec<u8>) {
+        write::flat(v, out);
     }
     if !p.tensor_content.is_empty() {
         field(out, "tensorContent");

@@ -40,6 +40,49 @@ pub fn shaped_tensor(dims: &[i64], data: TensorData, limits: &Limits) -> crate::
     Tensor::new(shape, data)
 }
 
+/// Refuses a ragged `ndarray` (`[[1, 2], [3]]`), naming where it is ragged: numpy cannot
+/// make an array of it, and would fail inside the model's call instead.
+pub fn check_rectangular(v: &Value, field: &str) -> crate::Result<()> {
+    // The shape the first elements give; every list must follow it.
+    let mut shape = Vec::new();
+    let mut probe = v;
+    while let Value::Array(items) = probe {
+        shape.push(items.len());
+        match items.first() {
+            Some(first) => probe = first,
+            None => break,
+        }
+    }
+    let mut path = Vec::new();
+    walk(v, &shape, &mut path).map_err(|why| {
+        let at: String = path.iter().map(|i| format!("[{i}]")).collect();
+        crate::CodecError::bad_request(format!(
+            "{field}{at}: {why} (a ragged list is not an array: every row must have as \
+             many items)"
+        ))
+    })
+}
+
+fn walk(v: &Value, shape: &[usize], path: &mut Vec<usize>) -> Result<(), String> {
+    let depth = path.len();
+    match (v, shape.get(depth)) {
+        (Value::Array(items), Some(&n)) if items.len() == n => {
+            for (i, item) in items.iter().enumerate() {
+                path.push(i);
+                walk(item, shape, path)?;
+                path.pop();
+            }
+            Ok(())
+        }
+        (Value::Array(items), Some(&n)) => {
+            Err(format!("{} items where {n} were expected", items.len()))
+        }
+        (Value::Array(_), None) => Err("a list where the first row has a value".into()),
+        (_, Some(_)) => Err("a value where the first row has a list".into()),
+        (_, None) => Ok(()),
+    }
+}
+
 /// The array inside `data`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Array {

@@ -147,7 +147,9 @@ fn ndarray_from(l: ListValue, limits: &Limits) -> Result<Array> {
     if collect_bools(&l, &shape, &mut bools) {
         return Ok(Array::Numeric(Tensor::new(shape, TensorData::Bool(bools))?));
     }
-    Ok(Array::Json(list_to_json(l)))
+    let v = list_to_json(l);
+    check_rectangular(&v, "data.ndarray")?;
+    Ok(Array::Json(v))
 }
 
 fn collect_numbers(l: &ListValue, shape: &[usize], out: &mut Vec<f64>) -> bool {

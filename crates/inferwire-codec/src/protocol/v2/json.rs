@@ -66,6 +66,10 @@ pub fn decode_request(
         Some(found) => found?,
         None => serde_header(&header)?,
     };
+    unique_names("inputs", parts.iter().map(|p| p.name.as_str()))?;
+    if let Some(outputs) = &top.outputs {
+        unique_names("outputs", outputs.iter().map(|o| o.name.as_str()))?;
+    }
     let mut inputs = Vec::with_capacity(parts.len());
     for (i, input) in parts.into_iter().enumerate() {
         inputs.push(finish_input(i, input, &mut blobs, limits)?);
@@ -425,9 +429,14 @@ fn generic_numbers(text: &[u8], field: &str) -> Result<TensorData> {
     }
     flat.iter()
         .map(|x| {
-            x.as_f64().ok_or_else(|| {
-                CodecError::bad_request(format!("{field}: expected numbers, got {x}"))
-            })
+            x.as_f64()
+                .or_else(|| x.as_str().and_then(numbers::non_finite))
+                .ok_or_else(|| {
+                    CodecError::bad_request(format!(
+                        "{field}: expected numbers (or \"NaN\", \"Infinity\", \"-Infinity\"), \
+                         got {x}"
+                    ))
+                })
         })
         .collect::<Result<Vec<f64>>>()
         .map(TensorData::F64)
@@ -481,14 +490,12 @@ fn cast(data: TensorData, to: DType, field: &str) -> Result<TensorData> {
         }
         (TensorData::U64(v), _) => return Err(out_of_range(&v.first().copied().unwrap_or(0))),
         (TensorData::F64(v), DType::F64) => TensorData::F64(v),
-        (TensorData::F64(v), DType::F32) => {
-            TensorData::F32(v.into_iter().map(|x| x as f32).collect())
-        }
-        (TensorData::F64(v), DType::F16) => {
-            TensorData::F16(v.into_iter().map(f16::from_f64).collect())
-        }
+        // A finite number that the narrower type would make infinite (1e39 as FP32) is
+        // refused, not turned into Infinity; NaN and the infinities themselves pass.
+        (TensorData::F64(v), DType::F32) => TensorData::F32(narrow(v, |x| x as f32, field, name)?),
+        (TensorData::F64(v), DType::F16) => TensorData::F16(narrow(v, f16::from_f64, field, name)?),
         (TensorData::F64(v), DType::BF16) => {
-            TensorData::BF16(v.into_iter().map(bf16::from_f64).collect())
+            TensorData::BF16(narrow(v, bf16::from_f64, field, name)?)
         }
         (TensorData::F64(v), int) => return cast(TensorData::I64(integral(v)?), int, field),
         (TensorData::I64(v), DType::I64) => TensorData::I64(v),
@@ -499,10 +506,12 @@ fn cast(data: TensorData, to: DType, field: &str) -> Result<TensorData> {
             TensorData::F32(v.into_iter().map(|x| x as f32).collect())
         }
         (TensorData::I64(v), DType::F16) => {
-            TensorData::F16(v.into_iter().map(|x| f16::from_f64(x as f64)).collect())
+            let v = v.into_iter().map(|x| x as f64).collect();
+            TensorData::F16(narrow(v, f16::from_f64, field, name)?)
         }
         (TensorData::I64(v), DType::BF16) => {
-            TensorData::BF16(v.into_iter().map(|x| bf16::from_f64(x as f64)).collect())
+            let v = v.into_iter().map(|x| x as f64).collect();
+            TensorData::BF16(narrow(v, bf16::from_f64, field, name)?)
         }
         (TensorData::I64(v), DType::I32) => ints!(v, i32, I32),
         (TensorData::I64(v), DType::I16) => ints!(v, i16, I16),
@@ -518,6 +527,27 @@ fn cast(data: TensorData, to: DType, field: &str) -> Result<TensorData> {
             )))
         }
     })
+}
+
+/// `v` converted to a narrower float type, refusing finite values past its range.
+fn narrow<T: Copy + Into<f64>>(
+    v: Vec<f64>,
+    to: impl Fn(f64) -> T,
+    field: &str,
+    name: &str,
+) -> Result<Vec<T>> {
+    v.into_iter()
+        .map(|x| {
+            let y = to(x);
+            if x.is_finite() && !y.into().is_finite() {
+                Err(CodecError::bad_request(format!(
+                    "{field}: {x:e} is past the range of {name}"
+                )))
+            } else {
+                Ok(y)
+            }
+        })
+        .collect()
 }
 
 /// Writes `r` as JSON into `out`. Outputs for which `binary(name)` holds are not written

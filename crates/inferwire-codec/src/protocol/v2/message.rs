@@ -58,6 +58,23 @@ pub(crate) fn declared(
     Ok((dtype, count, shape.iter().map(|&d| d as usize).collect()))
 }
 
+/// Refuses two inputs (or two requested outputs) of one name: a model takes its inputs
+/// by name, so one of the two would be dropped without a word.
+pub(crate) fn unique_names<'a>(
+    what: &str,
+    names: impl ExactSizeIterator<Item = &'a str>,
+) -> Result<()> {
+    let mut seen = std::collections::HashSet::with_capacity(names.len());
+    for (i, name) in names.enumerate() {
+        if !seen.insert(name) {
+            return Err(CodecError::bad_request(format!(
+                "{what}[{i}].name: {name:?} is given twice (names must be unique)"
+            )));
+        }
+    }
+    Ok(())
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct InferInput {
     pub name: String,

@@ -57,6 +57,8 @@ fn to_pb_parameters(p: &Parameters) -> HashMap<String, pb::InferParameter> {
 }
 
 pub fn from_pb(req: pb::ModelInferRequest, limits: &Limits) -> Result<InferRequest> {
+    unique_names("inputs", req.inputs.iter().map(|i| i.name.as_str()))?;
+    unique_names("outputs", req.outputs.iter().map(|o| o.name.as_str()))?;
     let raw = req.raw_input_contents;
     if !raw.is_empty() && raw.len() != req.inputs.len() {
         return Err(CodecError::bad_request(format!(
