@@ -226,7 +226,13 @@ def test_non_finite_values_travel_as_strings_both_ways(echo: Any) -> None:
         got = strict_json(r.text)["data"]
         key = next(iter(data))
         assert got[key] == data[key], got
-    # gRPC brings real floats; a JSON reply of them has the strings too.
+    # inferwire's own JSON array layout, the same way.
+    r = httpx.post(f"{echo.url}/predict", json={"data": [1, "NaN"], "dtype": "<f4"})
+    assert r.status_code == 200, r.text
+    assert strict_json(r.text) == {"data": [1.0, "NaN"], "dtype": "<f4"}
+    r = httpx.post(f"{echo.url}/predict", json={"data": [1e39], "dtype": "<f4"})
+    assert r.status_code == 400 and "1e39 is past the range of float32" in r.text, r.text
+    # A binary body brings real floats; a JSON reply of them has the strings too.
     a = np.array([np.nan, np.inf, 1.0])
     buf = io.BytesIO()
     np.save(buf, a, allow_pickle=False)

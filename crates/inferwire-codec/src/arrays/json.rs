@@ -127,12 +127,20 @@ pub fn decode(body: &[u8], layout: Layout, limits: &Limits) -> Result<Tensor> {
             let raw = b.data.get().as_bytes();
             let t = match scalar(raw) {
                 Some(t) => t,
-                None => numbers::parse_array(raw, *limits)?.ok_or_else(|| {
-                    CodecError::bad_request(
-                        "data: must be a rectangular array of numbers or booleans (a ragged or \
-                     mixed list has no numpy dtype)",
-                    )
-                })?,
+                None => match numbers::parse_array(raw, *limits)? {
+                    Some(t) => t,
+                    // Numbers among which some are "NaN", "Infinity" or "-Infinity".
+                    None => serde_json::from_slice(raw)
+                        .ok()
+                        .and_then(|v| numbers::with_non_finite(&v, true))
+                        .map(|(shape, values)| Tensor::new(shape, TensorData::F64(values)))
+                        .ok_or_else(|| {
+                            CodecError::bad_request(
+                                "data: must be a rectangular array of numbers or booleans (a \
+                                 ragged or mixed list has no numpy dtype)",
+                            )
+                        })??,
+                },
             };
             match dtype {
                 Some(d) if d.dtype != t.dtype() => {
@@ -184,10 +192,16 @@ fn cast(data: TensorData, to: DType) -> Result<TensorData> {
         TensorData::Bool(v) if to != DType::Bool => v.into_iter().map(i64::from).collect(),
         TensorData::F64(v) => {
             return match to {
-                DType::F32 => Ok(TensorData::F32(v.iter().map(|&x| x as f32).collect())),
-                DType::F16 => Ok(TensorData::F16(
-                    v.iter().map(|&x| half::f16::from_f64(x)).collect(),
-                )),
+                DType::F32 => Ok(TensorData::F32(numbers::narrow(
+                    v,
+                    |x| x as f32,
+                    "float32",
+                )?)),
+                DType::F16 => Ok(TensorData::F16(numbers::narrow(
+                    v,
+                    half::f16::from_f64,
+                    "float16",
+                )?)),
                 _ => Err(CodecError::bad_request(format!(
                     "the values are not all integers, so they cannot be {}",
                     descr::name(to).unwrap_or("that dtype")
@@ -217,11 +231,11 @@ fn cast(data: TensorData, to: DType) -> Result<TensorData> {
         DType::I16 => ints!(ints, i16, I16),
         DType::I32 => ints!(ints, i32, I32),
         DType::I64 => TensorData::I64(ints),
-        DType::F16 => TensorData::F16(
-            ints.iter()
-                .map(|&x| half::f16::from_f64(x as f64))
-                .collect(),
-        ),
+        DType::F16 => TensorData::F16(numbers::narrow(
+            ints.iter().map(|&x| x as f64).collect(),
+            half::f16::from_f64,
+            "float16",
+        )?),
         DType::F32 => TensorData::F32(ints.iter().map(|&x| x as f32).collect()),
         DType::F64 => TensorData::F64(ints.iter().map(|&x| x as f64).collect()),
         DType::BF16 | DType::Bytes => {

@@ -20,6 +20,62 @@ pub fn non_finite(s: &str) -> Option<f64> {
     }
 }
 
+/// A rectangular array of numbers among which some are the strings `non_finite` reads:
+/// its shape and float64 values. `None` for anything else, and, unless `names_alone`,
+/// for an array of those strings with no number (in Seldon's `ndarray` that is a list of
+/// strings, as numpy would have it).
+pub fn with_non_finite(v: &serde_json::Value, names_alone: bool) -> Option<(Vec<usize>, Vec<f64>)> {
+    use serde_json::Value;
+    let mut shape = Vec::new();
+    let mut probe = v;
+    while let Value::Array(items) = probe {
+        shape.push(items.len());
+        probe = items.first()?;
+    }
+    fn walk(v: &Value, shape: &[usize], out: &mut Vec<f64>, numbers: &mut bool) -> Option<()> {
+        match (v, shape.split_first()) {
+            (Value::Array(items), Some((&n, rest))) if items.len() == n => {
+                items.iter().try_for_each(|x| walk(x, rest, out, numbers))
+            }
+            (Value::Number(x), None) => {
+                *numbers = true;
+                out.push(x.as_f64()?);
+                Some(())
+            }
+            (Value::String(s), None) => {
+                out.push(non_finite(s)?);
+                Some(())
+            }
+            _ => None,
+        }
+    }
+    let mut out = Vec::new();
+    let mut numbers = false;
+    walk(v, &shape, &mut out, &mut numbers)?;
+    (numbers || names_alone).then_some((shape, out))
+}
+
+/// `v` converted to a narrower float type, refusing finite values past its range (1e39
+/// as float32) rather than making them infinite; NaN and the infinities pass.
+pub fn narrow<T: Copy + Into<f64>>(
+    v: Vec<f64>,
+    to: impl Fn(f64) -> T,
+    type_name: &str,
+) -> Result<Vec<T>> {
+    v.into_iter()
+        .map(|x| {
+            let y = to(x);
+            if x.is_finite() && !y.into().is_finite() {
+                Err(CodecError::bad_request(format!(
+                    "{x:e} is past the range of {type_name}"
+                )))
+            } else {
+                Ok(y)
+            }
+        })
+        .collect()
+}
+
 enum Leaves {
     Unknown,
     Int(Vec<i64>),
@@ -377,6 +433,33 @@ impl Parser<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn non_finite_strings_both_ways() {
+        let v: serde_json::Value =
+            serde_json::from_str(r#"[[1, "NaN"], ["-Infinity", 2.5]]"#).unwrap();
+        let (shape, values) = with_non_finite(&v, false).unwrap();
+        assert_eq!(shape, vec![2, 2]);
+        assert!(values[1].is_nan() && values[2] == f64::NEG_INFINITY && values[3] == 2.5);
+        // Strings alone stay strings unless the caller knows the values are numbers.
+        let names: serde_json::Value = serde_json::from_str(r#"["NaN"]"#).unwrap();
+        assert!(with_non_finite(&names, false).is_none());
+        assert!(with_non_finite(&names, true).is_some());
+        // Ragged, or another string: not numbers.
+        for bad in [r#"[[1, 2], [3]]"#, r#"[1, "nan"]"#, r#"[1, [2]]"#] {
+            let v: serde_json::Value = serde_json::from_str(bad).unwrap();
+            assert!(with_non_finite(&v, true).is_none(), "{bad}");
+        }
+        // Past float64's range is not taken as Infinity by the fast path.
+        assert!(parse_array(b"[1, 1e999]", Limits::default())
+            .unwrap()
+            .is_none());
+        let e = narrow(vec![1e39], |x| x as f32, "FP32")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("1e39 is past the range of FP32"), "{e}");
+        assert!(narrow(vec![f64::NAN, f64::INFINITY, 3.0], |x| x as f32, "FP32").is_ok());
+    }
 
     #[test]
     fn numbers_outside_json_grammar_are_not_taken() {

@@ -526,13 +526,8 @@ fn ndarray_from(raw: &RawValue, limits: &Limits) -> Result<Array> {
         )),
         Ok(v @ Value::Array(_)) => {
             check_rectangular(&v, "data.ndarray")?;
-            if let Some(values) = with_non_finite(&v, false) {
-                let mut shape = Vec::new();
-                let mut probe = &v;
-                while let Value::Array(items) = probe {
-                    shape.push(items.len());
-                    probe = items.first().unwrap_or(&Value::Null);
-                }
+            // Numbers among which some are "NaN", "Infinity" or "-Infinity": float64.
+            if let Some((shape, values)) = numbers::with_non_finite(&v, false) {
                 return Ok(Array::Numeric(Tensor::new(shape, TensorData::F64(values))?));
             }
             Ok(Array::Json(v))
@@ -565,30 +560,6 @@ fn kind_of(v: &Value) -> &'static str {
     }
 }
 
-/// Numbers among which some are `"NaN"`, `"Infinity"` or `"-Infinity"` (how JSON
-/// carries non-finite floats, both ways): float64 values. `None` for anything else,
-/// and, unless `all_names` allows it, for a list of those strings alone (in `ndarray`
-/// that is a list of strings, as numpy would have it).
-fn with_non_finite(v: &Value, all_names: bool) -> Option<Vec<f64>> {
-    fn leaves<'v>(v: &'v Value, out: &mut Vec<&'v Value>) {
-        match v {
-            Value::Array(items) => items.iter().for_each(|x| leaves(x, out)),
-            other => out.push(other),
-        }
-    }
-    let mut flat = Vec::new();
-    leaves(v, &mut flat);
-    if !all_names && !flat.iter().any(|x| x.is_number()) {
-        return None;
-    }
-    flat.into_iter()
-        .map(|x| {
-            x.as_f64()
-                .or_else(|| x.as_str().and_then(numbers::non_finite))
-        })
-        .collect()
-}
-
 fn tensor_from(t: TensorIn, limits: &Limits) -> Result<Tensor> {
     let raw = t
         .values
@@ -597,13 +568,12 @@ fn tensor_from(t: TensorIn, limits: &Limits) -> Result<Tensor> {
     let data = match numbers::parse_array(raw.get().as_bytes(), *limits)? {
         Some(parsed) if parsed.shape.len() == 1 => parsed.data,
         Some(_) => return Err(flat_list()),
+        // Numbers among which some are "NaN", "Infinity" or "-Infinity".
         None => match serde_json::from_str::<Value>(raw.get()) {
-            Ok(v @ Value::Array(_))
-                if v.as_array().is_some_and(|l| !l.iter().any(Value::is_array)) =>
-            {
-                TensorData::F64(with_non_finite(&v, true).ok_or_else(flat_list)?)
-            }
-            Ok(_) => return Err(flat_list()),
+            Ok(v) => match numbers::with_non_finite(&v, true) {
+                Some((shape, values)) if shape.len() == 1 => TensorData::F64(values),
+                _ => return Err(flat_list()),
+            },
             Err(e) => return Err(CodecError::bad_request(format!("values: {e}"))),
         },
     };

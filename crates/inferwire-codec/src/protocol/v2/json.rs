@@ -492,11 +492,15 @@ fn cast(data: TensorData, to: DType, field: &str) -> Result<TensorData> {
         (TensorData::F64(v), DType::F64) => TensorData::F64(v),
         // A finite number that the narrower type would make infinite (1e39 as FP32) is
         // refused, not turned into Infinity; NaN and the infinities themselves pass.
-        (TensorData::F64(v), DType::F32) => TensorData::F32(narrow(v, |x| x as f32, field, name)?),
-        (TensorData::F64(v), DType::F16) => TensorData::F16(narrow(v, f16::from_f64, field, name)?),
-        (TensorData::F64(v), DType::BF16) => {
-            TensorData::BF16(narrow(v, bf16::from_f64, field, name)?)
+        (TensorData::F64(v), DType::F32) => {
+            TensorData::F32(numbers::narrow(v, |x| x as f32, name).map_err(|e| e.in_field(field))?)
         }
+        (TensorData::F64(v), DType::F16) => {
+            TensorData::F16(numbers::narrow(v, f16::from_f64, name).map_err(|e| e.in_field(field))?)
+        }
+        (TensorData::F64(v), DType::BF16) => TensorData::BF16(
+            numbers::narrow(v, bf16::from_f64, name).map_err(|e| e.in_field(field))?,
+        ),
         (TensorData::F64(v), int) => return cast(TensorData::I64(integral(v)?), int, field),
         (TensorData::I64(v), DType::I64) => TensorData::I64(v),
         (TensorData::I64(v), DType::F64) => {
@@ -507,11 +511,13 @@ fn cast(data: TensorData, to: DType, field: &str) -> Result<TensorData> {
         }
         (TensorData::I64(v), DType::F16) => {
             let v = v.into_iter().map(|x| x as f64).collect();
-            TensorData::F16(narrow(v, f16::from_f64, field, name)?)
+            TensorData::F16(numbers::narrow(v, f16::from_f64, name).map_err(|e| e.in_field(field))?)
         }
         (TensorData::I64(v), DType::BF16) => {
             let v = v.into_iter().map(|x| x as f64).collect();
-            TensorData::BF16(narrow(v, bf16::from_f64, field, name)?)
+            TensorData::BF16(
+                numbers::narrow(v, bf16::from_f64, name).map_err(|e| e.in_field(field))?,
+            )
         }
         (TensorData::I64(v), DType::I32) => ints!(v, i32, I32),
         (TensorData::I64(v), DType::I16) => ints!(v, i16, I16),
@@ -527,27 +533,6 @@ fn cast(data: TensorData, to: DType, field: &str) -> Result<TensorData> {
             )))
         }
     })
-}
-
-/// `v` converted to a narrower float type, refusing finite values past its range.
-fn narrow<T: Copy + Into<f64>>(
-    v: Vec<f64>,
-    to: impl Fn(f64) -> T,
-    field: &str,
-    name: &str,
-) -> Result<Vec<T>> {
-    v.into_iter()
-        .map(|x| {
-            let y = to(x);
-            if x.is_finite() && !y.into().is_finite() {
-                Err(CodecError::bad_request(format!(
-                    "{field}: {x:e} is past the range of {name}"
-                )))
-            } else {
-                Ok(y)
-            }
-        })
-        .collect()
 }
 
 /// Writes `r` as JSON into `out`. Outputs for which `binary(name)` holds are not written
