@@ -41,7 +41,7 @@ ROOT = servers.ROOT
 MODELS = {"predict": "NoopPredict", "predict_raw": "NoopPredictRaw"}
 PROTOCOLS = ("rest", "grpc")
 TOOL_OF = {"rest": "vegeta", "grpc": "ghz"}
-LABELS = {"seldon": "Seldon wrapper", "inferwire": "inferwire"}
+LABELS = {"seldon": "Seldon wrapper", "inferwire": "inferwire", "baseline": "inferwire (baseline)"}
 # The notebook's "Example results" tables: mean latency in ms for ndarray, tensor,
 # tftensor (Seldon 1.10 on Kubernetes behind Istio, one CPU for the model).
 NOTEBOOK_MS: dict[tuple[str, str, int], tuple[float, float, float]] = {
@@ -351,6 +351,10 @@ def server_specs(args: argparse.Namespace) -> list[servers.ServerSpec]:
             specs.append(servers.seldon_spec(args.seldon_venv, args.seldon_cmd))
         else:
             raise SystemExit(f"--servers: unknown server {name!r} (inferwire, seldon)")
+    if args.baseline:
+        # Another inferwire build (an earlier commit's) in the same run, to compare builds.
+        spec = servers.inferwire_spec([str(args.baseline)], args.inferwire_cmd)
+        specs.append(servers.ServerSpec("baseline", spec.template, spec.env))
     return specs
 
 
@@ -387,6 +391,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--inferwire",
         default=os.environ.get("INFERWIRE_BIN", str(ROOT / ".venv/bin/inferwire")),
         help="inferwire executable (env INFERWIRE_BIN; default .venv/bin/inferwire)",
+    )
+    p.add_argument(
+        "--baseline",
+        type=Path,
+        help="another inferwire executable (say, an earlier commit's release build) run as a "
+        "third server, 'inferwire (baseline)', to compare two builds in one run",
     )
     p.add_argument("--seldon-venv", type=Path, help="the wrapper's virtualenv (.venv-seldon)")
     p.add_argument(
