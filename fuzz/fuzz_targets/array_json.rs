@@ -13,12 +13,8 @@ fuzz_target!(|data: &[u8]| {
                 serde_json::from_slice::<serde::de::IgnoredAny>(data).is_ok(),
                 "accepted non-JSON"
             );
-            // Non-finite values are written as Python's json writes them (NaN, Infinity),
-            // which requests, being strict JSON, cannot carry: no round trip for those.
-            let shown = format!("{t:?}");
-            if shown.contains("inf") || shown.contains("NaN") {
-                return;
-            }
+            // Non-finite values too: they are written as the strings "NaN", "Infinity" and
+            // "-Infinity", which requests carry the same way.
             let mut out = Vec::new();
             if json::encode(&t, layout, &mut out).is_ok() {
                 let again = json::decode(&out, layout, &limits).expect("our own JSON");
