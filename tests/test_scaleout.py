@@ -26,9 +26,9 @@ from typing import Any
 import grpc
 import httpx
 import pytest
-from test_workers import _children
 from conftest import ROOT, Served
 from nginx.balancer import Nginx
+from test_workers import _children
 
 pytestmark = pytest.mark.skipif(
     shutil.which("nginx") is None and not os.path.exists("/usr/sbin/nginx"),

@@ -66,7 +66,8 @@ pub fn from_dict(d: &Bound<'_, PyDict>) -> PyResult<ServerConfig> {
         timeout: seconds("timeout")?,
         reuse_port: get_usize(d, "workers", 1)? > 1,
         // One worker is supervised too unless `supervisor` is off (see inferwire.workers).
-        supervised: get_usize(d, "workers", 1)? > 1 || get_str(d, "supervisor", "on".into())? != "off",
+        supervised: get_usize(d, "workers", 1)? > 1
+            || get_str(d, "supervisor", "on".into())? != "off",
         stuck_after: match seconds("stuck_after")? {
             Some(d) => Some(d),
             None if d.contains("stuck_after")? => None,

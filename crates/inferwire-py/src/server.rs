@@ -2,8 +2,7 @@
 use std::sync::Arc;
 
 use inferwire_server::{
-    serve, Listeners, Metrics, Model, ModelSpec, Repository, ServerConfig, Serving,
-    StopHandle,
+    serve, Listeners, Metrics, Model, ModelSpec, Repository, ServerConfig, Serving, StopHandle,
 };
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;

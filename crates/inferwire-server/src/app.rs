@@ -27,6 +27,8 @@ pub struct App {
     answered: std::sync::atomic::AtomicU64,
     /// This worker's `max_requests`, with its share of the jitter; `None`: no limit.
     pub request_limit: Option<u64>,
+    /// Wakes the recycling thread (recycle::watch) the moment the limit is reached.
+    pub limit_reached: (std::sync::Mutex<bool>, std::sync::Condvar),
 }
 
 impl App {
@@ -49,6 +51,7 @@ impl App {
             stuck: std::sync::Mutex::new(None),
             answered: std::sync::atomic::AtomicU64::new(0),
             request_limit,
+            limit_reached: Default::default(),
         }
     }
 
@@ -92,6 +95,12 @@ impl App {
         let n = self.answered.fetch_add(1, Ordering::Relaxed) + 1;
         if self.request_limit.is_some_and(|limit| n >= limit) {
             self.set_not_ready();
+            *self
+                .limit_reached
+                .0
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()) = true;
+            self.limit_reached.1.notify_all();
         }
     }
 

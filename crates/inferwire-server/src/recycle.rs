@@ -10,7 +10,8 @@ use crate::app::App;
 use crate::config::ServerConfig;
 use crate::run::StopHandle;
 
-/// How often the limits are checked; memory only every `MEMORY_EVERY`th time.
+/// How often the limits are checked (the request limit also at once when reached);
+/// memory only every `MEMORY_EVERY`th time.
 const EVERY: Duration = Duration::from_millis(100);
 const MEMORY_EVERY: u32 = 10;
 
@@ -64,7 +65,14 @@ fn why(app: &App, check_memory: bool) -> Option<String> {
 pub fn watch(app: &Weak<App>, stop: &StopHandle) {
     let mut round = 0u32;
     loop {
-        std::thread::sleep(EVERY);
+        {
+            let Some(app) = app.upgrade() else { return };
+            let (reached, wake) = &app.limit_reached;
+            let guard = reached.lock().unwrap_or_else(|e| e.into_inner());
+            if !*guard {
+                let _ = wake.wait_timeout(guard, EVERY);
+            }
+        }
         round = round.wrapping_add(1);
         let Some(app) = app.upgrade() else { return };
         if let Some(why) = why(&app, round % MEMORY_EVERY == 0) {

@@ -66,7 +66,10 @@ pub async fn serve(
         conn.spawn(stream, permit);
     }
     drop(conn);
-    if tokio::time::timeout(grace, all_closed.recv()).await.is_err() {
+    if tokio::time::timeout(grace, all_closed.recv())
+        .await
+        .is_err()
+    {
         tracing::warn!("REST: grace period over with requests still open; closing them");
     }
 }
@@ -119,8 +122,12 @@ impl Conn {
         // no one else.
         tokio::spawn(async move {
             let handshake = tokio::time::timeout(crate::tls::HANDSHAKE, acceptor.accept(stream));
-            let Ok(Ok(stream)) = handshake.await else { return };
-            let conn = builder.serve_connection(TokioIo::new(stream), svc).into_owned();
+            let Ok(Ok(stream)) = handshake.await else {
+                return;
+            };
+            let conn = builder
+                .serve_connection(TokioIo::new(stream), svc)
+                .into_owned();
             until_drained(conn, stop, first).await;
             drop((permit, open));
         });
