@@ -75,7 +75,7 @@ pub fn watch(app: &Weak<App>, stop: &StopHandle) {
         }
         round = round.wrapping_add(1);
         let Some(app) = app.upgrade() else { return };
-        if let Some(why) = why(&app, round % MEMORY_EVERY == 0) {
+        if let Some(why) = why(&app, round.is_multiple_of(MEMORY_EVERY)) {
             tracing::info!("recycling this worker: {why}; it drains and exits, and the supervisor starts a new one");
             app.set_not_ready();
             stop.stop();

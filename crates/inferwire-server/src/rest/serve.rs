@@ -92,7 +92,7 @@ impl Conn {
         let asked = first.clone();
         let svc = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
             let app = app.clone();
-            asked.notify_one();
+            asked.notify_waiters();
             async move {
                 let http1 = req.version() < hyper::Version::HTTP_2;
                 let mut response = routes::handle(app.clone(), req).await;
@@ -136,8 +136,8 @@ impl Conn {
 
 type Connection<I, S> = auto::Connection<'static, I, S, TokioExecutor>;
 
-/// How long a connection that has sent nothing yet when the drain starts gets to send
-/// its first request (it may be on the way: the kernel accepted the connection).
+/// How long a connection with no request under way when the drain starts gets to begin
+/// one (it may be on the way) before it is closed.
 const FIRST_REQUEST: Duration = Duration::from_secs(1);
 
 /// Serves `conn` until it closes; once `stop` is true, it finishes what it has begun
@@ -158,7 +158,6 @@ async fn until_drained<I, S, B>(
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     let mut conn: Pin<Box<Connection<I, S>>> = Box::pin(conn);
-    let mut asked = std::pin::pin!(first.notified());
     tokio::select! {
         _ = conn.as_mut() => return,
         () = async {
@@ -169,17 +168,15 @@ async fn until_drained<I, S, B>(
             }
         } => {}
     }
-    // A graceful shutdown closes a connection that has not begun a request as idle,
-    // with its request maybe already in the socket: give it the time to begin one
-    // (answered with `Connection: close`, as the server is no longer ready).
-    if asked.as_mut().enable() {
-        // A request has come already: nothing to wait for.
-    } else {
-        tokio::select! {
-            _ = conn.as_mut() => return,
-            () = asked => {}
-            () = tokio::time::sleep(FIRST_REQUEST) => {}
-        }
+    // A graceful shutdown closes at once a connection with no request under way: one
+    // just accepted, maybe with its request already in the socket, or an idle
+    // keep-alive one whose client may be sending its next request right now. Either
+    // gets a moment to begin one (answered with `Connection: close`, as the server is
+    // no longer ready); one that is mid-request finishes it.
+    tokio::select! {
+        _ = conn.as_mut() => return,
+        () = first.notified() => {}
+        () = tokio::time::sleep(FIRST_REQUEST) => {}
     }
     conn.as_mut().graceful_shutdown();
     let _ = conn.await;
