@@ -275,3 +275,20 @@ class Transposed:
     def predict(self, X: Any, names: Any = None) -> Any:
         a = np.asfortranarray(np.arange(6, dtype=np.float64).reshape(2, 3))
         return a if X.shape[-1] == 1 else np.arange(12.0).reshape(3, 4)[:, ::2]
+
+
+class EchoPid:
+    """Answers ``X@pid`` (strData); ``exit`` ends the process at once (os._exit(3)) and
+    ``leak:N`` keeps N MiB more alive for good."""
+
+    def __init__(self) -> None:
+        self.kept: list[bytes] = []
+
+    def predict(self, X: Any, features_names: list[str] | None = None) -> Any:
+        import os
+
+        if X == "exit":
+            os._exit(3)
+        if str(X).startswith("leak:"):
+            self.kept.append(b"x" * (int(str(X)[5:]) * 1024 * 1024))
+        return f"{X}@{os.getpid()}"

@@ -39,7 +39,12 @@ def _wait_for(check: object, timeout: float, what: str) -> None:
 
 
 def test_a_stuck_call_gets_504_and_the_server_reports_not_live_then_still_stops() -> None:
-    s = Served("models.py:Pid", "--timeout", "0.5", "--stuck-after", "1.5", "--grace-period", "1")
+    # One process, nothing to replace it (supervised workers are replaced: next test).
+    s = Served(
+        "models.py:Pid",
+        *("--timeout", "0.5", "--stuck-after", "1.5", "--grace-period", "1"),
+        *("--supervisor", "off"),
+    )
     try:
         assert httpx.get(s.url + "/live").status_code == 200
         r = _predict(s.url, HANG)

@@ -28,6 +28,7 @@ import httpx
 import pytest
 from conftest import ROOT, Served
 from nginx.balancer import Nginx
+from test_workers import _children
 
 pytestmark = pytest.mark.skipif(
     shutil.which("nginx") is None and not os.path.exists("/usr/sbin/nginx"),
@@ -250,17 +251,11 @@ def test_a_call_nginx_cannot_resend_comes_back_unavailable_for_the_client_to_ret
     assert len(survivor) == 1 and answer == str(survivor[0].proc.pid), (answer, pids)
 
 
-@pytest.mark.xfail(
-    reason="inferwire bug: at SIGTERM the accept loops (rest/serve.rs serve, "
-    "grpc/incoming.rs incoming) stop and drop the listener without accepting the "
-    "connections already in its queue, which the kernel then resets",
-    strict=False,
-)
 def test_requests_queued_at_sigterm_are_answered() -> None:
-    """Connections the kernel completed before SIGTERM (the server stopped with SIGSTOP
-    meanwhile, so they wait in the listen queue) carry requests that should be answered
-    in the drain. Reset instead, such a gRPC call behind nginx cannot be retried: nginx
-    had sent it. Without upstream keep-alive this cost gRPC calls in drains under load."""
+    """Connections the kernel completed before SIGTERM (the worker stopped with SIGSTOP
+    meanwhile, so they wait in the listen queue) carry requests that are answered in the
+    drain: the accept loops take what is queued before the listener closes. Reset
+    instead, such a gRPC call behind nginx could not be retried: nginx had sent it."""
     body = b'{"strData": "0"}'
     request = (
         b"POST /api/v1.0/predictions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
@@ -270,13 +265,18 @@ def test_requests_queued_at_sigterm_are_answered() -> None:
     for _ in range(8):  # the race goes either way, about evenly
         server = Served("models.py:Pid", "--grace-period", "5")
         time.sleep(0.2)  # SIGTERM is handled a moment after the server answers
-        server.proc.send_signal(signal.SIGSTOP)
+        (worker,) = _children(server.proc.pid)  # the supervisor's one worker
+        os.kill(worker, signal.SIGSTOP)
         conns = [socket.create_connection(("127.0.0.1", server.http_port)) for _ in range(20)]
         for c in conns:
             c.settimeout(10)
             c.sendall(request)
         server.proc.send_signal(signal.SIGTERM)
-        server.proc.send_signal(signal.SIGCONT)
+        # Once the supervisor has forwarded it, the worker wakes to a pending SIGTERM.
+        deadline = time.monotonic() + 10
+        while "SIGTERM: stopping" not in server.log() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        os.kill(worker, signal.SIGCONT)
         for c in conns:
             try:
                 if not c.recv(4096).startswith(b"HTTP/1.1 200"):

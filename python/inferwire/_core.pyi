@@ -38,8 +38,14 @@ class Server:
         """Serve until SIGINT, SIGTERM or ``stop()``; the GIL is released meanwhile.
         ``worker`` is this process' index among ``--workers`` (its slot in the shared
         metrics). Raises RuntimeError if a port cannot be bound."""
+    def listen(self) -> tuple[int, int]:
+        """Bind both ports now (before forking workers, which inherit the sockets and
+        share one accept queue); returns ``(http_port, grpc_port)``."""
     def stop(self) -> None:
         """Ask a running ``serve()`` to drain and return."""
+    def worker_recycled(self) -> None:
+        """Count a worker replaced after max_requests or max_worker_memory
+        (``inferwire_worker_recycles_total``)."""
     def worker_restarted(self) -> None:
         """Count a worker restart (``inferwire_worker_restarts_total``)."""
     def worker_exited(self, worker: int) -> None:

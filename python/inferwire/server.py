@@ -13,7 +13,7 @@ from .errors import SettingsError
 from .repository import Repository
 from .seldon import SeldonAdapter
 from .settings import Settings
-from .workers import reserve_port, run_workers
+from .workers import run_workers
 
 log = logging.getLogger("inferwire")
 
@@ -86,15 +86,10 @@ def serve(model: Any = None, settings: Settings | None = None, *, spec: str | No
         batch = settings.max_batch_size
     if model is not None and any(o[1]["name"] == name for o in others):
         raise SettingsError(f"model_name: the repository also has a model named {name!r}")
-    reserved = []
     core_settings.update(model_name=name, model_image=image)
     sync_dir = None
-    if settings.workers > 1:
-        # Every worker binds the same ports: fix them now if they were 0.
-        for key in ("http_port", "grpc_port"):
-            port, sock = reserve_port(settings.host, core_settings[key])
-            core_settings[key] = port
-            reserved.append(sock)
+    supervised = settings.supervisor == "on"
+    if supervised:
         if repo is not None:
             # Where the workers pass repository API changes to each other.
             sync_dir = tempfile.mkdtemp(prefix="inferwire-repository-")
@@ -119,13 +114,13 @@ def serve(model: Any = None, settings: Settings | None = None, *, spec: str | No
         )
 
     try:
-        if settings.workers > 1:
+        if supervised:
+            # Bound once here: the workers inherit the sockets (one shared accept queue).
+            server.listen()
             run_workers(server, settings.workers, settings.grace_period, on_bound)
         else:
             server.serve(on_bound)
     finally:
-        for sock in reserved:
-            sock.close()
         if sync_dir is not None:
             shutil.rmtree(sync_dir, ignore_errors=True)
     log.info("stopped")

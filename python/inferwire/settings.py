@@ -110,7 +110,9 @@ class Settings:
         200, "HTTP/2 streams (REST h2 and gRPC calls) open at once per connection"
     )
     workers: int = _opt(
-        1, "worker processes forked after the model is loaded, sharing the ports (SO_REUSEPORT)"
+        1,
+        "worker processes forked after the model is loaded, taking connections from one "
+        "shared accept queue",
     )
     model_threads: int = _opt(
         1, "model calls that may run at once (more than 1 helps models that release the GIL)"
@@ -127,16 +129,36 @@ class Settings:
         "seconds a batch's first request waits for more (0: batch only what is already waiting)",
     )
     timeout: float = _opt(
-        0.0,
+        60.0,
         "seconds a request may take before 504 / DEADLINE_EXCEEDED; queued requests past it "
-        "are dropped, not computed (0: no limit; gRPC deadlines always apply)",
+        "are dropped, not computed (0: no limit; a shorter gRPC deadline always applies)",
     )
     io_threads: int = _opt(2, "threads doing networking, parsing and encoding, per worker")
     grace_period: float = _opt(30.0, "seconds open requests may take to finish after SIGTERM")
     stuck_after: float = _opt(
-        300.0,
+        120.0,
         "seconds after which a model call that has not returned counts as stuck: /live "
-        "answers 503, and a worker (--workers above 1) drains and is replaced (0: never)",
+        "answers 503, and the worker drains and is replaced (0: never)",
+    )
+    supervisor: str = _opt(
+        "on",
+        "on: even one worker runs forked under a supervisor that replaces it if it dies or "
+        "is recycled; off: one process, nothing restarts it (only with --workers 1)",
+    )
+    max_requests: int = _opt(
+        0,
+        "a worker that has answered this many requests (plus its share of "
+        "max_requests_jitter) drains and is replaced, nothing lost (0: never)",
+    )
+    max_requests_jitter: int = _opt(
+        0,
+        "up to this many requests more, drawn per worker, so that workers are not all "
+        "replaced at once (0: a tenth of max_requests)",
+    )
+    max_worker_memory: int = _opt(
+        0,
+        "MiB of resident memory past which a worker drains and is replaced, checked every "
+        "second (0: no limit)",
     )
     access_log: str = _opt("off", "one line per request on stderr: off, text or json")
     log_level: str = _opt("info", "debug, info, warning or error")
@@ -175,6 +197,9 @@ class Settings:
             "timeout",
             "max_concurrency",
             "stuck_after",
+            "max_requests",
+            "max_requests_jitter",
+            "max_worker_memory",
         ):
             if getattr(self, name) < 0:
                 raise SettingsError(f"{name}: must not be negative, got {getattr(self, name)}")
@@ -188,6 +213,17 @@ class Settings:
             raise SettingsError(
                 "max_batch_delay is set but max_batch_size is 1 (no batching): set "
                 "max_batch_size above 1 or leave max_batch_delay 0"
+            )
+        if self.supervisor not in ("on", "off"):
+            raise SettingsError(f"supervisor: {self.supervisor!r} is not on or off")
+        if self.supervisor == "off" and self.workers > 1:
+            raise SettingsError(
+                f"supervisor: off serves from one process, but workers is {self.workers}"
+            )
+        if self.supervisor == "off" and (self.max_requests or self.max_worker_memory):
+            raise SettingsError(
+                "supervisor: off leaves nothing to replace a recycled worker: drop "
+                "max_requests and max_worker_memory, or turn the supervisor on"
             )
         if self.access_log not in ("off", "text", "json"):
             raise SettingsError(f"access_log: {self.access_log!r} is not off, text or json")
@@ -266,6 +302,8 @@ class Settings:
         # complaint on stderr at every start.
         level = self.log_level.lower()
         d["log_level"] = "warn" if level == "warning" else level
+        d["max_requests_jitter"] = self.max_requests_jitter or self.max_requests // 10
+        d["max_worker_memory"] = self.max_worker_memory * 1024 * 1024
         # Made once here, before workers fork, so every worker accepts the same logins.
         d["auth_key"] = d.pop("auth_secret") or secrets.token_hex(32)
         return d

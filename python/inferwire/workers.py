@@ -1,15 +1,17 @@
-"""``--workers N``: the model is loaded once, then N worker processes are forked from
-the loaded process (its memory shared copy-on-write), each serving the same REST and
-gRPC ports (SO_REUSEPORT: the kernel spreads new connections among them). This process
-stays behind as the supervisor: it restarts a worker that dies, with backoff and a log
-line saying why, and forwards SIGTERM/SIGINT so that every worker drains."""
+"""Workers: the model is loaded once and both ports are bound once, then ``--workers``
+processes (one by default) are forked from the loaded process (its memory shared
+copy-on-write). They inherit the listening sockets and take connections from one shared
+accept queue, so what a dying or draining worker has not accepted yet stays there for
+the others (or for its replacement). This process stays behind as the supervisor: it
+restarts a worker that dies, with backoff and a log line saying why; replaces at once a
+worker that exits 0 on its own (recycled after ``max_requests`` or ``max_worker_memory``);
+and forwards SIGTERM/SIGINT so that every worker drains."""
 
 from __future__ import annotations
 
 import logging
 import os
 import signal
-import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,22 +26,6 @@ _HEALTHY_AFTER = 10.0
 _FIRST_PAUSE = 0.1
 _LONGEST_PAUSE = 10.0
 _POLL = 0.05
-
-
-def reserve_port(host: str, port: int) -> tuple[int, socket.socket]:
-    """Binds ``port`` (0: a free one) with SO_REUSEPORT without listening, so that the
-    workers can all bind it and nothing else takes it meanwhile. Returns the port and
-    the socket to keep open while the workers run."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    s = socket.socket(family, socket.SOCK_STREAM)
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-    try:
-        s.bind((host, port))
-    except OSError as e:
-        s.close()
-        raise RuntimeError(f"cannot listen on {host}:{port}: {e.strerror or e}") from e
-    return s.getsockname()[1], s
 
 
 def describe_status(status: int) -> str:
@@ -62,6 +48,7 @@ class _Worker:
     pid: int
     started: float
     pause: float = _FIRST_PAUSE
+    recycled: bool = False
 
 
 @dataclass
@@ -75,6 +62,7 @@ class Supervisor:
     grace_period: float
     on_restart: Callable[[], None]
     on_exit: Callable[[int], None]
+    on_recycle: Callable[[], None] = lambda: None
     _live: dict[int, _Worker] = field(default_factory=dict)
     _stopping: float | None = None
     _forced: bool = False
@@ -145,7 +133,8 @@ class Supervisor:
                 for due, w in [p for p in pending if p[0] <= now]:
                     pending.remove((due, w))
                     self._spawn(w.index, w.pause, restarted=True)
-                    self.on_restart()
+                    if not w.recycled:
+                        self.on_restart()
             elif self._live and now - self._stopping > self.grace_period + 5.0:
                 log.warning("workers still running after the grace period: killing them")
                 self._signal_all(signal.SIGKILL)
@@ -168,6 +157,18 @@ class Supervisor:
                 log.debug("worker %d (pid %d) %s", w.index, pid, describe_status(status))
                 continue
             lived = time.monotonic() - w.started
+            if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0:
+                # It drained and left on its own (max_requests, max_worker_memory): its
+                # connections wait in the shared queue for the new one, started at once.
+                log.info(
+                    "worker %d (pid %d) recycled after %.1fs; starting a new one",
+                    w.index,
+                    pid,
+                    lived,
+                )
+                self.on_recycle()
+                pending.append((time.monotonic(), _Worker(w.index, pid, w.started, recycled=True)))
+                continue
             pause = _FIRST_PAUSE if lived >= _HEALTHY_AFTER else min(w.pause * 2, _LONGEST_PAUSE)
             log.error(
                 "worker %d (pid %d) %s after %.1fs; restarting it in %.1fs",
@@ -187,8 +188,8 @@ def run_workers(
     grace_period: float,
     on_bound: Callable[[int, int], None],
 ) -> None:
-    """Serves ``server`` (an ``inferwire._core.Server`` built before the fork) from
-    ``workers`` processes until SIGTERM/SIGINT."""
+    """Serves ``server`` (an ``inferwire._core.Server`` built before the fork, its ports
+    bound with ``listen()``) from ``workers`` processes until SIGTERM/SIGINT."""
 
     def serve_worker(index: int, restarted: bool) -> None:
         def bound(http_port: int, grpc_port: int) -> None:
@@ -199,5 +200,10 @@ def run_workers(
         server.serve(bound, index)
 
     Supervisor(
-        serve_worker, workers, grace_period, server.worker_restarted, server.worker_exited
+        serve_worker,
+        workers,
+        grace_period,
+        server.worker_restarted,
+        server.worker_exited,
+        server.worker_recycled,
     ).run()

@@ -65,7 +65,9 @@ pub fn from_dict(d: &Bound<'_, PyDict>) -> PyResult<ServerConfig> {
         max_batch_delay: seconds("max_batch_delay")?.unwrap_or(Duration::ZERO),
         timeout: seconds("timeout")?,
         reuse_port: get_usize(d, "workers", 1)? > 1,
-        supervised: get_usize(d, "workers", 1)? > 1,
+        // One worker is supervised too unless `supervisor` is off (see inferwire.workers).
+        supervised: get_usize(d, "workers", 1)? > 1
+            || get_str(d, "supervisor", "on".into())? != "off",
         stuck_after: match seconds("stuck_after")? {
             Some(d) => Some(d),
             None if d.contains("stuck_after")? => None,
@@ -100,6 +102,15 @@ pub fn from_dict(d: &Bound<'_, PyDict>) -> PyResult<ServerConfig> {
         )?),
         auth: auth(d)?,
         tls: tls(d)?,
+        max_requests: match get_usize(d, "max_requests", 0)? {
+            0 => None,
+            n => Some(n as u64),
+        },
+        max_requests_jitter: get_usize(d, "max_requests_jitter", 0)? as u64,
+        max_worker_memory: match get_usize(d, "max_worker_memory", 0)? {
+            0 => None,
+            n => Some(n as u64),
+        },
     })
 }
 

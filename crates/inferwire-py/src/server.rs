@@ -2,7 +2,7 @@
 use std::sync::Arc;
 
 use inferwire_server::{
-    serve, Metrics, Model, ModelSpec, Repository, ServerConfig, Serving, StopHandle,
+    serve, Listeners, Metrics, Model, ModelSpec, Repository, ServerConfig, Serving, StopHandle,
 };
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
@@ -20,6 +20,8 @@ pub struct Server {
     /// Made here, before `inferwire serve --workers` forks: every worker counts in it.
     metrics: Metrics,
     stop: StopHandle,
+    /// Bound by `listen()` before the workers fork; each worker serves clones of them.
+    listeners: std::sync::OnceLock<Listeners>,
 }
 
 #[pymethods]
@@ -48,6 +50,7 @@ impl Server {
             metrics: Metrics::shared()
                 .map_err(|e| PyRuntimeError::new_err(format!("cannot map metrics memory: {e}")))?,
             stop: StopHandle::new(),
+            listeners: std::sync::OnceLock::new(),
         })
     }
 
@@ -61,6 +64,12 @@ impl Server {
             others: self.others.clone(),
             repository: self.repository.clone(),
             worker,
+            listeners: self
+                .listeners
+                .get()
+                .map(Listeners::try_clone)
+                .transpose()
+                .map_err(|e| PyRuntimeError::new_err(e.message))?,
         };
         let metrics = self.metrics.for_worker(worker);
         let stop = self.stop.clone();
@@ -74,6 +83,30 @@ impl Server {
             })
         })
         .map_err(|e| PyRuntimeError::new_err(e.message))
+    }
+
+    /// Binds both ports now, once, for `serve()` in this process and in the workers it
+    /// forks; returns `(http_port, grpc_port)`.
+    fn listen(&self) -> PyResult<(u16, u16)> {
+        let listeners = match self.listeners.get() {
+            Some(l) => l,
+            None => {
+                let bound = Listeners::bind(&self.config)
+                    .map_err(|e| PyRuntimeError::new_err(e.message))?;
+                self.listeners.get_or_init(|| bound)
+            }
+        };
+        let port = |l: &std::net::TcpListener| l.local_addr().map(|a| a.port());
+        Ok((
+            port(&listeners.http).map_err(|e| PyRuntimeError::new_err(e.to_string()))?,
+            port(&listeners.grpc).map_err(|e| PyRuntimeError::new_err(e.to_string()))?,
+        ))
+    }
+
+    /// Counts a worker replaced after `max_requests` or `max_worker_memory`
+    /// (`inferwire_worker_recycles_total`).
+    fn worker_recycled(&self) {
+        self.metrics.worker_recycled();
     }
 
     /// Asks a running `serve()` to drain and return.

@@ -23,10 +23,21 @@ pub struct App {
     ready: AtomicBool,
     /// Why the server is no longer live (a stuck model call); `None`: live.
     stuck: std::sync::Mutex<Option<String>>,
+    /// Requests answered by this process (`max_requests`).
+    answered: std::sync::atomic::AtomicU64,
+    /// This worker's `max_requests`, with its share of the jitter; `None`: no limit.
+    pub request_limit: Option<u64>,
+    /// Wakes the recycling thread (recycle::watch) the moment the limit is reached.
+    pub limit_reached: (std::sync::Mutex<bool>, std::sync::Condvar),
 }
 
 impl App {
     pub fn new(config: ServerConfig, models: Models, metrics: Metrics) -> Self {
+        // Only a supervised worker is replaced when it exits.
+        let request_limit = config
+            .supervised
+            .then(|| crate::recycle::request_limit(&config))
+            .flatten();
         Self {
             connections: std::sync::Arc::new(tokio::sync::Semaphore::new(
                 config
@@ -38,6 +49,9 @@ impl App {
             metrics,
             ready: AtomicBool::new(true),
             stuck: std::sync::Mutex::new(None),
+            answered: std::sync::atomic::AtomicU64::new(0),
+            request_limit,
+            limit_reached: Default::default(),
         }
     }
 
@@ -72,6 +86,26 @@ impl App {
 
     pub fn set_not_ready(&self) {
         self.ready.store(false, Ordering::Relaxed);
+    }
+
+    /// Counts an answered request. The one that reaches `request_limit` makes the
+    /// worker not ready at once, so that its own HTTP/1.1 answer already closes the
+    /// connection (see rest::serve) before the worker drains.
+    pub fn answered_one(&self) {
+        let n = self.answered.fetch_add(1, Ordering::Relaxed) + 1;
+        if self.request_limit.is_some_and(|limit| n >= limit) {
+            self.set_not_ready();
+            *self
+                .limit_reached
+                .0
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()) = true;
+            self.limit_reached.1.notify_all();
+        }
+    }
+
+    pub fn answered(&self) -> u64 {
+        self.answered.load(Ordering::Relaxed)
     }
 
     /// `None` while live; otherwise why not (liveness probes get 503 with it).

@@ -59,6 +59,13 @@ pub struct ServerConfig {
     pub stuck_after: Option<Duration>,
     /// This process is one of several workers that a supervisor restarts when they exit.
     pub supervised: bool,
+    /// A worker that has answered this many requests (plus up to `max_requests_jitter`,
+    /// drawn per worker) drains and exits to be replaced; `None`: never.
+    pub max_requests: Option<u64>,
+    pub max_requests_jitter: u64,
+    /// A worker whose resident memory passes this many bytes drains and exits to be
+    /// replaced (checked every second); `None`: never.
+    pub max_worker_memory: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,7 +103,7 @@ impl Default for ServerConfig {
             model_threads: 1,
             max_batch_size: 1,
             max_batch_delay: Duration::from_millis(5),
-            timeout: None,
+            timeout: Some(Duration::from_secs(60)),
             reuse_port: false,
             access_log: AccessLog::Off,
             io_threads: 2,
@@ -107,8 +114,11 @@ impl Default for ServerConfig {
             header_timeout: Duration::from_secs(30),
             max_streams: 200,
             repository_sync: None,
-            stuck_after: Some(Duration::from_secs(300)),
+            stuck_after: Some(Duration::from_secs(120)),
             supervised: false,
+            max_requests: None,
+            max_requests_jitter: 0,
+            max_worker_memory: None,
         }
     }
 }

@@ -173,6 +173,7 @@ struct Region {
     batch: [Histogram<{ BATCH_SIZES.len() + 1 }>; MAX_MODELS],
     workers: [WorkerSlot; MAX_WORKERS],
     restarts: AtomicU64,
+    recycles: AtomicU64,
     custom: CustomTable,
 }
 
@@ -264,6 +265,11 @@ impl Metrics {
 
     pub fn worker_restarted(&self) {
         self.region.restarts.fetch_add(1, Relaxed);
+    }
+
+    /// A worker replaced after `max_requests` or `max_worker_memory`.
+    pub fn worker_recycled(&self) {
+        self.region.recycles.fetch_add(1, Relaxed);
     }
 
     /// One answered request. `encoding` is `Payload::kind` (or "none"); `code` is the
@@ -407,9 +413,13 @@ impl Metrics {
              # HELP inferwire_workers Worker processes serving.\n# TYPE inferwire_workers gauge\n\
              inferwire_workers {}\n\
              # HELP inferwire_worker_restarts_total Workers restarted after they died.\n\
-             # TYPE inferwire_worker_restarts_total counter\ninferwire_worker_restarts_total {}\n",
+             # TYPE inferwire_worker_restarts_total counter\ninferwire_worker_restarts_total {}\n\
+             # HELP inferwire_worker_recycles_total Workers replaced after max_requests or \
+             max_worker_memory.\n# TYPE inferwire_worker_recycles_total counter\n\
+             inferwire_worker_recycles_total {}\n",
             live().count(),
             r.restarts.load(Relaxed),
+            r.recycles.load(Relaxed),
         );
         r.custom.render(&mut out);
         out

@@ -35,6 +35,7 @@ impl Observed {
     /// the method and path (REST) or the gRPC method, for the access log.
     pub fn finish(self, app: &App, code: &str, target: &str) {
         let took = self.start.elapsed();
+        app.answered_one();
         app.metrics.request(
             self.model,
             self.protocol,

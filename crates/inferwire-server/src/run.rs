@@ -79,6 +79,30 @@ fn bind(
     Ok(socket.into())
 }
 
+/// Both listening sockets, bound once: by `inferwire serve`'s supervisor before it forks
+/// the workers, which inherit them. All workers then take connections from one accept
+/// queue, so connections a dying worker has not accepted yet stay there for the others.
+pub struct Listeners {
+    pub http: std::net::TcpListener,
+    pub grpc: std::net::TcpListener,
+}
+
+impl Listeners {
+    pub fn bind(config: &ServerConfig) -> Result<Self, ServeError> {
+        Ok(Self {
+            http: bind(&config.host, config.http_port, "REST", false)?,
+            grpc: bind(&config.host, config.grpc_port, "gRPC", false)?,
+        })
+    }
+
+    pub fn try_clone(&self) -> Result<Self, ServeError> {
+        Ok(Self {
+            http: self.http.try_clone().map_err(internal)?,
+            grpc: self.grpc.try_clone().map_err(internal)?,
+        })
+    }
+}
+
 fn internal(e: impl std::fmt::Display) -> ServeError {
     ServeError::new(Kind::Internal, e.to_string())
 }
@@ -129,6 +153,8 @@ pub struct Serving {
     pub repository: Option<Arc<dyn Repository>>,
     /// This process's index among the workers.
     pub worker: usize,
+    /// Sockets bound before the fork (`Listeners::bind`); `None`: bound here.
+    pub listeners: Option<Listeners>,
 }
 
 /// Runs the REST and gRPC servers until SIGINT, SIGTERM or `stop`, then drains: the
@@ -146,9 +172,18 @@ pub fn serve(
         others,
         repository,
         worker,
+        listeners,
     } = serving;
-    let http = bind(&config.host, config.http_port, "REST", config.reuse_port)?;
-    let grpc_listener = bind(&config.host, config.grpc_port, "gRPC", config.reuse_port)?;
+    let Listeners {
+        http,
+        grpc: grpc_listener,
+    } = match listeners {
+        Some(l) => l,
+        None => Listeners {
+            http: bind(&config.host, config.http_port, "REST", config.reuse_port)?,
+            grpc: bind(&config.host, config.grpc_port, "gRPC", config.reuse_port)?,
+        },
+    };
     let bound = Bound {
         http: http.local_addr().map_err(internal)?,
         grpc: grpc_listener.local_addr().map_err(internal)?,
@@ -196,6 +231,15 @@ pub fn serve(
         std::thread::Builder::new()
             .name("inferwire-watchdog".into())
             .spawn(move || watch_for_stuck(&weak, limit, &stop))
+            .map_err(internal)?;
+    }
+    if app.config.supervised
+        && (app.request_limit.is_some() || app.config.max_worker_memory.is_some())
+    {
+        let (weak, stop) = (Arc::downgrade(&app), stop.clone());
+        std::thread::Builder::new()
+            .name("inferwire-recycle".into())
+            .spawn(move || crate::recycle::watch(&weak, &stop))
             .map_err(internal)?;
     }
     let (stop_tx, stop_rx) = watch::channel(false);

@@ -10,7 +10,7 @@ use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{mpsc, oneshot, watch, OwnedSemaphorePermit, Semaphore};
 use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
 use tokio_stream::wrappers::ReceiverStream;
@@ -92,14 +92,18 @@ impl AsyncWrite for Conn {
     }
 }
 
-/// The stream of ready connections from `listener`.
+/// The stream of ready connections from `listener`. At `stop`, the connections already
+/// in the listen queue are accepted too (without waiting for more), and `drained`
+/// fires once tonic has taken every one of them from the stream: tonic's own shutdown
+/// must wait for that, or it drops them unserved.
 pub fn incoming(
     listener: TcpListener,
     tls: Option<TlsAcceptor>,
     permits: Arc<Semaphore>,
     mut stop: watch::Receiver<bool>,
+    drained: oneshot::Sender<()>,
 ) -> ReceiverStream<io::Result<Conn>> {
-    let (tx, rx) = mpsc::channel(64);
+    let (tx, rx) = mpsc::channel(BUFFERED);
     tokio::spawn(async move {
         loop {
             let accepted = tokio::select! {
@@ -112,30 +116,50 @@ pub fn incoming(
             let (Ok(permit), Ok((stream, _))) = accepted else {
                 continue;
             };
-            let _ = stream.set_nodelay(true);
-            let Some(acceptor) = tls.clone() else {
-                let conn = Conn {
-                    io: Io::Plain(ReadAhead::new(stream)),
-                    _permit: permit,
-                };
-                if tx.send(Ok(conn)).await.is_err() {
-                    break;
-                }
-                continue;
-            };
-            let tx = tx.clone();
-            tokio::spawn(async move {
-                let handshake =
-                    tokio::time::timeout(crate::tls::HANDSHAKE, acceptor.accept(stream));
-                if let Ok(Ok(tls)) = handshake.await {
-                    let conn = Conn {
-                        io: Io::Tls(Box::new(tls)),
-                        _permit: permit,
-                    };
-                    let _ = tx.send(Ok(conn)).await;
-                }
-            });
+            if !hand_over(stream, permit, tls.as_ref(), &tx).await {
+                break;
+            }
         }
+        for (stream, permit) in crate::drain::queued(listener, &permits).await {
+            if !hand_over(stream, permit, tls.as_ref(), &tx).await {
+                break;
+            }
+        }
+        // Every slot free again: tonic has taken all that was sent.
+        let _ = tx.reserve_many(BUFFERED).await;
+        let _ = drained.send(());
     });
     ReceiverStream::new(rx)
+}
+
+const BUFFERED: usize = 64;
+
+/// Passes a connection to tonic (after its TLS handshake, on its own task); false once
+/// tonic takes no more.
+async fn hand_over(
+    stream: TcpStream,
+    permit: OwnedSemaphorePermit,
+    tls: Option<&TlsAcceptor>,
+    tx: &mpsc::Sender<io::Result<Conn>>,
+) -> bool {
+    let _ = stream.set_nodelay(true);
+    let Some(acceptor) = tls.cloned() else {
+        let conn = Conn {
+            io: Io::Plain(ReadAhead::new(stream)),
+            _permit: permit,
+        };
+        return tx.send(Ok(conn)).await.is_ok();
+    };
+    let tx = tx.clone();
+    tokio::spawn(async move {
+        let handshake = tokio::time::timeout(crate::tls::HANDSHAKE, acceptor.accept(stream));
+        if let Ok(Ok(tls)) = handshake.await {
+            let conn = Conn {
+                io: Io::Tls(Box::new(tls)),
+                _permit: permit,
+            };
+            let _ = tx.send(Ok(conn)).await;
+        }
+    });
+    true
 }

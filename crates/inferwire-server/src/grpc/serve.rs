@@ -15,6 +15,10 @@ use crate::app::App;
 pub const STREAM_WINDOW: u32 = 4 * 1024 * 1024;
 pub const CONNECTION_WINDOW: u32 = 16 * 1024 * 1024;
 
+/// Scheduler rounds between NOT_SERVING and GOAWAY: one for a Watch stream to hand its
+/// message to its HTTP/2 stream, one for the connection to write it, and spare ones.
+const WATCH_ROUNDS: usize = 8;
+
 /// Serves until `stop` flips to true; tonic then drains open calls.
 pub async fn serve(app: Arc<App>, listener: TcpListener, mut stop: watch::Receiver<bool>) {
     let limit = app.config.max_body_bytes;
@@ -51,6 +55,7 @@ pub async fn serve(app: Arc<App>, listener: TcpListener, mut stop: watch::Receiv
 
     let tls = app.config.tls.clone().map(tokio_rustls::TlsAcceptor::from);
     let stop_accepting = stop.clone();
+    let (drained, accepted_all) = tokio::sync::oneshot::channel();
     let shutdown = async move {
         let _ = stop.changed().await;
         health
@@ -64,6 +69,15 @@ pub async fn serve(app: Arc<App>, listener: TcpListener, mut stop: watch::Receiv
         health
             .set_service_status("", tonic_health::ServingStatus::NotServing)
             .await;
+        // Each open Watch stream's task was woken by that update: let this thread's
+        // runtime run them (and their connections, which write the update out) before
+        // tonic sends GOAWAY, so that clients see NOT_SERVING first. Every Watch
+        // stream on this thread's connections is on this runtime.
+        for _ in 0..WATCH_ROUNDS {
+            tokio::task::yield_now().await;
+        }
+        // Connections accepted in the drain must reach tonic before it stops taking them.
+        let _ = accepted_all.await;
     };
     let router = tonic::transport::Server::builder()
         // HTTP/2's default 64 KiB windows make a client wait for WINDOW_UPDATEs a dozen
@@ -81,8 +95,13 @@ pub async fn serve(app: Arc<App>, listener: TcpListener, mut stop: watch::Receiv
         .add_service(health_svc)
         .add_service(reflection)
         .add_service(reflection_alpha);
-    let incoming =
-        super::incoming::incoming(listener, tls, app.connections.clone(), stop_accepting);
+    let incoming = super::incoming::incoming(
+        listener,
+        tls,
+        app.connections.clone(),
+        stop_accepting,
+        drained,
+    );
     let result = router
         .serve_with_incoming_shutdown(incoming, shutdown)
         .await;

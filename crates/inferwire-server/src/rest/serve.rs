@@ -1,14 +1,19 @@
 //! Accepting REST connections: HTTP/1.1 with keep-alive, or HTTP/2 with prior knowledge.
+//!
+//! At `stop` the loop takes the connections already waiting in the listen queue (the
+//! kernel completed them, their requests may be in flight) without waiting for more,
+//! and every connection answers what it has already received before it closes.
 use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
-use hyper_util::server::graceful::GracefulShutdown;
-use tokio::net::TcpListener;
-use tokio::sync::watch;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, watch, OwnedSemaphorePermit};
 
 use super::routes;
 use crate::app::App;
@@ -32,8 +37,15 @@ pub async fn serve(
         .max_concurrent_streams(app.config.max_streams)
         .initial_stream_window_size(crate::grpc::STREAM_WINDOW)
         .initial_connection_window_size(crate::grpc::CONNECTION_WINDOW);
-    let graceful = GracefulShutdown::new();
-    let tls = app.config.tls.clone().map(tokio_rustls::TlsAcceptor::from);
+    // Every connection task holds a clone; `recv` returns `None` once all have ended.
+    let (open, mut all_closed) = mpsc::channel::<()>(1);
+    let conn = Conn {
+        app: app.clone(),
+        builder,
+        tls: app.config.tls.clone().map(tokio_rustls::TlsAcceptor::from),
+        stop: stop.clone(),
+        open,
+    };
     loop {
         tokio::select! {
             // With every connection permit taken, the accepted connection waits for
@@ -43,42 +55,129 @@ pub async fn serve(
                 (app.connections.clone().acquire_owned().await, accepted)
             } => {
                 let (Ok(permit), Ok((stream, _))) = accepted else { continue };
-                // Small replies must not wait for Nagle's algorithm.
-                let _ = stream.set_nodelay(true);
-                let app = app.clone();
-                let svc = service_fn(move |req| {
-                    let app = app.clone();
-                    async move { Ok::<_, Infallible>(routes::handle(app, req).await) }
-                });
-                let Some(acceptor) = tls.clone() else {
-                    let conn = builder.serve_connection(TokioIo::new(ReadAhead::new(stream)), svc).into_owned();
-                    let conn = graceful.watch(conn);
-                    tokio::spawn(async move {
-                        let _ = conn.await;
-                        drop(permit);
-                    });
-                    continue;
-                };
-                // The handshake runs on the connection's own task, so a slow client
-                // holds up no one else.
-                let builder = builder.clone();
-                let watcher = graceful.watcher();
-                tokio::spawn(async move {
-                    let handshake = tokio::time::timeout(crate::tls::HANDSHAKE, acceptor.accept(stream));
-                    let Ok(Ok(stream)) = handshake.await else { return };
-                    let conn = builder.serve_connection(TokioIo::new(stream), svc).into_owned();
-                    let _ = watcher.watch(conn).await;
-                    drop(permit);
-                });
+                conn.spawn(stream, permit);
             }
             _ = stop.changed() => break,
         }
     }
-    drop(listener);
-    if tokio::time::timeout(grace, graceful.shutdown())
+    // What the kernel already accepted is served, not reset when the listener closes.
+    // Other workers sharing the socket take part of it; none waits for new ones.
+    for (stream, permit) in crate::drain::queued(listener, &app.connections).await {
+        conn.spawn(stream, permit);
+    }
+    drop(conn);
+    if tokio::time::timeout(grace, all_closed.recv())
         .await
         .is_err()
     {
         tracing::warn!("REST: grace period over with requests still open; closing them");
     }
+}
+
+/// What each connection task needs.
+struct Conn {
+    app: Arc<App>,
+    builder: auto::Builder<TokioExecutor>,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    stop: watch::Receiver<bool>,
+    open: mpsc::Sender<()>,
+}
+
+impl Conn {
+    fn spawn(&self, stream: TcpStream, permit: OwnedSemaphorePermit) {
+        // Small replies must not wait for Nagle's algorithm.
+        let _ = stream.set_nodelay(true);
+        let app = self.app.clone();
+        let first = Arc::new(tokio::sync::Notify::new());
+        let asked = first.clone();
+        let svc = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+            let app = app.clone();
+            asked.notify_waiters();
+            async move {
+                let http1 = req.version() < hyper::Version::HTTP_2;
+                let mut response = routes::handle(app.clone(), req).await;
+                // A draining or recycling worker: the client opens its next request's
+                // connection elsewhere instead of racing the close of this one.
+                if http1 && !app.is_ready() {
+                    response.headers_mut().insert(
+                        hyper::header::CONNECTION,
+                        hyper::header::HeaderValue::from_static("close"),
+                    );
+                }
+                Ok::<_, Infallible>(response)
+            }
+        });
+        let (builder, stop, open) = (self.builder.clone(), self.stop.clone(), self.open.clone());
+        let Some(acceptor) = self.tls.clone() else {
+            tokio::spawn(async move {
+                let conn = builder
+                    .serve_connection(TokioIo::new(ReadAhead::new(stream)), svc)
+                    .into_owned();
+                until_drained(conn, stop, first).await;
+                drop((permit, open));
+            });
+            return;
+        };
+        // The handshake runs on the connection's own task, so a slow client holds up
+        // no one else.
+        tokio::spawn(async move {
+            let handshake = tokio::time::timeout(crate::tls::HANDSHAKE, acceptor.accept(stream));
+            let Ok(Ok(stream)) = handshake.await else {
+                return;
+            };
+            let conn = builder
+                .serve_connection(TokioIo::new(stream), svc)
+                .into_owned();
+            until_drained(conn, stop, first).await;
+            drop((permit, open));
+        });
+    }
+}
+
+type Connection<I, S> = auto::Connection<'static, I, S, TokioExecutor>;
+
+/// How long a connection with no request under way when the drain starts gets to begin
+/// one (it may be on the way) before it is closed.
+const FIRST_REQUEST: Duration = Duration::from_secs(1);
+
+/// Serves `conn` until it closes; once `stop` is true, it finishes what it has begun
+/// (HTTP/1.1 its current request, HTTP/2 its open streams) and closes. `first` is
+/// notified by each request the connection brings.
+async fn until_drained<I, S, B>(
+    conn: Connection<I, S>,
+    mut stop: watch::Receiver<bool>,
+    first: Arc<tokio::sync::Notify>,
+) where
+    Connection<I, S>: Future,
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+    S: hyper::service::HttpService<hyper::body::Incoming, ResBody = B>,
+    S::Future: Send + 'static,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    B: hyper::body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let mut conn: Pin<Box<Connection<I, S>>> = Box::pin(conn);
+    tokio::select! {
+        _ = conn.as_mut() => return,
+        () = async {
+            while !*stop.borrow_and_update() {
+                if stop.changed().await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            }
+        } => {}
+    }
+    // A graceful shutdown closes at once a connection with no request under way: one
+    // just accepted, maybe with its request already in the socket, or an idle
+    // keep-alive one whose client may be sending its next request right now. Either
+    // gets a moment to begin one (answered with `Connection: close`, as the server is
+    // no longer ready); one that is mid-request finishes it.
+    tokio::select! {
+        _ = conn.as_mut() => return,
+        () = first.notified() => {}
+        () = tokio::time::sleep(FIRST_REQUEST) => {}
+    }
+    conn.as_mut().graceful_shutdown();
+    let _ = conn.await;
 }
