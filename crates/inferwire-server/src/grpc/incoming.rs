@@ -128,6 +128,11 @@ pub fn incoming(
         // Every slot free again: tonic has taken all that was sent.
         let _ = tx.reserve_many(BUFFERED).await;
         let _ = drained.send(());
+        // The stream must not end (dropping `tx` would end it): tonic takes an ended
+        // stream of connections as its cue to shut down at once, without the shutdown
+        // future that first tells health Watch streams NOT_SERVING.
+        std::future::pending::<()>().await;
+        drop(tx);
     });
     ReceiverStream::new(rx)
 }

@@ -2,6 +2,7 @@
 //! `inference.GRPCInferenceService`, plus health and reflection.
 mod auth;
 pub mod codec;
+mod health;
 mod incoming;
 mod predict;
 mod seldon;

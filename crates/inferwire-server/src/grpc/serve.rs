@@ -15,9 +15,9 @@ use crate::app::App;
 pub const STREAM_WINDOW: u32 = 4 * 1024 * 1024;
 pub const CONNECTION_WINDOW: u32 = 16 * 1024 * 1024;
 
-/// Scheduler rounds between NOT_SERVING and GOAWAY: one for a Watch stream to hand its
-/// message to its HTTP/2 stream, one for the connection to write it, and spare ones.
-const WATCH_ROUNDS: usize = 8;
+/// The longest a drain waits for every open health Watch stream to take NOT_SERVING
+/// before GOAWAY (a client that reads nothing would hold it back for ever).
+const WATCH_TOLD_WITHIN: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Serves until `stop` flips to true; tonic then drains open calls.
 pub async fn serve(app: Arc<App>, listener: TcpListener, mut stop: watch::Receiver<bool>) {
@@ -35,12 +35,7 @@ pub async fn serve(app: Arc<App>, listener: TcpListener, mut stop: watch::Receiv
         .max_decoding_message_size(limit)
         .max_encoding_message_size(usize::MAX);
 
-    let (health, health_svc) = tonic_health::server::health_reporter();
-    health.set_serving::<SeldonServer<SeldonService>>().await;
-    health.set_serving::<ModelServer<SeldonService>>().await;
-    health
-        .set_serving::<GrpcInferenceServiceServer<V2Service>>()
-        .await;
+    let (health, health_svc) = super::health::Reporter::new();
 
     let reflection = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(inferwire_codec::pb::FILE_DESCRIPTOR_SET)
@@ -58,23 +53,11 @@ pub async fn serve(app: Arc<App>, listener: TcpListener, mut stop: watch::Receiv
     let (drained, accepted_all) = tokio::sync::oneshot::channel();
     let shutdown = async move {
         let _ = stop.changed().await;
-        health
-            .set_not_serving::<SeldonServer<SeldonService>>()
-            .await;
-        health.set_not_serving::<ModelServer<SeldonService>>().await;
-        health
-            .set_not_serving::<GrpcInferenceServiceServer<V2Service>>()
-            .await;
-        // The empty name stands for the whole server (grpc.health.v1).
-        health
-            .set_service_status("", tonic_health::ServingStatus::NotServing)
-            .await;
-        // Each open Watch stream's task was woken by that update: let this thread's
-        // runtime run them (and their connections, which write the update out) before
-        // tonic sends GOAWAY, so that clients see NOT_SERVING first. Every Watch
-        // stream on this thread's connections is on this runtime.
-        for _ in 0..WATCH_ROUNDS {
-            tokio::task::yield_now().await;
+        // Every name (the empty one is the whole server) turns NOT_SERVING, and GOAWAY
+        // waits until each open Watch stream has taken that update: clients see
+        // NOT_SERVING first by construction.
+        if !health.not_serving(WATCH_TOLD_WITHIN).await {
+            tracing::warn!("a health Watch client read nothing for 1 s; draining anyway");
         }
         // Connections accepted in the drain must reach tonic before it stops taking them.
         let _ = accepted_all.await;
