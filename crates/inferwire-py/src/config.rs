@@ -100,6 +100,12 @@ pub fn from_dict(d: &Bound<'_, PyDict>) -> PyResult<ServerConfig> {
         )?),
         auth: auth(d)?,
         tls: tls(d)?,
+        body_timeout: seconds("body_timeout")?.unwrap_or(base.body_timeout),
+        max_body_bytes_in_flight: get_usize(
+            d,
+            "max_body_bytes_in_flight",
+            base.max_body_bytes_in_flight,
+        )?,
     })
 }
 

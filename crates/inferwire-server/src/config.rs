@@ -59,6 +59,13 @@ pub struct ServerConfig {
     pub stuck_after: Option<Duration>,
     /// This process is one of several workers that a supervisor restarts when they exit.
     pub supervised: bool,
+    /// The time a request body (REST) or each request message (gRPC) has to arrive,
+    /// counted from the end of the head (or the previous message): past it, 408 /
+    /// DEADLINE_EXCEEDED.
+    pub body_timeout: Duration,
+    /// Request-body bytes this process holds at once, received or being decoded; a body
+    /// that would exceed it gets 503 / RESOURCE_EXHAUSTED at once.
+    pub max_body_bytes_in_flight: usize,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,6 +116,8 @@ impl Default for ServerConfig {
             repository_sync: None,
             stuck_after: Some(Duration::from_secs(300)),
             supervised: false,
+            body_timeout: Duration::from_secs(30),
+            max_body_bytes_in_flight: 256 * 1024 * 1024,
         }
     }
 }
