@@ -268,9 +268,16 @@ class H2Call:
         self.conn.initiate_connection()
         self.sock.sendall(self.conn.data_to_send())
         self.headers: dict[int, dict[str, str]] = {}
+        self.data: dict[int, bytes] = {}
         self.ended: set[int] = set()
 
-    def start(self, path: str, data: bytes, extra: tuple[tuple[str, str], ...] = ()) -> int:
+    def start(
+        self,
+        path: str,
+        data: bytes,
+        extra: tuple[tuple[str, str], ...] = (),
+        content_type: str = "application/grpc",
+    ) -> int:
         sid = self.conn.get_next_available_stream_id()
         self.conn.send_headers(
             sid,
@@ -279,13 +286,14 @@ class H2Call:
                 (":scheme", "http"),
                 (":path", path),
                 (":authority", "x"),
-                ("content-type", "application/grpc"),
+                ("content-type", content_type),
                 ("te", "trailers"),
                 *extra,
             ],
         )
         self.conn.send_data(sid, data)  # no END_STREAM: the request is left open
         self.sock.sendall(self.conn.data_to_send())
+        self.data[sid] = b""
         self.headers[sid] = {}
         return sid
 
@@ -301,6 +309,9 @@ class H2Call:
                     self.headers[ev.stream_id].update(
                         (k, urllib.parse.unquote(v)) for k, v in ev.headers
                     )
+                elif isinstance(ev, h2.events.DataReceived):
+                    self.data[ev.stream_id] += ev.data
+                    self.conn.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
                 elif isinstance(ev, h2.events.StreamEnded | h2.events.StreamReset):
                     self.ended.add(ev.stream_id)
             self.sock.sendall(self.conn.data_to_send())
@@ -311,6 +322,28 @@ class H2Call:
 
 
 PREDICT = "/seldon.protos.Seldon/Predict"
+
+
+def test_a_slow_rest_body_over_http2_gets_408(srv: Served, pb: Any) -> None:
+    call = H2Call(srv.http_port)  # h2c with prior knowledge
+    try:
+        started = time.monotonic()
+        sid = call.start(SELDON, b'{"data"', (("content-length", "100"),), "application/json")
+        got = call.wait(sid, TIMEOUT + SLACK + 5)
+        took = time.monotonic() - started
+        assert got.get(":status") == "408", got
+        assert "--body-timeout" in json.loads(call.data[sid])["status"]["info"]
+        assert TIMEOUT - 0.1 < took < TIMEOUT + SLACK, took
+        # The connection itself stays usable for other streams.
+        sid = call.start(SELDON, json.dumps(BODY).encode(), content_type="application/json")
+        call.conn.end_stream(sid)
+        call.sock.sendall(call.conn.data_to_send())
+        assert call.wait(sid, 10).get(":status") == "200"
+        assert json.loads(call.data[sid])["data"]["ndarray"] == [[1.0, 2.0]]
+    finally:
+        call.close()
+    wait_for(lambda: body_bytes(srv) == 0, "the timed-out body's bytes to be given back")
+    still_serving(srv, pb)
 
 
 def framed(message: bytes, compressed: bool = False) -> bytes:

@@ -121,7 +121,7 @@ pub fn refusals_named<B>(mut res: http::Response<B>, limit: usize) -> http::Resp
                 || message.contains("exceeded while decompressing") =>
         {
             format!(
-            "the request message inflates (grpc-encoding: gzip) to more than the limit of \
+                "the request message inflates (grpc-encoding: gzip) to more than the limit of \
              {limit} bytes (see --max-body-bytes)"
             )
         }

@@ -82,9 +82,9 @@ pub async fn serve(app: Arc<App>, listener: TcpListener, mut stop: watch::Receiv
         .initial_stream_window_size(STREAM_WINDOW)
         .initial_connection_window_size(CONNECTION_WINDOW)
         .max_concurrent_streams(app.config.max_streams)
-        .layer(tower::util::MapResponseLayer::new(
-            move |res| super::codec::refusals_named(res, limit),
-        ))
+        .layer(tower::util::MapResponseLayer::new(move |res| {
+            super::codec::refusals_named(res, limit)
+        }))
         .layer(super::auth::AuthLayer(app.config.auth.clone()))
         .layer(super::body_guard::BodyGuardLayer {
             budget: app.bodies.clone(),

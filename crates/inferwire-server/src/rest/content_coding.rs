@@ -81,10 +81,12 @@ pub fn inflate(
     };
     const CHUNK: usize = 256 * 1024;
     // Room for a typical ratio up front; a bomb grows the buffer only as it inflates.
-    let mut out = Vec::with_capacity(data.len().saturating_mul(4).clamp(CHUNK, limit.max(1)));
+    let guess = data.len().saturating_mul(4).max(CHUNK);
+    let mut out = Vec::with_capacity(guess.min(limit.saturating_add(1)));
     loop {
         let start = out.len();
-        let room = (limit - start).min(CHUNK) + 1; // one byte more tells "over the limit"
+        // One byte more than the limit allows tells "over the limit".
+        let room = (limit - start).min(CHUNK) + 1;
         charge.grow(room)?;
         out.resize(start + room, 0);
         let n = read_some(&mut reader, &mut out[start..]).map_err(|e| {
@@ -163,8 +165,17 @@ mod tests {
     fn codings() {
         assert_eq!(of(&headers(&[])).unwrap(), Coding::Identity);
         assert_eq!(of(&headers(&["GZIP"])).unwrap(), Coding::Gzip);
-        assert_eq!(of(&headers(&["identity, deflate"])).unwrap(), Coding::Deflate);
-        for bad in [&["br"][..], &["gzip, br"], &["gzip", "gzip"], &["zstd"], &["compress"]] {
+        assert_eq!(
+            of(&headers(&["identity, deflate"])).unwrap(),
+            Coding::Deflate
+        );
+        for bad in [
+            &["br"][..],
+            &["gzip, br"],
+            &["gzip", "gzip"],
+            &["zstd"],
+            &["compress"],
+        ] {
             let e = of(&headers(bad)).unwrap_err();
             assert_eq!(e.kind, Kind::UnsupportedMedia);
             assert!(e.message.contains(SUPPORTED), "{e}");
@@ -177,7 +188,9 @@ mod tests {
 
     #[test]
     fn inflates_each_coding_within_the_limit() {
-        let body: Vec<u8> = (0..300_000u32).flat_map(|i| (i % 251).to_le_bytes()).collect();
+        let body: Vec<u8> = (0..300_000u32)
+            .flat_map(|i| (i % 251).to_le_bytes())
+            .collect();
         let mut gz = GzEncoder::new(Vec::new(), Compression::fast());
         gz.write_all(&body).unwrap();
         let mut zlib = ZlibEncoder::new(Vec::new(), Compression::fast());
