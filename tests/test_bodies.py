@@ -474,6 +474,7 @@ def test_rest_gzip_bomb_is_413_without_inflating_past_the_limit(
     srv: Served, pb: Any, bomb: bytes
 ) -> None:
     assert len(bomb) < MiB
+    still_serving(srv, pb)  # warm
     baseline = rss_kib(srv)
     for _ in range(3):
         r = httpx.post(srv.url + SELDON, content=bomb, headers={"content-encoding": "gzip"})

@@ -122,7 +122,7 @@ pub fn refusals_named<B>(mut res: http::Response<B>, limit: usize) -> http::Resp
         {
             format!(
                 "the request message inflates (grpc-encoding: gzip) to more than the limit of \
-             {limit} bytes (see --max-body-bytes)"
+                 {limit} bytes (see --max-body-bytes)"
             )
         }
         _ => return res,

@@ -81,7 +81,12 @@ pub fn inflate(
     };
     const CHUNK: usize = 256 * 1024;
     // Room for a typical ratio up front; a bomb grows the buffer only as it inflates.
-    let guess = data.len().saturating_mul(4).max(CHUNK);
+    // One allocation up front, so that growing never copies: gzip's trailer states the
+    // inflated size (a hint only: it is not trusted past `limit`); for deflate, a guess.
+    let guess = match coding {
+        Coding::Gzip if data.len() >= 18 => gzip_size(data).saturating_add(1),
+        _ => data.len().saturating_mul(4).max(CHUNK),
+    };
     let mut out = Vec::with_capacity(guess.min(limit.saturating_add(1)));
     loop {
         let start = out.len();
@@ -128,6 +133,12 @@ fn read_some(reader: &mut dyn Read, buf: &mut [u8]) -> std::io::Result<usize> {
         }
     }
     Ok(filled)
+}
+
+/// The inflated size a gzip member's trailer states (ISIZE: the size modulo 2^32).
+fn gzip_size(data: &[u8]) -> usize {
+    let tail: [u8; 4] = data[data.len() - 4..].try_into().unwrap_or_default();
+    u32::from_le_bytes(tail) as usize
 }
 
 /// A zlib header (RFC 1950): deflate method, a window of at most 32 KiB, and a check
