@@ -229,3 +229,78 @@ impl Body for Watched {
         self.inner.size_hint()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::Metrics;
+
+    fn watched(budget: usize, max_message: usize) -> Watched {
+        let rules = BodyGuardLayer {
+            budget: BodyBudget::new(budget, Metrics::shared().expect("an anonymous mapping")),
+            timeout: Duration::from_secs(30),
+            max_message,
+        };
+        Watched::new(tonic::body::Body::empty(), &rules)
+    }
+
+    fn prefix(len: u32) -> Vec<u8> {
+        let mut p = vec![0];
+        p.extend_from_slice(&len.to_be_bytes());
+        p
+    }
+
+    #[tokio::test]
+    async fn each_message_is_charged_at_its_prefix_until_the_next_one() {
+        let mut w = watched(1000, 1000);
+        // A prefix split across frames: nothing is charged until it is whole.
+        w.account(&prefix(100)[..3]).unwrap();
+        assert_eq!(w.budget.in_use(), 0);
+        w.account(&prefix(100)[3..]).unwrap();
+        assert_eq!(w.budget.in_use(), 105);
+        w.account(&[7; 60]).unwrap();
+        assert_eq!((w.seen, w.left), (5, 40));
+        // The end of one message and the next (empty) one, then a third, in one frame.
+        let mut frame = vec![7; 40];
+        frame.extend(prefix(0));
+        frame.extend(prefix(200));
+        w.account(&frame).unwrap();
+        assert_eq!(w.budget.in_use(), 205);
+        assert_eq!((w.seen, w.left), (5, 200));
+        // A message that does not fit is refused; the previous one's charge is given
+        // back as the next one starts.
+        let e = w
+            .account(&[&[7; 200][..], &prefix(996)].concat())
+            .unwrap_err();
+        assert_eq!(e.code(), tonic::Code::ResourceExhausted);
+        assert!(e.message().contains("--max-body-bytes-in-flight"), "{e}");
+        assert_eq!(w.budget.in_use(), 0);
+        let mut w = watched(1000, 500);
+        w.account(&prefix(300)).unwrap();
+        let budget = w.budget.clone();
+        assert_eq!(budget.in_use(), 305);
+        drop(w); // a call ended or aborted mid-message
+        assert_eq!(budget.in_use(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_message_over_max_body_bytes_is_left_to_tonic() {
+        let mut w = watched(1000, 500);
+        w.account(&prefix(u32::MAX)).unwrap();
+        assert_eq!(w.budget.in_use(), 0);
+    }
+
+    #[test]
+    fn only_gzip_and_identity_are_taken() {
+        let mut h = http::HeaderMap::new();
+        assert!(unsupported_encoding(&h).is_none());
+        for ok in ["gzip", "identity"] {
+            h.insert("grpc-encoding", http::HeaderValue::from_static(ok));
+            assert!(unsupported_encoding(&h).is_none());
+        }
+        h.insert("grpc-encoding", http::HeaderValue::from_static("snappy"));
+        let s = unsupported_encoding(&h).unwrap();
+        assert_eq!(s.code(), tonic::Code::Unimplemented);
+        assert!(s.message().contains("gzip or identity"), "{s}");
+    }
+}
