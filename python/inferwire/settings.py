@@ -92,7 +92,22 @@ class Settings:
         "native tree models: the name of each output, {class} replaced by the class label "
         "(e.g. {class}_Pred)",
     )
-    max_body_bytes: int = _opt(64 * 1024 * 1024, "largest REST body or gRPC message, bytes")
+    max_body_bytes: int = _opt(
+        64 * 1024 * 1024,
+        "largest REST body or gRPC message, bytes, before and after inflating (Content-Encoding "
+        "gzip/deflate, grpc-encoding gzip)",
+    )
+    body_timeout: float = _opt(
+        30.0,
+        "seconds a request body (REST) or each request message (gRPC) has to arrive after the "
+        "head or the previous message; past it 408 (the connection closes) / DEADLINE_EXCEEDED",
+    )
+    max_body_bytes_in_flight: int = _opt(
+        256 * 1024 * 1024,
+        "request-body bytes a worker holds at once while receiving and inflating them (counted "
+        "by Content-Length or gRPC's message length when given); a body that would exceed it "
+        "gets 503 + Retry-After / RESOURCE_EXHAUSTED at once",
+    )
     max_elements: int = _opt(64 * 1024 * 1024, "largest number of elements in one tensor")
     max_json_depth: int = _opt(32, "deepest nesting of ndarray lists")
     max_connections: int = _opt(
@@ -174,6 +189,7 @@ class Settings:
             )
         at_least_one = (
             "max_body_bytes",
+            "max_body_bytes_in_flight",
             "max_elements",
             "max_json_depth",
             "max_connections",
@@ -191,6 +207,14 @@ class Settings:
             raise SettingsError(f"workers: at most {MAX_WORKERS}, got {self.workers}")
         if self.header_timeout <= 0:
             raise SettingsError(f"header_timeout: must be above 0, got {self.header_timeout}")
+        if self.body_timeout <= 0:
+            raise SettingsError(f"body_timeout: must be above 0, got {self.body_timeout}")
+        if self.max_body_bytes_in_flight < self.max_body_bytes:
+            raise SettingsError(
+                f"max_body_bytes_in_flight {self.max_body_bytes_in_flight} is below "
+                f"max_body_bytes {self.max_body_bytes}, so the largest body could never be "
+                "received: raise it or lower max_body_bytes"
+            )
         for name in (
             "grace_period",
             "max_batch_delay",

@@ -111,6 +111,12 @@ pub fn from_dict(d: &Bound<'_, PyDict>) -> PyResult<ServerConfig> {
             0 => None,
             n => Some(n as u64),
         },
+        body_timeout: seconds("body_timeout")?.unwrap_or(base.body_timeout),
+        max_body_bytes_in_flight: get_usize(
+            d,
+            "max_body_bytes_in_flight",
+            base.max_body_bytes_in_flight,
+        )?,
     })
 }
 

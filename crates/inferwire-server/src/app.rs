@@ -20,6 +20,8 @@ pub struct App {
     pub metrics: Metrics,
     /// One per open connection, REST and gRPC (`max_connections`).
     pub connections: std::sync::Arc<tokio::sync::Semaphore>,
+    /// Request-body bytes held at once (`max_body_bytes_in_flight`).
+    pub bodies: std::sync::Arc<crate::body_budget::BodyBudget>,
     ready: AtomicBool,
     /// Why the server is no longer live (a stuck model call); `None`: live.
     stuck: std::sync::Mutex<Option<String>>,
@@ -44,6 +46,7 @@ impl App {
                     .max_connections
                     .min(tokio::sync::Semaphore::MAX_PERMITS),
             )),
+            bodies: crate::body_budget::BodyBudget::new(config.max_body_bytes_in_flight, metrics),
             config,
             models,
             metrics,

@@ -66,6 +66,13 @@ pub struct ServerConfig {
     /// A worker whose resident memory passes this many bytes drains and exits to be
     /// replaced (checked every second); `None`: never.
     pub max_worker_memory: Option<u64>,
+    /// The time a request body (REST) or each request message (gRPC) has to arrive,
+    /// counted from the end of the head (or the previous message): past it, 408 /
+    /// DEADLINE_EXCEEDED.
+    pub body_timeout: Duration,
+    /// Request-body bytes this process holds at once, received or being decoded; a body
+    /// that would exceed it gets 503 / RESOURCE_EXHAUSTED at once.
+    pub max_body_bytes_in_flight: usize,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -119,6 +126,8 @@ impl Default for ServerConfig {
             max_requests: None,
             max_requests_jitter: 0,
             max_worker_memory: None,
+            body_timeout: Duration::from_secs(30),
+            max_body_bytes_in_flight: 256 * 1024 * 1024,
         }
     }
 }

@@ -21,6 +21,8 @@ pub enum Kind {
     Overloaded,
     /// The request's deadline (`--timeout`, gRPC's `grpc-timeout`) passed.
     Deadline,
+    /// The request body did not arrive within `body_timeout` (408; the connection closes).
+    BodyTimeout,
     ShuttingDown,
     Model,
     Internal,
@@ -53,6 +55,7 @@ impl ServeError {
             Kind::NotAcceptable => 406,
             Kind::Overloaded | Kind::ShuttingDown => 503,
             Kind::Deadline => 504,
+            Kind::BodyTimeout => 408,
             Kind::Model | Kind::Internal => 500,
         }
     }
@@ -68,7 +71,7 @@ impl ServeError {
             Kind::Forbidden => tonic::Code::PermissionDenied,
             Kind::Overloaded => tonic::Code::ResourceExhausted,
             Kind::ShuttingDown => tonic::Code::Unavailable,
-            Kind::Deadline => tonic::Code::DeadlineExceeded,
+            Kind::Deadline | Kind::BodyTimeout => tonic::Code::DeadlineExceeded,
             Kind::Model | Kind::Internal => tonic::Code::Internal,
         }
     }
@@ -86,6 +89,7 @@ impl ServeError {
             Kind::NotAcceptable => "NOT_ACCEPTABLE",
             Kind::Overloaded => "OVERLOADED",
             Kind::Deadline => "DEADLINE_EXCEEDED",
+            Kind::BodyTimeout => "REQUEST_TIMEOUT",
             Kind::ShuttingDown => "SHUTTING_DOWN",
             Kind::Model => "MODEL_ERROR",
             Kind::Internal => "INTERNAL_ERROR",

@@ -4,6 +4,7 @@
 pub mod app;
 pub mod auth;
 mod batch;
+pub mod body_budget;
 mod bounded_join;
 pub mod config;
 mod drain;

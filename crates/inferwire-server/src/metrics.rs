@@ -68,11 +68,12 @@ const ENCODINGS: [&str; 19] = [
 ];
 
 /// Status labels: HTTP codes for REST, gRPC code names for gRPC.
-const CODES: [&str; 20] = [
+const CODES: [&str; 21] = [
     "200",
     "400",
     "404",
     "405",
+    "408",
     "413",
     "415",
     "500",
@@ -152,6 +153,8 @@ struct WorkerSlot {
     pid: AtomicU64,
     in_flight: AtomicI64,
     queued: AtomicI64,
+    /// Request-body bytes charged to the worker's `max_body_bytes_in_flight` budget.
+    body_bytes: AtomicI64,
 }
 
 /// A model's name, claimed once by whichever process builds the model first.
@@ -256,6 +259,7 @@ impl Metrics {
         let slot = self.slot();
         slot.in_flight.store(0, Relaxed);
         slot.queued.store(0, Relaxed);
+        slot.body_bytes.store(0, Relaxed);
         slot.pid.store(u64::from(pid), Relaxed);
     }
 
@@ -310,6 +314,10 @@ impl Metrics {
 
     pub fn add_in_flight(&self, delta: i64) {
         self.slot().in_flight.fetch_add(delta, Relaxed);
+    }
+
+    pub fn add_body_bytes(&self, delta: i64) {
+        self.slot().body_bytes.fetch_add(delta, Relaxed);
     }
 
     /// A metric the model reported (Seldon's `metrics()`): COUNTER adds, GAUGE sets,
@@ -403,6 +411,7 @@ impl Metrics {
         let live = || r.workers.iter().filter(|w| w.pid.load(Relaxed) != 0);
         let queued: i64 = live().map(|w| w.queued.load(Relaxed).max(0)).sum();
         let in_flight: i64 = live().map(|w| w.in_flight.load(Relaxed).max(0)).sum();
+        let body_bytes: i64 = live().map(|w| w.body_bytes.load(Relaxed).max(0)).sum();
         let _ = write!(
             out,
             "# HELP inferwire_queue_depth Requests waiting for the model.\n\
@@ -410,6 +419,9 @@ impl Metrics {
              # HELP inferwire_in_flight_requests Requests admitted to the model (running or \
              gathered into a batch).\n# TYPE inferwire_in_flight_requests gauge\n\
              inferwire_in_flight_requests {in_flight}\n\
+             # HELP inferwire_request_body_bytes Request-body bytes being received or \
+             decoded (charged to max_body_bytes_in_flight).\n\
+             # TYPE inferwire_request_body_bytes gauge\ninferwire_request_body_bytes {body_bytes}\n\
              # HELP inferwire_workers Worker processes serving.\n# TYPE inferwire_workers gauge\n\
              inferwire_workers {}\n\
              # HELP inferwire_worker_restarts_total Workers restarted after they died.\n\
@@ -463,7 +475,6 @@ pub fn grpc_code_name(code: tonic::Code) -> &'static str {
 pub fn http_code_name(status: u16) -> &'static str {
     CODES
         .iter()
-        .take(9)
         .find(|c| c.parse::<u16>().ok() == Some(status))
         .copied()
         .unwrap_or("other")
@@ -528,6 +539,7 @@ mod tests {
         assert!(text.contains("inferwire_workers 1\n"), "{text}");
         assert!(text.contains("my_counter_total{a=\"b\"} 3\n"), "{text}");
         assert_eq!(http_code_name(503), "503");
+        assert_eq!(http_code_name(408), "408");
         assert_eq!(http_code_name(302), "other");
     }
 }

@@ -90,20 +90,46 @@ impl Decoder for RawDecoder {
     }
 }
 
-/// tonic refuses an oversized message with OUT_OF_RANGE before reading it; clients of
-/// gRPC servers expect RESOURCE_EXHAUSTED (as grpc-go and grpc-java send).
-pub fn oversize_is_resource_exhausted<B>(mut res: http::Response<B>) -> http::Response<B> {
+/// Rewrites tonic's refusals of a request message over `max_body_bytes` to name the
+/// setting, and advertises the `grpc-encoding`s taken on every reply. tonic refuses a
+/// message whose prefix declares too many bytes with OUT_OF_RANGE before reading it;
+/// clients of gRPC servers expect RESOURCE_EXHAUSTED (as grpc-go and grpc-java send). A
+/// gzip message that inflates past the limit is stopped there, RESOURCE_EXHAUSTED too.
+pub fn refusals_named<B>(mut res: http::Response<B>, limit: usize) -> http::Response<B> {
     let headers = res.headers_mut();
-    let oversize = headers.get("grpc-status").is_some_and(|s| s == "11")
-        && headers
-            .get("grpc-message")
-            .and_then(|m| m.to_str().ok())
-            .is_some_and(|m| {
-                m.contains("message%20length%20too%20large")
-                    || m.contains("message length too large")
-            });
-    if oversize {
-        headers.insert("grpc-status", http::HeaderValue::from_static("8"));
+    headers.insert(
+        "grpc-accept-encoding",
+        http::HeaderValue::from_static(super::body_guard::ACCEPTED_ENCODINGS),
+    );
+    let message = headers
+        .get("grpc-message")
+        .and_then(|m| m.to_str().ok())
+        .unwrap_or_default();
+    let status = headers.get("grpc-status").map(http::HeaderValue::as_bytes);
+    let named = match status {
+        Some(b"11")
+            if message.contains("message%20length%20too%20large")
+                || message.contains("message length too large") =>
+        {
+            format!(
+                "the request message is too large: over the limit of {limit} bytes (see \
+                 --max-body-bytes)"
+            )
+        }
+        Some(b"8")
+            if message.contains("exceeded%20while%20decompressing")
+                || message.contains("exceeded while decompressing") =>
+        {
+            format!(
+                "the request message inflates (grpc-encoding: gzip) to more than the limit of \
+                 {limit} bytes (see --max-body-bytes)"
+            )
+        }
+        _ => return res,
+    };
+    headers.insert("grpc-status", http::HeaderValue::from_static("8"));
+    if let Ok(v) = http::HeaderValue::from_str(&named) {
+        headers.insert("grpc-message", v);
     }
     res
 }

@@ -1,6 +1,7 @@
 //! gRPC: `seldon.protos.Seldon` and `seldon.protos.Model`, V2's
 //! `inference.GRPCInferenceService`, plus health and reflection.
 mod auth;
+mod body_guard;
 pub mod codec;
 mod health;
 mod incoming;

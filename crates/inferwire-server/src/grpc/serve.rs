@@ -3,6 +3,7 @@ use std::sync::Arc;
 
 use tokio::net::TcpListener;
 use tokio::sync::watch;
+use tonic::codec::CompressionEncoding::Gzip;
 
 use super::generated::{model_server::ModelServer, seldon_server::SeldonServer};
 use super::generated_v2::grpc_inference_service_server::GrpcInferenceServiceServer;
@@ -24,29 +25,39 @@ pub async fn serve(app: Arc<App>, listener: TcpListener, mut stop: watch::Receiv
     let limit = app.config.max_body_bytes;
     let svc = SeldonService(app.clone());
     let seldon = SeldonServer::new(svc.clone())
+        .accept_compressed(Gzip)
         .max_decoding_message_size(limit)
         .max_encoding_message_size(usize::MAX);
     let seldon = FastPredict::new(seldon, svc.clone(), limit);
     let model = ModelServer::new(svc.clone())
+        .accept_compressed(Gzip)
         .max_decoding_message_size(limit)
         .max_encoding_message_size(usize::MAX);
     let model = FastPredict::new(model, svc, limit);
     let v2 = GrpcInferenceServiceServer::new(V2Service(app.clone()))
+        .accept_compressed(Gzip)
         .max_decoding_message_size(limit)
         .max_encoding_message_size(usize::MAX);
 
     let (health, health_svc) = super::health::Reporter::new();
+    let health_svc = health_svc
+        .accept_compressed(Gzip)
+        .max_decoding_message_size(limit);
 
     let reflection = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(inferwire_codec::pb::FILE_DESCRIPTOR_SET)
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
         .build_v1()
-        .expect("the built-in descriptors are valid");
+        .expect("the built-in descriptors are valid")
+        .accept_compressed(Gzip)
+        .max_decoding_message_size(limit);
     let reflection_alpha = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(inferwire_codec::pb::FILE_DESCRIPTOR_SET)
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
         .build_v1alpha()
-        .expect("the built-in descriptors are valid");
+        .expect("the built-in descriptors are valid")
+        .accept_compressed(Gzip)
+        .max_decoding_message_size(limit);
 
     let tls = app.config.tls.clone().map(tokio_rustls::TlsAcceptor::from);
     let stop_accepting = stop.clone();
@@ -68,10 +79,15 @@ pub async fn serve(app: Arc<App>, listener: TcpListener, mut stop: watch::Receiv
         .initial_stream_window_size(STREAM_WINDOW)
         .initial_connection_window_size(CONNECTION_WINDOW)
         .max_concurrent_streams(app.config.max_streams)
-        .layer(tower::util::MapResponseLayer::new(
-            super::codec::oversize_is_resource_exhausted,
-        ))
+        .layer(tower::util::MapResponseLayer::new(move |res| {
+            super::codec::refusals_named(res, limit)
+        }))
         .layer(super::auth::AuthLayer(app.config.auth.clone()))
+        .layer(super::body_guard::BodyGuardLayer {
+            budget: app.bodies.clone(),
+            timeout: app.config.body_timeout,
+            max_message: limit,
+        })
         .add_service(seldon)
         .add_service(model)
         .add_service(v2)

@@ -1,18 +1,27 @@
-//! Reading request bodies within the size limit, and building replies.
+//! Reading request bodies within the size limit, the body timeout and the server's
+//! budget of body bytes, and building replies.
 use bytes::{Bytes, BytesMut};
 use http::{header, HeaderValue, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 
+use super::content_coding::{self, Coding};
+use crate::app::App;
 use crate::error::{Kind, ServeError};
 
 pub type Reply = Response<Full<Bytes>>;
 
 /// Collects the body into one buffer, refusing more than `limit` bytes (before reading
-/// anything when Content-Length already says so). The buffer is reserved from
-/// Content-Length, so each frame is copied once, where it stays; a body in one frame is
-/// not copied at all.
-pub async fn read(req: Request<Incoming>, limit: usize) -> Result<Bytes, ServeError> {
+/// anything when Content-Length already says so), and inflates it as `Content-Encoding`
+/// says (the inflated size bounded by `limit` too). The whole body must arrive within
+/// `body_timeout` of this call, which comes right after the head; its bytes are charged to
+/// the server's budget (`max_body_bytes_in_flight`) until this returns, Content-Length's
+/// worth before reading. The buffer is reserved from Content-Length, so each frame is
+/// copied once, where it stays; a body in one frame is not copied at all.
+pub async fn read(app: &App, req: Request<Incoming>, limit: usize) -> Result<Bytes, ServeError> {
+    let timeout = app.config.body_timeout;
+    let deadline = tokio::time::Instant::now() + timeout;
+    let coding = content_coding::of(req.headers())?;
     let declared = req
         .headers()
         .get(header::CONTENT_LENGTH)
@@ -21,11 +30,23 @@ pub async fn read(req: Request<Incoming>, limit: usize) -> Result<Bytes, ServeEr
     if declared.is_some_and(|n| n > limit as u64) {
         return Err(too_large(limit));
     }
+    let mut charge = app.bodies.charge(declared.map_or(0, |n| n as usize))?;
     let mut body = req.into_body();
     // The first frame is kept as it is; a second one starts the joined buffer.
     let mut first: Option<Bytes> = None;
     let mut joined: Option<BytesMut> = None;
-    while let Some(frame) = body.frame().await {
+    loop {
+        let Ok(frame) = tokio::time::timeout_at(deadline, body.frame()).await else {
+            return Err(ServeError::new(
+                Kind::BodyTimeout,
+                format!(
+                    "the request body did not arrive within {} s of the request head \
+                     (see --body-timeout)",
+                    timeout.as_secs_f64()
+                ),
+            ));
+        };
+        let Some(frame) = frame else { break };
         let frame = frame.map_err(|e| {
             ServeError::new(
                 Kind::BadRequest,
@@ -41,6 +62,9 @@ pub async fn read(req: Request<Incoming>, limit: usize) -> Result<Bytes, ServeEr
         if so_far + data.len() > limit {
             return Err(too_large(limit));
         }
+        if so_far + data.len() > charge.held() {
+            charge.grow(so_far + data.len() - charge.held())?;
+        }
         match (&first, &mut joined) {
             (None, _) => first = Some(data),
             (Some(held), None) => {
@@ -53,10 +77,14 @@ pub async fn read(req: Request<Incoming>, limit: usize) -> Result<Bytes, ServeEr
             (Some(_), Some(buf)) => buf.extend_from_slice(&data),
         }
     }
-    Ok(match joined {
+    let raw = match joined {
         Some(buf) => buf.freeze(),
         None => first.unwrap_or_default(),
-    })
+    };
+    if coding == Coding::Identity {
+        return Ok(raw);
+    }
+    content_coding::inflate(coding, &raw, limit, &mut charge)
 }
 
 #[cold]
@@ -103,9 +131,25 @@ pub fn error(e: &ServeError) -> Reply {
     let _ = inferwire_codec::protocol::seldon::json::encode_message(&e.to_message(), &mut out);
     let status = StatusCode::from_u16(e.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut r = json(status, out);
-    if e.kind == Kind::Overloaded {
-        r.headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-    }
+    for_kind(&mut r, e.kind);
     r
+}
+
+/// What an error's kind adds to any REST reply: `Retry-After` when overloaded, and the
+/// end of the connection after a body timeout (HTTP/1.1: the rest of a slow body is not
+/// waited for; HTTP/2 drops the header and resets the stream).
+pub fn for_kind(reply: &mut Reply, kind: Kind) {
+    match kind {
+        Kind::Overloaded => {
+            reply
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        }
+        Kind::BodyTimeout => {
+            reply
+                .headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        }
+        _ => {}
+    }
 }

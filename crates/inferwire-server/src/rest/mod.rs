@@ -1,5 +1,6 @@
 //! REST: HTTP/1.1 and h2c on one port, routed by path.
 mod body;
+mod content_coding;
 mod publish;
 mod routes;
 mod seldon;

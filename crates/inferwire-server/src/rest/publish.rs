@@ -41,7 +41,7 @@ pub async fn handle(
     match *method {
         Method::POST => {
             let filename = filename(&req)?;
-            let data = body::read(req, app.config.max_body_bytes).await?;
+            let data = body::read(app, req, app.config.max_body_bytes).await?;
             if data.is_empty() {
                 return Err(ServeError::new(
                     Kind::BadRequest,

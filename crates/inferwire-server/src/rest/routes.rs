@@ -215,7 +215,7 @@ async fn login(app: &App, req: Request<Incoming>) -> Result<Reply, ServeError> {
         username: String,
         password: String,
     }
-    let raw = body::read(req, 64 * 1024).await?;
+    let raw = body::read(app, req, 64 * 1024).await?;
     let creds: Login = serde_json::from_slice(&raw).map_err(|e| {
         ServeError::new(
             Kind::BadRequest,

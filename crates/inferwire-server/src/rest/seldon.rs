@@ -202,7 +202,7 @@ async fn read_body(app: &App, req: Request<Incoming>) -> Result<(Media, Bytes), 
         c.to_ascii_lowercase()
             .starts_with("application/x-www-form-urlencoded")
     });
-    let body = body::read(req, app.config.max_body_bytes).await?;
+    let body = body::read(app, req, app.config.max_body_bytes).await?;
     if form && body.starts_with(b"json=") {
         return Ok((media, Bytes::from(percent_decode(&body[5..]))));
     }

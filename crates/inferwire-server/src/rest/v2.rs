@@ -1,6 +1,6 @@
 //! The Open Inference Protocol (V2) over REST: health, server and model metadata, and
 //! `infer` with JSON or the binary tensor extension. Errors are `{"error": "..."}`.
-use http::{header, HeaderValue, Method, Request, StatusCode};
+use http::{HeaderValue, Method, Request, StatusCode};
 use hyper::body::Incoming;
 use inferwire_codec::protocol::v2::json;
 use serde_json::{json, Value};
@@ -123,7 +123,7 @@ pub async fn handle(app: &App, req: Request<Incoming>, path: &str, obs: &mut Obs
 
 /// `POST /v2/repository/index`, with `{"ready": true}` for the ready models only.
 async fn repository_index(app: &App, req: Request<Incoming>) -> Result<Reply, ServeError> {
-    let body = body::read(req, 64 * 1024).await?;
+    let body = body::read(app, req, 64 * 1024).await?;
     let ready_only = if body.iter().all(u8::is_ascii_whitespace) {
         false
     } else {
@@ -176,10 +176,7 @@ pub fn error(e: &ServeError) -> Reply {
         status,
         serde_json::to_vec(&json!({"error": e.message})).unwrap_or_default(),
     );
-    if e.kind == Kind::Overloaded {
-        r.headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-    }
+    body::for_kind(&mut r, e.kind);
     r
 }
 
@@ -252,7 +249,7 @@ async fn infer(
     } else {
         "json"
     };
-    let body = body::read(req, app.config.max_body_bytes).await?;
+    let body = body::read(app, req, app.config.max_body_bytes).await?;
     let request = json::decode_request(body, header_len, &app.config.limits)?;
     if obs.id.is_empty() {
         obs.id.clone_from(&request.id);
