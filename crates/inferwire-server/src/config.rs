@@ -59,6 +59,9 @@ pub struct ServerConfig {
     pub stuck_after: Option<Duration>,
     /// This process is one of several workers that a supervisor restarts when they exit.
     pub supervised: bool,
+    /// Without auth: serve the repository API (publish, delete, load, unload, index) to
+    /// anyone anyway. Off by default: a published model file can run code.
+    pub allow_unauthenticated_repository: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,6 +112,7 @@ impl Default for ServerConfig {
             repository_sync: None,
             stuck_after: Some(Duration::from_secs(300)),
             supervised: false,
+            allow_unauthenticated_repository: false,
         }
     }
 }

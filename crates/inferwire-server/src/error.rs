@@ -19,6 +19,8 @@ pub enum Kind {
     /// No type in Accept can carry the reply (406).
     NotAcceptable,
     Overloaded,
+    /// Too many failed logins from this user or client (429, with Retry-After).
+    TooManyRequests,
     /// The request's deadline (`--timeout`, gRPC's `grpc-timeout`) passed.
     Deadline,
     ShuttingDown,
@@ -52,6 +54,7 @@ impl ServeError {
             Kind::UnsupportedMedia => 415,
             Kind::NotAcceptable => 406,
             Kind::Overloaded | Kind::ShuttingDown => 503,
+            Kind::TooManyRequests => 429,
             Kind::Deadline => 504,
             Kind::Model | Kind::Internal => 500,
         }
@@ -66,7 +69,7 @@ impl ServeError {
             Kind::UnsupportedMedia | Kind::NotAcceptable => tonic::Code::InvalidArgument,
             Kind::Unauthenticated => tonic::Code::Unauthenticated,
             Kind::Forbidden => tonic::Code::PermissionDenied,
-            Kind::Overloaded => tonic::Code::ResourceExhausted,
+            Kind::Overloaded | Kind::TooManyRequests => tonic::Code::ResourceExhausted,
             Kind::ShuttingDown => tonic::Code::Unavailable,
             Kind::Deadline => tonic::Code::DeadlineExceeded,
             Kind::Model | Kind::Internal => tonic::Code::Internal,
@@ -85,6 +88,7 @@ impl ServeError {
             Kind::UnsupportedMedia => "UNSUPPORTED_MEDIA_TYPE",
             Kind::NotAcceptable => "NOT_ACCEPTABLE",
             Kind::Overloaded => "OVERLOADED",
+            Kind::TooManyRequests => "TOO_MANY_REQUESTS",
             Kind::Deadline => "DEADLINE_EXCEEDED",
             Kind::ShuttingDown => "SHUTTING_DOWN",
             Kind::Model => "MODEL_ERROR",

@@ -8,6 +8,7 @@ mod bounded_join;
 pub mod config;
 pub mod error;
 pub mod grpc;
+pub mod login_guard;
 pub mod metrics;
 pub mod model;
 pub mod models;

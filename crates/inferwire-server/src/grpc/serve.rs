@@ -74,7 +74,10 @@ pub async fn serve(app: Arc<App>, listener: TcpListener, mut stop: watch::Receiv
         .layer(tower::util::MapResponseLayer::new(
             super::codec::oversize_is_resource_exhausted,
         ))
-        .layer(super::auth::AuthLayer(app.config.auth.clone()))
+        .layer(super::auth::AuthLayer {
+            auth: app.config.auth.clone(),
+            allow_unauthenticated_repository: app.config.allow_unauthenticated_repository,
+        })
         .add_service(seldon)
         .add_service(model)
         .add_service(v2)

@@ -42,13 +42,14 @@ pub async fn serve(
                 let accepted = listener.accept().await;
                 (app.connections.clone().acquire_owned().await, accepted)
             } => {
-                let (Ok(permit), Ok((stream, _))) = accepted else { continue };
+                let (Ok(permit), Ok((stream, peer))) = accepted else { continue };
+                let peer = peer.ip();
                 // Small replies must not wait for Nagle's algorithm.
                 let _ = stream.set_nodelay(true);
                 let app = app.clone();
                 let svc = service_fn(move |req| {
                     let app = app.clone();
-                    async move { Ok::<_, Infallible>(routes::handle(app, req).await) }
+                    async move { Ok::<_, Infallible>(routes::handle(app, req, peer).await) }
                 });
                 let Some(acceptor) = tls.clone() else {
                     let conn = builder.serve_connection(TokioIo::new(ReadAhead::new(stream)), svc).into_owned();
