@@ -155,9 +155,7 @@ def test_the_opt_in_is_logged_and_auth_still_decides(
 # 2. POST /login: failure limits, and no stall for everyone else.
 
 
-def test_failed_logins_are_limited_per_user_and_client(
-    serve: Any, creds: dict[str, Any]
-) -> None:
+def test_failed_logins_are_limited_per_user_and_client(serve: Any, creds: dict[str, Any]) -> None:
     # One signing key for both servers, so that a token from one works on the other.
     signed = ("--auth-users", str(creds["users"]), "--auth-secret", KEY)
     s = serve("models:Echo", *signed)

@@ -44,9 +44,10 @@ def serve(model: Any = None, settings: Settings | None = None, *, spec: str | No
         settings.auth_tokens or settings.auth_users
     ):
         log.warning(
-            "allow_unauthenticated_repository is on and auth is off: anyone who can reach "
-            "the REST port %s or the gRPC port %s can publish and delete models (a published model file can run code in "
-            "this server), and load, unload and list the repository's models",
+            "allow_unauthenticated_repository is on and auth is off: anyone who can reach the "
+            "REST port %s or the gRPC port %s can publish and delete models (a published model "
+            "file can run code in this server), and load, unload and list the repository's "
+            "models",
             settings.http_port,
             settings.grpc_port,
         )

@@ -218,9 +218,7 @@ class Settings:
             raise SettingsError("auth_token_ttl: must be above 0 seconds")
         if self.auth_secret_file:
             if self.auth_secret:
-                raise SettingsError(
-                    "auth_secret and auth_secret_file: give one of them, not both"
-                )
+                raise SettingsError("auth_secret and auth_secret_file: give one of them, not both")
             self.signing_key()
         for name in ("login_user_failures", "login_client_failures"):
             if getattr(self, name) < 1:
@@ -290,7 +288,9 @@ class Settings:
             with open(path, encoding="utf-8") as fh:
                 key = fh.read().strip()
         except (OSError, UnicodeDecodeError) as e:
-            raise SettingsError(f"auth_secret_file: {path}: {getattr(e, 'strerror', None) or e}") from e
+            raise SettingsError(
+                f"auth_secret_file: {path}: {getattr(e, 'strerror', None) or e}"
+            ) from e
         if len(key) < 16:
             raise SettingsError(
                 f"auth_secret_file: {path} holds {len(key)} characters (after trimming); the "

@@ -43,7 +43,10 @@ impl Scope {
 pub enum Refusal {
     Missing,
     Invalid(&'static str),
-    Forbidden { who: String, need: Scope },
+    Forbidden {
+        who: String,
+        need: Scope,
+    },
     /// A repository route on a server without auth and without the opt-in.
     RepositoryOff,
 }
@@ -512,7 +515,10 @@ mod tests {
             grpc_access("/inference.GRPCInferenceService/ModelInfer"),
             Access::PREDICT
         );
-        assert_eq!(grpc_access("/seldon.protos.Seldon/Predict"), Access::PREDICT);
+        assert_eq!(
+            grpc_access("/seldon.protos.Seldon/Predict"),
+            Access::PREDICT
+        );
         assert_eq!(
             grpc_access("/inference.GRPCInferenceService/RepositoryModelLoad"),
             Access::REPOSITORY_WRITE
@@ -551,11 +557,15 @@ mod tests {
         let a = auth(&dir);
         let t = now();
         let check = |payload: serde_json::Value| {
-            a.check(Some(&format!("Bearer {}", a.sign(&payload))), Scope::Predict)
+            a.check(
+                Some(&format!("Bearer {}", a.sign(&payload))),
+                Scope::Predict,
+            )
         };
         let ok = serde_json::json!({"sub": "alice", "scp": "predict", "iat": t, "exp": t + 60});
         assert_eq!(check(ok), Ok("alice".into()));
-        let ghost = serde_json::json!({"sub": "mallory", "scp": "predict", "iat": t, "exp": t + 60});
+        let ghost =
+            serde_json::json!({"sub": "mallory", "scp": "predict", "iat": t, "exp": t + 60});
         assert_eq!(
             check(ghost),
             Err(Refusal::Invalid("its user is not in the users file"))

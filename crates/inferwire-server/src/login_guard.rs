@@ -53,7 +53,13 @@ struct Table<K> {
 impl<K: Hash + Eq + Clone> Table<K> {
     /// `Err(wait)` when `key` has used up `limit` within `window`, or is new and the
     /// table has no room.
-    fn check(&mut self, key: &K, limit: u32, l: &LoginLimits, now: Instant) -> Result<(), Duration> {
+    fn check(
+        &mut self,
+        key: &K,
+        limit: u32,
+        l: &LoginLimits,
+        now: Instant,
+    ) -> Result<(), Duration> {
         if let Some(c) = self.map.get_mut(key) {
             if now.duration_since(c.since) >= l.window {
                 *c = Count {
@@ -217,7 +223,8 @@ mod tests {
     fn tables_stay_bounded() {
         let g = guard(10);
         for i in 0..10u8 {
-            g.admit(&format!("u{i}"), IpAddr::from([10, 0, 1, i])).unwrap();
+            g.admit(&format!("u{i}"), IpAddr::from([10, 0, 1, i]))
+                .unwrap();
         }
         // Full of live entries: a new name or address waits, memory does not grow.
         assert!(g.admit("new", IpAddr::from([10, 0, 1, 0])).is_err());
