@@ -172,7 +172,7 @@ def test_tokens_work_across_workers_and_expire(serve: Any, secrets_dir: dict[str
     # Fresh connections land on either worker: all accept the token.
     for _ in range(20):
         r = httpx.post(s.url + PREDICT, json=BODY, headers=bearer(token))
-        assert r.status_code == 200
+        assert r.status_code == 200, r.text
     time.sleep(2.2)
     r = httpx.post(s.url + PREDICT, json=BODY, headers=bearer(token))
     assert r.status_code == 401 and "expired" in r.json()["status"]["info"]

@@ -133,7 +133,7 @@ def test_publish_predict_restart_roll_back(serve: Any, setup: dict[str, Any]) ->
 def test_publish_from_python(serve: Any, setup: dict[str, Any], tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     repo.mkdir()
-    s = serve("", "--model-repository", str(repo))
+    s = serve("", "--model-repository", str(repo), "--allow-unauthenticated-repository")
     X, y = kyphosis()
     tree = DecisionTreeClassifier(max_depth=3, random_state=0).fit(X, y)
     out = inferwire.publish(tree, "tree", "1", server=s.url)
@@ -155,7 +155,7 @@ def test_publish_from_python(serve: Any, setup: dict[str, Any], tmp_path: Path) 
 
 
 def test_publishing_needs_a_repository(serve: Any, setup: dict[str, Any]) -> None:
-    s = serve("models:Echo")
+    s = serve("models:Echo", "--allow-unauthenticated-repository")
     with pytest.raises(inferwire.PublishError, match="no model repository"):
         inferwire.publish(setup["v1"], "x", "1", server=s.url)
 
@@ -165,7 +165,8 @@ def test_publishing_reaches_every_worker(serve: Any, setup: dict[str, Any], tmp_
     the change: every new connection (the kernel spreads them) gets the same answer."""
     repo = tmp_path / "repo"
     repo.mkdir()
-    s = serve("", "--model-repository", str(repo), "--workers", "2")
+    s = serve("", "--model-repository", str(repo), "--workers", "2",
+              "--allow-unauthenticated-repository")  # fmt: skip
     body, X = frame()
 
     def answers(version: str) -> set[Any]:

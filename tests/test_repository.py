@@ -20,6 +20,10 @@ import pytest
 import tritonclient.grpc as grpcclient
 from conftest import TESTS, Served
 
+# These tests are about the repository API, not auth: without auth it must be allowed
+# explicitly (tests/test_auth_safety.py shows the refusal).
+OPEN_REPOSITORY = "--allow-unauthenticated-repository"
+
 MODEL = """
 import numpy as np
 
@@ -67,7 +71,7 @@ def state(url: str) -> dict[str, str]:
 
 
 def test_every_model_on_its_own_routes(repo: Path) -> None:
-    s = Served("", "--model-repository", str(repo))
+    s = Served("", "--model-repository", str(repo), OPEN_REPOSITORY)
     try:
         assert infer(s.url, "adder", [1, 2]).json()["outputs"][0]["data"] == [101, 102]
         assert infer(s.url, "plain", [1, 2]).json()["outputs"][0]["data"] == [1, 2]
@@ -92,7 +96,7 @@ def test_every_model_on_its_own_routes(repo: Path) -> None:
 
 
 def test_load_unload_and_reload_under_traffic(repo: Path) -> None:
-    s = Served("", "--model-repository", str(repo), "--default-model", "plain")
+    s = Served("", "--model-repository", str(repo), OPEN_REPOSITORY, "--default-model", "plain")
     stop = threading.Event()
     codes: list[int] = []
 
@@ -153,7 +157,7 @@ def test_repository_api_reaches_every_worker(repo: Path) -> None:
     """With two workers, a load or unload through one of them is answered once both have
     made it: every new connection (spread over the workers by the kernel) sees it. A
     worker killed and restarted catches up before it serves."""
-    s = Served("", "--model-repository", str(repo), "--workers", "2")
+    s = Served("", "--model-repository", str(repo), OPEN_REPOSITORY, "--workers", "2")
 
     def answers(model: str = "adder", n: int = 40) -> set[Any]:
         seen: set[Any] = set()
@@ -194,7 +198,7 @@ def test_repository_api_reaches_every_worker(repo: Path) -> None:
 
 
 def test_a_server_without_a_repository_says_so(serve: Any) -> None:
-    s = serve("models:Echo")
+    s = serve("models:Echo", OPEN_REPOSITORY)
     r = repository(s.url, "index")
     assert r.status_code == 404 and "--model-repository" in r.json()["error"]
 
@@ -237,7 +241,7 @@ def test_bad_model_settings_stop_the_server_at_start(
 
 
 def test_repository_api_over_grpc_and_ready_filter(repo: Path) -> None:
-    s = Served("", "--model-repository", str(repo), "--default-model", "plain")
+    s = Served("", "--model-repository", str(repo), OPEN_REPOSITORY, "--default-model", "plain")
     try:
         client = grpcclient.InferenceServerClient(url=s.grpc_target)
         index = {m.name: m.state for m in client.get_model_repository_index().models}

@@ -33,6 +33,9 @@ type valueSet struct {
 	readOnly bool
 	tls      string // "", "tls" or "mtls"
 	auth     []string
+	// INFERWIRE_ALLOW_UNAUTHENTICATED_REPOSITORY is set: only with
+	// repository.allowUnauthenticated and auth off.
+	openRepository bool
 }
 
 var base = map[string]int{"Deployment": 1, "Service": 1, "PodDisruptionBudget": 1}
@@ -64,6 +67,7 @@ model: {spec: "model.py:IrisLikeClassifier", source: pvc, pvc: {claimName: model
         parameters: '[{"name": "threshold", "value": "0.7", "type": "FLOAT"}]', name: iris, version: "2"}
 server: {workers: 4, maxBatchSize: 16, maxBatchDelay: 0.002, timeout: 2, gracePeriod: 45}
 auth: {enabled: true, secretName: inferwire-auth, tokensKey: tokens, usersKey: users, signingKeyKey: signing-key}
+repository: {allowUnauthenticated: true}  # with auth on, tokens decide: not passed on
 tls: {enabled: true, secretName: inferwire-tls}
 autoscaling:
   enabled: true
@@ -110,12 +114,14 @@ auth: {enabled: true, secretName: logins, tokensKey: "", usersKey: users}
 		kinds: kinds(nil), grace: 12.5, models: "hostPath", readOnly: true,
 		auth: []string{"INFERWIRE_AUTH_USERS"},
 	},
-	// A writable repository on a PVC, for models published at run time.
+	// A writable repository on a PVC, for models published at run time, on a trusted
+	// network without auth (the explicit opt-in).
 	"repository-pvc-writable": {
 		values: `
 model: {source: pvc, pvc: {claimName: repository, readOnly: false}}
+repository: {allowUnauthenticated: true}
 `,
-		kinds: kinds(nil), grace: 30, models: "pvc", readOnly: false,
+		kinds: kinds(nil), grace: 30, models: "pvc", readOnly: false, openRepository: true,
 	},
 }
 
@@ -127,6 +133,7 @@ var badValues = map[string]string{
 	"auth: {enabled: true}":                               "auth.secretName is required",
 	"auth: {enabled: true, secretName: a, tokensKey: ''}": "auth.enabled needs auth.tokensKey or auth.usersKey",
 	"tls: {enabled: true}":                                "tls.secretName is required",
+	"repository: {allowUnauthenticated: 'yes'}":           "at '/repository/allowUnauthenticated'",
 	"server: {workers: 2, wrokers: 3}":                    "wrokers",
 	"modle: {spec: model.py}":                             "modle",
 }
@@ -303,6 +310,10 @@ func checkDeployment(t *testing.T, d *appsv1.Deployment, set valueSet, settings 
 		if env[key] == "" && !fromSecret(c, key) {
 			t.Errorf("%s not set with auth on", key)
 		}
+	}
+	if (env["INFERWIRE_ALLOW_UNAUTHENTICATED_REPOSITORY"] == "true") != set.openRepository {
+		t.Errorf("INFERWIRE_ALLOW_UNAUTHENTICATED_REPOSITORY is %q, want it set: %v",
+			env["INFERWIRE_ALLOW_UNAUTHENTICATED_REPOSITORY"], set.openRepository)
 	}
 	if set.tls != "" && (env["INFERWIRE_TLS_CERT"] == "" || env["INFERWIRE_TLS_KEY"] == "") {
 		t.Error("TLS on but no certificate or key")

@@ -11,7 +11,9 @@ import inferwire
 import numpy as np
 
 models = Path(__file__).parent / "models"
-with inferwire.local("--model-repository", models) as server:
+# Without auth the repository API is off unless allowed (fine on this local demo server;
+# see docs/reference/auth.md for a server others can reach).
+with inferwire.local("--model-repository", models, "--allow-unauthenticated-repository") as server:
     with inferwire.Client(server.url) as c:
         print(
             "iris v2:",

@@ -38,11 +38,14 @@ def _serve_parser(sub: Any) -> None:
     for f in fields(Settings):
         option = f.metadata["option"]
         envs = ", ".join((env_name(f.name), *option.env))
+        # A yes/no setting's flag alone means yes (--allow-unauthenticated-repository).
+        switch: dict[str, Any] = {"nargs": "?", "const": "true"} if f.type == "bool" else {}
         p.add_argument(
             f"--{f.name.replace('_', '-')}",
             dest=f.name,
             default=None,
             help=f"{option.help} (default: {f.default!r}; env: {envs})",
+            **switch,
         )
 
 

@@ -40,6 +40,17 @@ def serve(model: Any = None, settings: Settings | None = None, *, spec: str | No
     if repo is not None:
         others = [repo.load(n) for n in repo.names()]
     core_settings = settings.to_core()
+    if settings.allow_unauthenticated_repository and not (
+        settings.auth_tokens or settings.auth_users
+    ):
+        log.warning(
+            "allow_unauthenticated_repository is on and auth is off: anyone who can reach the "
+            "REST port %s or the gRPC port %s can publish and delete models (a published model "
+            "file can run code in this server), and load, unload and list the repository's "
+            "models",
+            settings.http_port,
+            settings.grpc_port,
+        )
     if model is None and repo is not None and not others:
         # An empty repository waits for models to be published.
         adapter, name, image, batch = None, settings.model_name or "none", "", 1

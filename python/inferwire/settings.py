@@ -75,6 +75,25 @@ class Settings:
         "tokens end with the server",
     )
     auth_token_ttl: float = _opt(3600.0, "seconds a login token stays valid")
+    auth_secret_file: str = _opt(
+        "",
+        "file holding auth_secret (trimmed; 16+ characters): keeps the key off the command "
+        "line, where ps shows it",
+    )
+    allow_unauthenticated_repository: bool = _opt(
+        False,
+        "without auth, serve the repository API anyway (publish, delete, load, unload, index): "
+        "anyone who can reach the port can then run code in the server; trusted networks only",
+    )
+    login_user_failures: int = _opt(
+        5, "failed logins per username within login_window before POST /login answers 429"
+    )
+    login_client_failures: int = _opt(
+        20, "failed logins per client address (IPv6: per /64) within login_window before 429"
+    )
+    login_window: float = _opt(
+        60.0, "seconds failed logins are counted for, from the first; then the count restarts"
+    )
     tls_cert: str = _opt(
         "", "PEM certificate chain: serve REST and gRPC over TLS (empty: plaintext)"
     )
@@ -257,6 +276,15 @@ class Settings:
             raise SettingsError("auth_secret: at least 16 characters")
         if self.auth_token_ttl <= 0:
             raise SettingsError("auth_token_ttl: must be above 0 seconds")
+        if self.auth_secret_file:
+            if self.auth_secret:
+                raise SettingsError("auth_secret and auth_secret_file: give one of them, not both")
+            self.signing_key()
+        for name in ("login_user_failures", "login_client_failures"):
+            if getattr(self, name) < 1:
+                raise SettingsError(f"{name}: must be at least 1, got {getattr(self, name)}")
+        if self.login_window <= 0:
+            raise SettingsError("login_window: must be above 0 seconds")
         for key in ("auth_tokens", "auth_users"):
             path = getattr(self, key)
             if path and not os.path.isfile(path):
@@ -310,6 +338,26 @@ class Settings:
                 raise SettingsError(f"parameters[{i}].value: {e}") from e
         return out
 
+    def signing_key(self) -> str:
+        """The key that signs login tokens: auth_secret, the contents of auth_secret_file,
+        or empty (the caller makes a random one)."""
+        if not self.auth_secret_file:
+            return self.auth_secret
+        path = self.auth_secret_file
+        try:
+            with open(path, encoding="utf-8") as fh:
+                key = fh.read().strip()
+        except (OSError, UnicodeDecodeError) as e:
+            raise SettingsError(
+                f"auth_secret_file: {path}: {getattr(e, 'strerror', None) or e}"
+            ) from e
+        if len(key) < 16:
+            raise SettingsError(
+                f"auth_secret_file: {path} holds {len(key)} characters (after trimming); the "
+                "key needs at least 16"
+            )
+        return key
+
     def to_core(self) -> dict[str, Any]:
         """The dict the Rust core reads (it crosses the boundary once)."""
         d = asdict(self)
@@ -329,7 +377,9 @@ class Settings:
         d["max_requests_jitter"] = self.max_requests_jitter or self.max_requests // 10
         d["max_worker_memory"] = self.max_worker_memory * 1024 * 1024
         # Made once here, before workers fork, so every worker accepts the same logins.
-        d["auth_key"] = d.pop("auth_secret") or secrets.token_hex(32)
+        d.pop("auth_secret")
+        d.pop("auth_secret_file")
+        d["auth_key"] = self.signing_key() or secrets.token_hex(32)
         return d
 
 
@@ -337,6 +387,19 @@ def _bool(v: Any) -> bool:
     if isinstance(v, str):
         return v.strip().lower() in ("1", "true", "yes", "on")
     return bool(v)
+
+
+def _strict_bool(v: Any, source: str) -> bool:
+    """A yes/no setting: true/false, yes/no, on/off, 1/0; anything else is an error (so
+    that a misspelt "flase" does not turn a safety switch on)."""
+    if isinstance(v, bool):
+        return v
+    text = str(v).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off"):
+        return False
+    raise SettingsError(f"{source}: {v!r} is not true or false")
 
 
 def env_name(name: str) -> str:
@@ -409,6 +472,9 @@ def from_sources(
         if raw is None:
             continue
         kind: type = type(f.default)
+        if kind is bool:
+            values[f.name] = _strict_bool(raw, source)
+            continue
         if isinstance(raw, bool) or (kind is int and isinstance(raw, float)):
             raise SettingsError(f"{source}: {raw!r} is not a valid {kind.__name__}")
         try:

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use inferwire_codec::Limits;
 use inferwire_server::auth::Auth;
+use inferwire_server::login_guard::LoginLimits;
 use inferwire_server::runner::RunnerConfig;
 use inferwire_server::{AccessLog, ModelSpec, ServerConfig};
 use pyo3::exceptions::PyValueError;
@@ -27,6 +28,8 @@ getter!(get_str, String);
 getter!(get_port, u16);
 getter!(get_usize, usize);
 getter!(get_f64, f64);
+getter!(get_bool, bool);
+getter!(get_u32, u32);
 
 /// `max_concurrency`; 0 means enough to keep every model thread's batch full.
 fn admitted(d: &Bound<'_, PyDict>, model_threads: usize, max_batch_size: usize) -> PyResult<usize> {
@@ -117,6 +120,7 @@ pub fn from_dict(d: &Bound<'_, PyDict>) -> PyResult<ServerConfig> {
             "max_body_bytes_in_flight",
             base.max_body_bytes_in_flight,
         )?,
+        allow_unauthenticated_repository: get_bool(d, "allow_unauthenticated_repository", false)?,
     })
 }
 
@@ -151,8 +155,15 @@ fn auth(d: &Bound<'_, PyDict>) -> PyResult<Option<Arc<Auth>>> {
     }
     let key = get_str(d, "auth_key", String::new())?.into_bytes();
     let ttl = Duration::from_secs_f64(get_f64(d, "auth_token_ttl", 3600.0)?);
+    let base = LoginLimits::default();
+    let limits = LoginLimits {
+        user_failures: get_u32(d, "login_user_failures", base.user_failures)?,
+        client_failures: get_u32(d, "login_client_failures", base.client_failures)?,
+        window: Duration::from_secs_f64(get_f64(d, "login_window", base.window.as_secs_f64())?),
+        ..base
+    };
     Auth::load(tokens.as_deref(), users.as_deref(), key, ttl)
-        .map(|a| Some(Arc::new(a)))
+        .map(|a| Some(Arc::new(a.with_login_limits(limits))))
         .map_err(PyValueError::new_err)
 }
 

@@ -43,8 +43,19 @@ impl Scope {
 pub enum Refusal {
     Missing,
     Invalid(&'static str),
-    Forbidden { who: String, need: Scope },
+    Forbidden {
+        who: String,
+        need: Scope,
+    },
+    /// A repository route on a server without auth and without the opt-in.
+    RepositoryOff,
 }
+
+/// Answer to a repository route on a server without auth: says both ways to enable it.
+pub const REPOSITORY_OFF: &str = "the repository API (publish, delete, load, unload, index) \
+    is off because this server runs without auth: anyone who can reach it could make it \
+    run code. Configure auth (--auth-tokens or --auth-users; the route then needs the \
+    publish scope) or, on a trusted network only, --allow-unauthenticated-repository";
 
 impl fmt::Display for Refusal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -59,7 +70,53 @@ impl fmt::Display for Refusal {
                 "{who}'s token does not have the {} scope this route needs",
                 need.name()
             ),
+            Refusal::RepositoryOff => f.write_str(REPOSITORY_OFF),
         }
+    }
+}
+
+/// What a route needs: a token with `scope` (`None`: open to all), and whether it is part
+/// of the repository API (refused on a server without auth unless explicitly allowed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Access {
+    pub scope: Option<Scope>,
+    pub repository: bool,
+}
+
+impl Access {
+    pub const OPEN: Access = Access {
+        scope: None,
+        repository: false,
+    };
+    pub const PREDICT: Access = Access {
+        scope: Some(Scope::Predict),
+        repository: false,
+    };
+    pub const REPOSITORY_READ: Access = Access {
+        scope: Some(Scope::Predict),
+        repository: true,
+    };
+    pub const REPOSITORY_WRITE: Access = Access {
+        scope: Some(Scope::Publish),
+        repository: true,
+    };
+}
+
+/// Whether a request for a route with `access` may go on. With auth, the token decides;
+/// without, everything but the repository API is open, and that only with the opt-in
+/// `allow_unauthenticated_repository`.
+pub fn admit(
+    auth: Option<&Auth>,
+    allow_unauthenticated_repository: bool,
+    access: Access,
+    header: Option<&str>,
+) -> Result<(), Refusal> {
+    match (auth, access.scope) {
+        (Some(auth), Some(need)) => auth.check(header, need).map(|_| ()),
+        (None, _) if access.repository && !allow_unauthenticated_repository => {
+            Err(Refusal::RepositoryOff)
+        }
+        _ => Ok(()),
     }
 }
 
@@ -79,6 +136,8 @@ pub struct Auth {
     /// A hash of a random password, verified for unknown users so that a login takes as
     /// long whether or not the user exists.
     dummy: String,
+    /// Failure limits and the bounded hashing of `POST /login`.
+    pub guard: crate::login_guard::LoginGuard,
 }
 
 impl fmt::Debug for Auth {
@@ -94,6 +153,9 @@ impl fmt::Debug for Auth {
 
 type HmacSha256 = Hmac<Sha256>;
 const SIGNED_PREFIX: &str = "iw1.";
+/// How far a token's issue time may lie ahead of this server's clock (servers sharing
+/// `auth_secret` on different machines).
+const CLOCK_SKEW: u64 = 60;
 
 fn sha256(b: &[u8]) -> [u8; 32] {
     Sha256::digest(b).into()
@@ -217,7 +279,14 @@ impl Auth {
             key,
             ttl,
             dummy: hash_password(&hex(&sha256(&now().to_le_bytes())))?,
+            guard: crate::login_guard::LoginGuard::new(crate::login_guard::LoginLimits::default()),
         })
+    }
+
+    /// The same, with `POST /login` limited by `limits` instead of the defaults.
+    pub fn with_login_limits(mut self, limits: crate::login_guard::LoginLimits) -> Self {
+        self.guard = crate::login_guard::LoginGuard::new(limits);
+        self
     }
 
     /// Checks an `Authorization` header value for `need`; returns who it is.
@@ -271,13 +340,33 @@ impl Auth {
         if exp <= now() {
             return Err(Refusal::Invalid("expired: log in again"));
         }
-        let scopes = v["scp"]
-            .as_str()
-            .unwrap_or("")
-            .split(',')
-            .filter_map(Scope::parse)
-            .collect();
-        Ok((v["sub"].as_str().unwrap_or("").to_owned(), scopes))
+        // The signature only says the key signed it: the user must still exist, with at
+        // least the token's scopes, and the lifetime must be one this server hands out.
+        let iat = v["iat"]
+            .as_u64()
+            .ok_or(Refusal::Invalid("no issue time (iat): log in again"))?;
+        if exp.saturating_sub(iat) > self.ttl.as_secs() || iat > now() + CLOCK_SKEW {
+            return Err(Refusal::Invalid(
+                "its lifetime is longer than auth_token_ttl allows",
+            ));
+        }
+        let sub = v["sub"].as_str().unwrap_or("");
+        let user = self
+            .users
+            .iter()
+            .find(|u| u.name == sub)
+            .ok_or(Refusal::Invalid("its user is not in the users file"))?;
+        let mut scopes = Vec::new();
+        for s in v["scp"].as_str().unwrap_or("").split(',') {
+            let scope = Scope::parse(s).ok_or(Refusal::Invalid("malformed signed token"))?;
+            if !user.scopes.contains(&scope) {
+                return Err(Refusal::Invalid(
+                    "its scopes are wider than its user's in the users file",
+                ));
+            }
+            scopes.push(scope);
+        }
+        Ok((user.name.clone(), scopes))
     }
 
     /// `POST /login`: a signed token for a user whose password matches, valid for `ttl`.
@@ -292,66 +381,53 @@ impl Auth {
             .verify_password(password.as_bytes(), &parsed)
             .is_ok();
         let user = user.filter(|_| ok).ok_or(WRONG)?;
-        let exp = now() + self.ttl.as_secs();
+        let iat = now();
+        let exp = iat + self.ttl.as_secs();
         let scopes: Vec<&str> = user.scopes.iter().map(|s| s.name()).collect();
-        let payload = serde_json::json!({"sub": user.name, "scp": scopes.join(","), "exp": exp});
+        let payload =
+            serde_json::json!({"sub": user.name, "scp": scopes.join(","), "iat": iat, "exp": exp});
+        Ok((self.sign(&payload), exp))
+    }
+
+    /// `iw1.<payload>.<mac>`, both base64url.
+    fn sign(&self, payload: &serde_json::Value) -> String {
         let payload = base64_simd::URL_SAFE_NO_PAD.encode_to_string(payload.to_string().as_bytes());
         let mut m = HmacSha256::new_from_slice(&self.key).expect("HMAC takes any key length");
         m.update(payload.as_bytes());
         let mac = base64_simd::URL_SAFE_NO_PAD.encode_to_string(m.finalize().into_bytes());
-        Ok((format!("{SIGNED_PREFIX}{payload}.{mac}"), exp))
+        format!("{SIGNED_PREFIX}{payload}.{mac}")
     }
 }
 
 impl Refusal {
     pub fn to_error(&self) -> crate::error::ServeError {
         use crate::error::{Kind, ServeError};
-        let kind = match self {
-            Refusal::Forbidden { .. } => Kind::Forbidden,
-            _ => Kind::Unauthenticated,
+        let kind = if self.is_forbidden() {
+            Kind::Forbidden
+        } else {
+            Kind::Unauthenticated
         };
         ServeError::new(kind, self.to_string())
     }
+
+    /// 403 / PERMISSION_DENIED rather than 401 / UNAUTHENTICATED.
+    pub fn is_forbidden(&self) -> bool {
+        matches!(self, Refusal::Forbidden { .. } | Refusal::RepositoryOff)
+    }
 }
 
-/// The scope a REST route needs; `None` for the open ones (health, metrics, login).
-pub fn rest_scope(path: &str) -> Option<Scope> {
-    const OPEN: [&str; 11] = [
-        "/live",
-        "/ready",
-        "/health/ping",
-        "/health/status",
-        "/api/v1.0/health/ping",
-        "/api/v1.0/health/status",
-        "/metrics",
-        "/prometheus",
-        "/login",
-        "/v2/health/live",
-        "/v2/health/ready",
-    ];
-    if OPEN.contains(&path)
-        || path == "/v2"
-        || (path.starts_with("/v2/models/") && path.ends_with("/ready"))
-    {
-        return None;
-    }
-    if path.starts_with("/v2/repository/models/") || path.starts_with("/api/v1.0/publish") {
-        return Some(Scope::Publish);
-    }
-    Some(Scope::Predict)
-}
-
-/// The scope a gRPC method (`/package.Service/Method`) needs; `None` for health,
-/// reflection and the V2 liveness and readiness calls.
-pub fn grpc_scope(path: &str) -> Option<Scope> {
+/// What a gRPC method (`/package.Service/Method`) needs; open: health, reflection and
+/// the V2 liveness and readiness calls. (REST decides from its router: `rest::access`.)
+pub fn grpc_access(path: &str) -> Access {
     const V2: &str = "/inference.GRPCInferenceService/";
     if path.starts_with("/grpc.health.") || path.starts_with("/grpc.reflection.") {
-        return None;
+        return Access::OPEN;
     }
     match path.strip_prefix(V2) {
-        Some("ServerLive" | "ServerReady" | "ModelReady") => None,
-        Some("RepositoryModelLoad" | "RepositoryModelUnload") => Some(Scope::Publish),
-        _ => Some(Scope::Predict),
+        Some("ServerLive" | "ServerReady" | "ModelReady") => Access::OPEN,
+        Some("RepositoryIndex") => Access::REPOSITORY_READ,
+        Some("RepositoryModelLoad" | "RepositoryModelUnload") => Access::REPOSITORY_WRITE,
+        _ => Access::PREDICT,
     }
 }
 
@@ -433,28 +509,80 @@ mod tests {
     }
 
     #[test]
-    fn route_scopes() {
-        assert_eq!(rest_scope("/health/ping"), None);
-        assert_eq!(rest_scope("/v2/models/m/versions/1/ready"), None);
-        assert_eq!(rest_scope("/api/v1.0/predictions"), Some(Scope::Predict));
-        assert_eq!(rest_scope("/v2/models/m/infer"), Some(Scope::Predict));
+    fn route_access() {
+        assert_eq!(grpc_access("/grpc.health.v1.Health/Check"), Access::OPEN);
         assert_eq!(
-            rest_scope("/v2/repository/models/m/load"),
-            Some(Scope::Publish)
-        );
-        assert_eq!(grpc_scope("/grpc.health.v1.Health/Check"), None);
-        assert_eq!(
-            grpc_scope("/inference.GRPCInferenceService/ModelInfer"),
-            Some(Scope::Predict)
+            grpc_access("/inference.GRPCInferenceService/ModelInfer"),
+            Access::PREDICT
         );
         assert_eq!(
-            grpc_scope("/seldon.protos.Seldon/Predict"),
-            Some(Scope::Predict)
+            grpc_access("/seldon.protos.Seldon/Predict"),
+            Access::PREDICT
         );
         assert_eq!(
-            grpc_scope("/inference.GRPCInferenceService/RepositoryModelLoad"),
-            Some(Scope::Publish)
+            grpc_access("/inference.GRPCInferenceService/RepositoryModelLoad"),
+            Access::REPOSITORY_WRITE
         );
+        assert_eq!(
+            grpc_access("/inference.GRPCInferenceService/RepositoryIndex"),
+            Access::REPOSITORY_READ
+        );
+    }
+
+    #[test]
+    fn repository_needs_auth_or_the_opt_in() {
+        let write = Access::REPOSITORY_WRITE;
+        assert_eq!(admit(None, false, write, None), Err(Refusal::RepositoryOff));
+        assert!(Refusal::RepositoryOff.is_forbidden());
+        assert!(Refusal::RepositoryOff
+            .to_string()
+            .contains("--allow-unauthenticated-repository"));
+        assert_eq!(admit(None, true, write, None), Ok(()));
+        assert_eq!(admit(None, false, Access::PREDICT, None), Ok(()));
+        let dir = std::env::temp_dir().join(format!("iw-auth-repo-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let a = auth(&dir);
+        // With auth the token decides, opt-in or not.
+        assert_eq!(admit(Some(&a), true, write, None), Err(Refusal::Missing));
+        assert_eq!(
+            admit(Some(&a), false, write, Some("Bearer s3cret-ops")),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn signed_tokens_need_a_current_user_and_a_bounded_lifetime() {
+        let dir = std::env::temp_dir().join(format!("iw-auth-signed-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let a = auth(&dir);
+        let t = now();
+        let check = |payload: serde_json::Value| {
+            a.check(
+                Some(&format!("Bearer {}", a.sign(&payload))),
+                Scope::Predict,
+            )
+        };
+        let ok = serde_json::json!({"sub": "alice", "scp": "predict", "iat": t, "exp": t + 60});
+        assert_eq!(check(ok), Ok("alice".into()));
+        let ghost =
+            serde_json::json!({"sub": "mallory", "scp": "predict", "iat": t, "exp": t + 60});
+        assert_eq!(
+            check(ghost),
+            Err(Refusal::Invalid("its user is not in the users file"))
+        );
+        let wider =
+            serde_json::json!({"sub": "alice", "scp": "predict,publish", "iat": t, "exp": t + 60});
+        assert!(matches!(check(wider), Err(Refusal::Invalid(m)) if m.contains("wider")));
+        let long = serde_json::json!({"sub": "alice", "scp": "predict", "iat": t, "exp": t + 61});
+        assert!(matches!(check(long), Err(Refusal::Invalid(m)) if m.contains("auth_token_ttl")));
+        let ahead =
+            serde_json::json!({"sub": "alice", "scp": "predict", "iat": t + 3600, "exp": t + 3630});
+        assert!(check(ahead).is_err());
+        let no_iat = serde_json::json!({"sub": "alice", "scp": "predict", "exp": t + 60});
+        assert!(matches!(check(no_iat), Err(Refusal::Invalid(m)) if m.contains("iat")));
+        // A token from the bot's token file name is no user either.
+        let bot = serde_json::json!({"sub": "bot", "scp": "predict", "iat": t, "exp": t + 60});
+        assert!(check(bot).is_err());
     }
 
     #[test]

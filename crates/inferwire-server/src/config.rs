@@ -73,6 +73,9 @@ pub struct ServerConfig {
     /// Request-body bytes this process holds at once, received or being decoded; a body
     /// that would exceed it gets 503 / RESOURCE_EXHAUSTED at once.
     pub max_body_bytes_in_flight: usize,
+    /// Without auth: serve the repository API (publish, delete, load, unload, index) to
+    /// anyone anyway. Off by default: a published model file can run code.
+    pub allow_unauthenticated_repository: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -128,6 +131,7 @@ impl Default for ServerConfig {
             max_worker_memory: None,
             body_timeout: Duration::from_secs(30),
             max_body_bytes_in_flight: 256 * 1024 * 1024,
+            allow_unauthenticated_repository: false,
         }
     }
 }

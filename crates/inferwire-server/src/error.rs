@@ -19,6 +19,8 @@ pub enum Kind {
     /// No type in Accept can carry the reply (406).
     NotAcceptable,
     Overloaded,
+    /// Too many failed logins from this user or client (429, with Retry-After).
+    TooManyRequests,
     /// The request's deadline (`--timeout`, gRPC's `grpc-timeout`) passed.
     Deadline,
     /// The request body did not arrive within `body_timeout` (408; the connection closes).
@@ -54,6 +56,7 @@ impl ServeError {
             Kind::UnsupportedMedia => 415,
             Kind::NotAcceptable => 406,
             Kind::Overloaded | Kind::ShuttingDown => 503,
+            Kind::TooManyRequests => 429,
             Kind::Deadline => 504,
             Kind::BodyTimeout => 408,
             Kind::Model | Kind::Internal => 500,
@@ -69,7 +72,7 @@ impl ServeError {
             Kind::UnsupportedMedia | Kind::NotAcceptable => tonic::Code::InvalidArgument,
             Kind::Unauthenticated => tonic::Code::Unauthenticated,
             Kind::Forbidden => tonic::Code::PermissionDenied,
-            Kind::Overloaded => tonic::Code::ResourceExhausted,
+            Kind::Overloaded | Kind::TooManyRequests => tonic::Code::ResourceExhausted,
             Kind::ShuttingDown => tonic::Code::Unavailable,
             Kind::Deadline | Kind::BodyTimeout => tonic::Code::DeadlineExceeded,
             Kind::Model | Kind::Internal => tonic::Code::Internal,
@@ -88,6 +91,7 @@ impl ServeError {
             Kind::UnsupportedMedia => "UNSUPPORTED_MEDIA_TYPE",
             Kind::NotAcceptable => "NOT_ACCEPTABLE",
             Kind::Overloaded => "OVERLOADED",
+            Kind::TooManyRequests => "TOO_MANY_REQUESTS",
             Kind::Deadline => "DEADLINE_EXCEEDED",
             Kind::BodyTimeout => "REQUEST_TIMEOUT",
             Kind::ShuttingDown => "SHUTTING_DOWN",

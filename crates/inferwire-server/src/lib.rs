@@ -10,6 +10,7 @@ pub mod config;
 mod drain;
 pub mod error;
 pub mod grpc;
+pub mod login_guard;
 pub mod metrics;
 pub mod model;
 pub mod models;

@@ -1,17 +1,21 @@
 //! Bearer tokens on gRPC: every call but health, reflection and V2's liveness and
 //! readiness needs `authorization: Bearer <token>` metadata with the method's scope
-//! (`auth::grpc_scope`). Refused calls get UNAUTHENTICATED or PERMISSION_DENIED before
-//! any message is read.
+//! (`auth::grpc_access`); without auth, the repository calls are refused unless allowed
+//! explicitly. Refused calls get UNAUTHENTICATED or PERMISSION_DENIED before any message
+//! is read.
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use tonic::codegen::BoxFuture;
 use tower::{Layer, Service};
 
-use crate::auth::{grpc_scope, Auth, Refusal};
+use crate::auth::{admit, grpc_access, Auth};
 
 #[derive(Clone)]
-pub struct AuthLayer(pub Option<Arc<Auth>>);
+pub struct AuthLayer {
+    pub auth: Option<Arc<Auth>>,
+    pub allow_unauthenticated_repository: bool,
+}
 
 impl<S> Layer<S> for AuthLayer {
     type Service = Checked<S>;
@@ -19,7 +23,7 @@ impl<S> Layer<S> for AuthLayer {
     fn layer(&self, inner: S) -> Checked<S> {
         Checked {
             inner,
-            auth: self.0.clone(),
+            layer: self.clone(),
         }
     }
 }
@@ -27,7 +31,7 @@ impl<S> Layer<S> for AuthLayer {
 #[derive(Clone)]
 pub struct Checked<S> {
     inner: S,
-    auth: Option<Arc<Auth>>,
+    layer: AuthLayer,
 }
 
 impl<S, B> Service<http::Request<B>> for Checked<S>
@@ -44,21 +48,24 @@ where
     }
 
     fn call(&mut self, req: http::Request<B>) -> Self::Future {
-        if let Some(auth) = &self.auth {
-            if let Some(need) = grpc_scope(req.uri().path()) {
-                let header = req
-                    .headers()
-                    .get(http::header::AUTHORIZATION)
-                    .and_then(|v| v.to_str().ok());
-                if let Err(refusal) = auth.check(header, need) {
-                    let message = refusal.to_string();
-                    let status = match refusal {
-                        Refusal::Forbidden { .. } => tonic::Status::permission_denied(message),
-                        _ => tonic::Status::unauthenticated(message),
-                    };
-                    return Box::pin(async move { Ok(status.into_http()) });
-                }
-            }
+        let header = req
+            .headers()
+            .get(http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok());
+        let admitted = admit(
+            self.layer.auth.as_deref(),
+            self.layer.allow_unauthenticated_repository,
+            grpc_access(req.uri().path()),
+            header,
+        );
+        if let Err(refusal) = admitted {
+            let message = refusal.to_string();
+            let status = if refusal.is_forbidden() {
+                tonic::Status::permission_denied(message)
+            } else {
+                tonic::Status::unauthenticated(message)
+            };
+            return Box::pin(async move { Ok(status.into_http()) });
         }
         Box::pin(self.inner.call(req))
     }

@@ -82,7 +82,10 @@ pub async fn serve(app: Arc<App>, listener: TcpListener, mut stop: watch::Receiv
         .layer(tower::util::MapResponseLayer::new(move |res| {
             super::codec::refusals_named(res, limit)
         }))
-        .layer(super::auth::AuthLayer(app.config.auth.clone()))
+        .layer(super::auth::AuthLayer {
+            auth: app.config.auth.clone(),
+            allow_unauthenticated_repository: app.config.allow_unauthenticated_repository,
+        })
         .layer(super::body_guard::BodyGuardLayer {
             budget: app.bodies.clone(),
             timeout: app.config.body_timeout,

@@ -1,4 +1,5 @@
 //! REST: HTTP/1.1 and h2c on one port, routed by path.
+mod access;
 mod body;
 mod content_coding;
 mod publish;

@@ -1,6 +1,8 @@
 //! Path → handler. Seldon's ingress prefix (`/seldon/<namespace>/<deployment>`) is
 //! accepted and ignored, so URLs written for a Seldon deployment work unchanged.
+use std::net::IpAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use http::{HeaderValue, Method, Request, StatusCode};
 use hyper::body::Incoming;
@@ -14,7 +16,7 @@ use crate::observe::Observed;
 
 /// What a path names; which method it takes is decided in `handle`.
 #[derive(Clone, Copy)]
-enum Route {
+pub(super) enum Route {
     Predict,
     Feedback,
     Ping,
@@ -39,7 +41,7 @@ impl Route {
     }
 }
 
-fn route(path: &str) -> Option<Route> {
+pub(super) fn route(path: &str) -> Option<Route> {
     Some(match path {
         "/api/v1.0/predictions" | "/api/v0.1/predictions" | "/predict" => Route::Predict,
         "/api/v1.0/feedback" | "/api/v0.1/feedback" | "/send-feedback" => Route::Feedback,
@@ -53,7 +55,8 @@ fn route(path: &str) -> Option<Route> {
     })
 }
 
-pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Reply {
+/// `peer`: the client's address, which failed logins are counted against.
+pub async fn handle(app: Arc<App>, req: Request<Incoming>, peer: IpAddr) -> Reply {
     let path = strip_ingress_prefix(req.uri().path()).to_owned();
     let method = req.method().clone();
     let route = route(&path);
@@ -62,14 +65,15 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Reply {
     if let Some(id) = request_id.as_ref().and_then(|v| v.to_str().ok()) {
         obs.id = id.to_owned();
     }
-    let refused = app.config.auth.as_ref().and_then(|auth| {
-        let need = crate::auth::rest_scope(&path)?;
-        let header = req
-            .headers()
+    let refused = crate::auth::admit(
+        app.config.auth.as_deref(),
+        app.config.allow_unauthenticated_repository,
+        super::access::of(&path),
+        req.headers()
             .get(http::header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok());
-        auth.check(header, need).err()
-    });
+            .and_then(|v| v.to_str().ok()),
+    )
+    .err();
     let mut reply = if let Some(refusal) = refused {
         let e = refusal.to_error();
         let mut r = if path.starts_with("/v2") {
@@ -85,8 +89,17 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Reply {
         }
         r
     } else if path == "/login" {
-        login(&app, req).await.unwrap_or_else(|e| body::error(&e))
-    } else if path == PUBLISH || path.starts_with(PUBLISH_PREFIX) {
+        login(&app, req, peer).await.unwrap_or_else(|e| {
+            let mut r = body::error(&e.error);
+            if let Some(wait) = e.retry_after {
+                // Whole seconds, rounded up: never an invitation to retry too early.
+                let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+                r.headers_mut()
+                    .insert(http::header::RETRY_AFTER, HeaderValue::from(secs.max(1)));
+            }
+            r
+        })
+    } else if is_publish(&path) {
         super::publish::handle(&app, req, &path, &method)
             .await
             .unwrap_or_else(|e| body::error(&e))
@@ -182,8 +195,13 @@ async fn dispatch(
 const PUBLISH: &str = "/api/v1.0/publish";
 const PUBLISH_PREFIX: &str = "/api/v1.0/publish/";
 
+/// The publishing routes (`publish::handle`).
+pub(super) fn is_publish(path: &str) -> bool {
+    path == PUBLISH || path.starts_with(PUBLISH_PREFIX)
+}
+
 /// `/api/NAME/VERSION` (not Seldon's own `/api/v1.0/...` and `/api/v0.1/...` routes).
-fn named_model(path: &str) -> Option<(&str, &str)> {
+pub(super) fn named_model(path: &str) -> Option<(&str, &str)> {
     let rest = path.strip_prefix("/api/")?;
     let (name, version) = rest.split_once('/')?;
     if name.is_empty() || version.is_empty() || version.contains('/') {
@@ -195,20 +213,39 @@ fn named_model(path: &str) -> Option<(&str, &str)> {
     Some((name, version))
 }
 
+/// A refused login, with how long to wait when it was refused for too many failures.
+struct LoginError {
+    error: ServeError,
+    retry_after: Option<Duration>,
+}
+
+impl From<ServeError> for LoginError {
+    fn from(error: ServeError) -> Self {
+        Self {
+            error,
+            retry_after: None,
+        }
+    }
+}
+
 /// `POST /login` with `{"username", "password"}`: a signed bearer token for the user's
-/// scopes, valid for `auth_token_ttl`.
-async fn login(app: &App, req: Request<Incoming>) -> Result<Reply, ServeError> {
-    let Some(auth) = &app.config.auth else {
+/// scopes, valid for `auth_token_ttl`. A user or client past its failure limit gets 429
+/// without a password check; the check itself runs on a blocking thread, a bounded number
+/// at a time, never on the I/O threads that carry every other request.
+async fn login(app: &App, req: Request<Incoming>, peer: IpAddr) -> Result<Reply, LoginError> {
+    let Some(auth) = app.config.auth.clone() else {
         return Err(ServeError::new(
             Kind::NotFound,
             "login is off: this server runs without auth (see --auth-users)",
-        ));
+        )
+        .into());
     };
     if req.method() != Method::POST {
         return Err(ServeError::new(
             Kind::MethodNotAllowed,
             "POST {\"username\", \"password\"} to /login",
-        ));
+        )
+        .into());
     }
     #[derive(serde::Deserialize)]
     struct Login {
@@ -222,9 +259,35 @@ async fn login(app: &App, req: Request<Incoming>) -> Result<Reply, ServeError> {
             format!("login takes {{\"username\": ..., \"password\": ...}}: {e}"),
         )
     })?;
-    let (token, exp) = auth
-        .login(&creds.username, &creds.password)
-        .map_err(|r| r.to_error())?;
+    let guard = &auth.guard;
+    if let Err(wait) = guard.admit(&creds.username, peer) {
+        return Err(LoginError {
+            error: ServeError::new(
+                Kind::TooManyRequests,
+                format!(
+                    "too many failed logins for this user or from this address: retry in {} s",
+                    wait.as_secs().max(1)
+                ),
+            ),
+            retry_after: Some(wait),
+        });
+    }
+    let Ok(Ok(_turn)) =
+        tokio::time::timeout(guard.limits.hashing_wait, guard.hashing.acquire()).await
+    else {
+        guard.not_tried(&creds.username, peer);
+        return Err(LoginError {
+            error: ServeError::new(Kind::Overloaded, "too many logins at once: retry shortly"),
+            retry_after: Some(Duration::from_secs(1)),
+        });
+    };
+    let checker = auth.clone();
+    let user = creds.username.clone();
+    let outcome = tokio::task::spawn_blocking(move || checker.login(&user, &creds.password))
+        .await
+        .map_err(|_| ServeError::new(Kind::Internal, "the password check failed"))?;
+    let (token, exp) = outcome.map_err(|r| r.to_error())?;
+    guard.succeeded(&creds.username, peer);
     let out = serde_json::json!({
         "access_token": token,
         "token_type": "Bearer",

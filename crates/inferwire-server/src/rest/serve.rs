@@ -5,6 +5,7 @@
 //! and every connection answers what it has already received before it closes.
 use std::convert::Infallible;
 use std::future::Future;
+use std::net::{IpAddr, Ipv4Addr};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
@@ -87,6 +88,10 @@ impl Conn {
     fn spawn(&self, stream: TcpStream, permit: OwnedSemaphorePermit) {
         // Small replies must not wait for Nagle's algorithm.
         let _ = stream.set_nodelay(true);
+        // The client's address, for the login limits.
+        let peer = stream
+            .peer_addr()
+            .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |a| a.ip());
         let app = self.app.clone();
         let first = Arc::new(tokio::sync::Notify::new());
         let asked = first.clone();
@@ -95,7 +100,7 @@ impl Conn {
             asked.notify_waiters();
             async move {
                 let http1 = req.version() < hyper::Version::HTTP_2;
-                let mut response = routes::handle(app.clone(), req).await;
+                let mut response = routes::handle(app.clone(), req, peer).await;
                 // A draining or recycling worker: the client opens its next request's
                 // connection elsewhere instead of racing the close of this one.
                 if http1 && !app.is_ready() {

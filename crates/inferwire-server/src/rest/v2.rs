@@ -16,7 +16,7 @@ use crate::observe::Observed;
 const BINARY_HEADER: &str = "inference-header-content-length";
 
 /// What a `/v2...` path names.
-enum Target<'a> {
+pub(super) enum Target<'a> {
     Server,
     Live,
     Ready,
@@ -28,7 +28,7 @@ enum Target<'a> {
     Unload(&'a str),
 }
 
-fn parse(path: &str) -> Option<Target<'_>> {
+pub(super) fn parse(path: &str) -> Option<Target<'_>> {
     let rest = path.strip_prefix("/v2")?;
     match rest {
         "" | "/" => return Some(Target::Server),
