@@ -52,7 +52,9 @@ def _append(path: Path, line: str) -> None:
 
 def run(args: dict[str, Any]) -> int:
     if args["kind"] == "token":
-        token = secrets.token_urlsafe(32)
+        # A prefix, so that no token starts with "-": `--token -x...` is an option to
+        # argparse and curl alike (1 token in 64 did, and failed when pasted).
+        token = "iwt_" + secrets.token_urlsafe(32)
         _append(args["file"], f"{args['name']} {args['scopes']} {_core.token_digest(token)}")
         print(token)  # the only copy: the file keeps its hash
         return 0
