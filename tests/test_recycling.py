@@ -129,3 +129,30 @@ def test_grpc_unavailable_is_not_seen_in_recycling(pb: Any) -> None:
         assert _metric(s.url, "inferwire_worker_recycles_total") >= 2
     finally:
         assert s.stop() == 0
+
+
+def test_workers_of_a_killed_supervisor_drain_and_exit() -> None:
+    """SIGKILL to the supervisor (which cannot pass it on): its workers are told by the
+    kernel (SIGTERM when orphaned), drain and exit, instead of serving on unsupervised."""
+    s = Served("models.py:Echo", "--workers", "2", "--grace-period", "2")
+    try:
+        _wait_for(lambda: len(_children(s.proc.pid)) == 2, 10, "two workers")
+        workers = _children(s.proc.pid)
+        s.proc.kill()
+        s.proc.wait(10)
+
+        def gone() -> bool:
+            return not any(os.path.exists(f"/proc/{pid}") and
+                           "Z" not in open(f"/proc/{pid}/stat").read().split(")")[1][:3]
+                           for pid in workers)  # fmt: skip
+
+        _wait_for(gone, 10, "the orphaned workers to exit")
+        try:
+            httpx.get(s.url + "/health/ping", timeout=2)
+            raise AssertionError("an orphaned worker still answers")
+        except httpx.TransportError:
+            pass
+    finally:
+        for pid in _children(s.proc.pid):
+            os.kill(pid, signal.SIGKILL)
+        s.stop()

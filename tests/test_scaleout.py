@@ -117,8 +117,22 @@ def _busy(instances: list[Served]) -> Served:
     raise AssertionError("no single instance is running the call")
 
 
+def _worker(s: Served) -> int:
+    """The pid that answers for an instance: its supervisor's one worker."""
+    (pid,) = _children(s.proc.pid)
+    return pid
+
+
 def _pids(instances: list[Served]) -> dict[str, int]:
-    return {str(s.proc.pid): i for i, s in enumerate(instances)}
+    return {str(_worker(s)): i for i, s in enumerate(instances)}
+
+
+def _kill(s: Served) -> None:
+    """SIGKILL the instance's whole process tree, as the end of a container does (the
+    supervisor alone would leave its worker to drain: it gets SIGTERM when orphaned)."""
+    for pid in _children(s.proc.pid):
+        os.kill(pid, signal.SIGKILL)
+    s.proc.kill()
 
 
 def test_requests_reach_every_instance(cluster: tuple[list[Served], Nginx], pb: Any) -> None:
@@ -189,7 +203,7 @@ def test_killing_and_draining_instances_under_load_loses_nothing(
     pids = _pids(instances)
 
     def faults() -> None:
-        instances[0].proc.send_signal(signal.SIGKILL)
+        _kill(instances[0])
         time.sleep(1.5)
         instances[1].proc.send_signal(signal.SIGTERM)  # drains: open requests finish
 
@@ -199,7 +213,7 @@ def test_killing_and_draining_instances_under_load_loses_nothing(
     _assert_all_answered(rest, calls, pids, lb)
     # Before the faults every instance served; after them the survivor serves all.
     assert {pid for _, pid in rest[:100]} == set(pids)
-    survivor = str(instances[2].proc.pid)
+    survivor = str(_worker(instances[2]))
     tail = [pid for _, pid in rest[-50:]] + [pid for _, pid in calls[-50:]]
     assert set(tail) == {survivor}, set(tail)
 
@@ -211,7 +225,7 @@ def test_draining_an_instance_needs_no_client_retry(
     nginx resends elsewhere: no client retries anything, gRPC included."""
     instances, lb = cluster
     pids = _pids(instances)
-    drained = str(instances[0].proc.pid)
+    drained = str(_worker(instances[0]))
     rest, calls = _under_load(
         lb, pb, retry=False, faults=lambda: instances[0].proc.send_signal(signal.SIGTERM)
     )
@@ -234,7 +248,7 @@ def test_a_call_nginx_cannot_resend_comes_back_unavailable_for_the_client_to_ret
     with _channel(lb.grpc_target, retry=False) as channel:
         call = pb.grpc.SeldonStub(channel).Predict.future(slow, timeout=30)
         victim = _busy(instances)
-        victim.proc.kill()
+        _kill(victim)
         victim.proc.wait(10)
         with pytest.raises(grpc.RpcError) as failed:
             call.result()
@@ -244,11 +258,11 @@ def test_a_call_nginx_cannot_resend_comes_back_unavailable_for_the_client_to_ret
     with _channel(lb.grpc_target, retry=True) as channel:
         call = pb.grpc.SeldonStub(channel).Predict.future(slow, timeout=30)
         victim = _busy(instances)
-        victim.proc.kill()
+        _kill(victim)
         victim.proc.wait(10)
         answer = call.result().strData
     survivor = [s for s in instances if s.proc.poll() is None]
-    assert len(survivor) == 1 and answer == str(survivor[0].proc.pid), (answer, pids)
+    assert len(survivor) == 1 and answer == str(_worker(survivor[0])), (answer, pids)
 
 
 def test_requests_queued_at_sigterm_are_answered() -> None:

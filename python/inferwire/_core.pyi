@@ -43,6 +43,9 @@ class Server:
         share one accept queue); returns ``(http_port, grpc_port)``."""
     def stop(self) -> None:
         """Ask a running ``serve()`` to drain and return."""
+    def unlisten(self) -> None:
+        """Close this process's handles on the listening sockets (the supervisor's, at
+        SIGTERM)."""
     def worker_recycled(self) -> None:
         """Count a worker replaced after max_requests or max_worker_memory
         (``inferwire_worker_recycles_total``)."""

@@ -9,6 +9,7 @@ and forwards SIGTERM/SIGINT so that every worker drains."""
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
 import signal
@@ -26,6 +27,22 @@ _HEALTHY_AFTER = 10.0
 _FIRST_PAUSE = 0.1
 _LONGEST_PAUSE = 10.0
 _POLL = 0.05
+
+
+def _drain_when_orphaned(supervisor: int) -> None:
+    """Asks the kernel for SIGTERM (a drain) when the supervisor dies: a supervisor
+    killed with SIGKILL cannot pass a signal on, and an orphaned worker would go on
+    serving on the shared sockets with no one to restart or stop it."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: the supervisor's own signals only
+        return
+    if os.getppid() != supervisor:  # it died before the request took effect
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+_PR_SET_PDEATHSIG = 1
 
 
 def describe_status(status: int) -> str:
@@ -63,6 +80,9 @@ class Supervisor:
     on_restart: Callable[[], None]
     on_exit: Callable[[int], None]
     on_recycle: Callable[[], None] = lambda: None
+    # At SIGTERM, after the workers are told: lets go of the supervisor's own listening
+    # sockets, so that once the workers have drained, new connections are refused.
+    on_stop: Callable[[], None] = lambda: None
     _live: dict[int, _Worker] = field(default_factory=dict)
     _stopping: float | None = None
     _forced: bool = False
@@ -89,6 +109,7 @@ class Supervisor:
                 self.grace_period,
             )
             self._signal_all(signal.SIGTERM)
+            self.on_stop()
         elif not self._forced:
             # A second Ctrl-C: do not wait for the drain.
             self._forced = True
@@ -103,8 +124,10 @@ class Supervisor:
                 pass
 
     def _spawn(self, index: int, pause: float = _FIRST_PAUSE, restarted: bool = False) -> None:
+        supervisor = os.getpid()
         pid = os.fork()
         if pid == 0:
+            _drain_when_orphaned(supervisor)
             self._child(index, restarted)
         self._live[pid] = _Worker(index, pid, time.monotonic(), pause)
         log.debug("worker %d started (pid %d)", index, pid)
@@ -206,4 +229,5 @@ def run_workers(
         server.worker_restarted,
         server.worker_exited,
         server.worker_recycled,
+        server.unlisten,
     ).run()

@@ -21,7 +21,8 @@ pub struct Server {
     metrics: Metrics,
     stop: StopHandle,
     /// Bound by `listen()` before the workers fork; each worker serves clones of them.
-    listeners: std::sync::OnceLock<Listeners>,
+    /// The supervisor lets go of its own at SIGTERM (`unlisten()`).
+    listeners: std::sync::Mutex<Option<Listeners>>,
 }
 
 #[pymethods]
@@ -50,7 +51,7 @@ impl Server {
             metrics: Metrics::shared()
                 .map_err(|e| PyRuntimeError::new_err(format!("cannot map metrics memory: {e}")))?,
             stop: StopHandle::new(),
-            listeners: std::sync::OnceLock::new(),
+            listeners: std::sync::Mutex::new(None),
         })
     }
 
@@ -64,12 +65,15 @@ impl Server {
             others: self.others.clone(),
             repository: self.repository.clone(),
             worker,
+            // Taken, not cloned: once the I/O threads have closed theirs at the drain,
+            // nothing in this process holds the sockets open, so the kernel refuses new
+            // connections instead of queueing them for no one (and resetting them at
+            // exit, after a balancer has sent them a request).
             listeners: self
                 .listeners
-                .get()
-                .map(Listeners::try_clone)
-                .transpose()
-                .map_err(|e| PyRuntimeError::new_err(e.message))?,
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take(),
         };
         let metrics = self.metrics.for_worker(worker);
         let stop = self.stop.clone();
@@ -88,19 +92,33 @@ impl Server {
     /// Binds both ports now, once, for `serve()` in this process and in the workers it
     /// forks; returns `(http_port, grpc_port)`.
     fn listen(&self) -> PyResult<(u16, u16)> {
-        let listeners = match self.listeners.get() {
-            Some(l) => l,
-            None => {
-                let bound = Listeners::bind(&self.config)
-                    .map_err(|e| PyRuntimeError::new_err(e.message))?;
-                self.listeners.get_or_init(|| bound)
-            }
+        let mut held = self.listeners.lock().unwrap_or_else(|e| e.into_inner());
+        if held.is_none() {
+            *held = Some(
+                Listeners::bind(&self.config).map_err(|e| PyRuntimeError::new_err(e.message))?,
+            );
+        }
+        let Some(listeners) = held.as_ref() else {
+            unreachable!("bound just above")
         };
         let port = |l: &std::net::TcpListener| l.local_addr().map(|a| a.port());
         Ok((
             port(&listeners.http).map_err(|e| PyRuntimeError::new_err(e.to_string()))?,
             port(&listeners.grpc).map_err(|e| PyRuntimeError::new_err(e.to_string()))?,
         ))
+    }
+
+    /// Closes this process's handles on the listening sockets (the supervisor's, at
+    /// SIGTERM: it forks no more workers). Once the draining workers have closed theirs
+    /// too, new connections are refused, and a balancer sends them elsewhere, instead of
+    /// being completed by the kernel into a queue no one takes from and then reset.
+    fn unlisten(&self) {
+        drop(
+            self.listeners
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take(),
+        );
     }
 
     /// Counts a worker replaced after `max_requests` or `max_worker_memory`
