@@ -27,6 +27,8 @@ use slots::Slots;
 
 /// Calls slower than this (moving average) go to the model threads.
 const SLOW_CALL_MICROS: u64 = 1_000;
+/// A call whose deadline is at least this far off may run inline on its I/O thread.
+const INLINE_HEADROOM: Duration = Duration::from_secs(30);
 /// Until calls are measured, assume they are slow: a model's first call (often its
 /// slowest) must not block an I/O thread. About ten fast calls bring the average under
 /// the threshold.
@@ -141,9 +143,14 @@ impl Runner {
             in_flight: true,
         };
         let batchable = self.batching && matches!(call, Call::Predict(_) | Call::Infer(_));
-        // A request with a deadline runs on a model thread, so that its I/O thread is
-        // free to answer 504 when the deadline passes.
-        let inline = !batchable && deadline.is_none();
+        // A request with a near deadline runs on a model thread, so that its I/O thread
+        // is free to answer 504 when the deadline passes. One whose deadline is far off
+        // (the default 60 s) may run inline when the model is fast: handing every call
+        // over costs a small request half again its CPU, and a fast model that stops
+        // answering is caught by --stuck-after, which replaces the worker.
+        let far =
+            deadline.is_none_or(|d| d.saturating_duration_since(Instant::now()) >= INLINE_HEADROOM);
+        let inline = !batchable && far;
         if inline && self.recent_micros.load(Ordering::Relaxed) < SLOW_CALL_MICROS {
             if let Some(slot) = self.slots.try_take() {
                 let start = Instant::now();
