@@ -102,12 +102,56 @@ impl Runner {
     /// Runs `call`, giving up with `Kind::Deadline` once `deadline` has passed (the
     /// request is then dropped wherever it waits).
     pub async fn call(&self, call: Call, deadline: Option<Instant>) -> Result<Reply, ServeError> {
+        // The usual case first, with no future built around it: a fast model, free now.
+        let call = match self.try_inline(call, deadline) {
+            Ok(answered) => return answered,
+            Err(call) => call,
+        };
         match deadline {
             None => self.admitted(call, None).await,
             Some(d) => tokio::time::timeout_at(d.into(), self.admitted(call, deadline))
                 .await
                 .unwrap_or_else(|_| Err(deadline_exceeded())),
         }
+    }
+
+    /// `admitted`'s inline case, taken before any waiting: runs `call` on this thread
+    /// when an admission and a model slot are free at once (and the model is fast, the
+    /// deadline far off); else gives the call back.
+    #[allow(clippy::result_large_err)]
+    fn try_inline(
+        &self,
+        call: Call,
+        deadline: Option<Instant>,
+    ) -> Result<Result<Reply, ServeError>, Call> {
+        let batchable = self.batching && matches!(call, Call::Predict(_) | Call::Infer(_));
+        if batchable || !inline_deadline(deadline) || !self.fast() {
+            return Err(call);
+        }
+        let Ok(permit) = self.admit.clone().try_acquire_owned() else {
+            return Err(call);
+        };
+        let Some(slot) = self.slots.try_take() else {
+            return Err(call);
+        };
+        self.metrics.add_in_flight(1);
+        let _in_flight = Gauge {
+            counter: None,
+            metrics: self.metrics,
+            in_flight: true,
+        };
+        let start = Instant::now();
+        let result = self.model.call(call);
+        let took = start.elapsed();
+        drop(slot);
+        drop(permit);
+        pool::record_custom(&self.metrics, &result);
+        self.observe(took, &result);
+        Ok(result.map_err(Into::into))
+    }
+
+    fn fast(&self) -> bool {
+        self.recent_micros.load(Ordering::Relaxed) < SLOW_CALL_MICROS
     }
 
     async fn admitted(&self, call: Call, deadline: Option<Instant>) -> Result<Reply, ServeError> {
@@ -143,15 +187,7 @@ impl Runner {
             in_flight: true,
         };
         let batchable = self.batching && matches!(call, Call::Predict(_) | Call::Infer(_));
-        // A request with a near deadline runs on a model thread, so that its I/O thread
-        // is free to answer 504 when the deadline passes. One whose deadline is far off
-        // (the default 60 s) may run inline when the model is fast: handing every call
-        // over costs a small request half again its CPU, and a fast model that stops
-        // answering is caught by --stuck-after, which replaces the worker.
-        let far =
-            deadline.is_none_or(|d| d.saturating_duration_since(Instant::now()) >= INLINE_HEADROOM);
-        let inline = !batchable && far;
-        if inline && self.recent_micros.load(Ordering::Relaxed) < SLOW_CALL_MICROS {
+        if !batchable && inline_deadline(deadline) && self.fast() {
             if let Some(slot) = self.slots.try_take() {
                 let start = Instant::now();
                 let result = self.model.call(call);
@@ -198,6 +234,15 @@ impl Runner {
         self.recent_micros
             .store(prev - prev / 8 + took / 8, Ordering::Relaxed);
     }
+}
+
+/// A request with a near deadline runs on a model thread, so that its I/O thread is
+/// free to answer 504 when the deadline passes. One whose deadline is far off (the
+/// default 60 s) may run inline when the model is fast: handing every call over costs a
+/// small request half again its CPU, and a fast model that stops answering is caught by
+/// --stuck-after, which replaces the worker.
+fn inline_deadline(deadline: Option<Instant>) -> bool {
+    deadline.is_none_or(|d| d.saturating_duration_since(Instant::now()) >= INLINE_HEADROOM)
 }
 
 #[cold]

@@ -79,7 +79,8 @@ where
 }
 
 fn unsupported_encoding(headers: &http::HeaderMap) -> Option<Status> {
-    let value = headers.get("grpc-encoding")?;
+    const ENCODING: http::HeaderName = http::HeaderName::from_static("grpc-encoding");
+    let value = headers.get(&ENCODING)?;
     if matches!(value.as_bytes(), b"identity" | b"gzip") {
         return None;
     }

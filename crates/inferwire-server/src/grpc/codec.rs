@@ -96,16 +96,25 @@ impl Decoder for RawDecoder {
 /// clients of gRPC servers expect RESOURCE_EXHAUSTED (as grpc-go and grpc-java send). A
 /// gzip message that inflates past the limit is stopped there, RESOURCE_EXHAUSTED too.
 pub fn refusals_named<B>(mut res: http::Response<B>, limit: usize) -> http::Response<B> {
+    // Names made once: a header looked up by a `&str` is parsed and hashed each time,
+    // and this runs on every reply.
+    const ACCEPT: http::HeaderName = http::HeaderName::from_static("grpc-accept-encoding");
+    const STATUS: http::HeaderName = http::HeaderName::from_static("grpc-status");
+    const MESSAGE: http::HeaderName = http::HeaderName::from_static("grpc-message");
     let headers = res.headers_mut();
     headers.insert(
-        "grpc-accept-encoding",
+        ACCEPT,
         http::HeaderValue::from_static(super::body_guard::ACCEPTED_ENCODINGS),
     );
+    // A reply that is not a refusal (its status is in the trailers) ends here.
+    let Some(status) = headers.get(&STATUS).map(http::HeaderValue::as_bytes) else {
+        return res;
+    };
+    let status = Some(status);
     let message = headers
-        .get("grpc-message")
+        .get(&MESSAGE)
         .and_then(|m| m.to_str().ok())
         .unwrap_or_default();
-    let status = headers.get("grpc-status").map(http::HeaderValue::as_bytes);
     let named = match status {
         Some(b"11")
             if message.contains("message%20length%20too%20large")
@@ -127,9 +136,9 @@ pub fn refusals_named<B>(mut res: http::Response<B>, limit: usize) -> http::Resp
         }
         _ => return res,
     };
-    headers.insert("grpc-status", http::HeaderValue::from_static("8"));
+    headers.insert(STATUS, http::HeaderValue::from_static("8"));
     if let Ok(v) = http::HeaderValue::from_str(&named) {
-        headers.insert("grpc-message", v);
+        headers.insert(MESSAGE, v);
     }
     res
 }

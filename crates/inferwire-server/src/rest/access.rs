@@ -8,7 +8,15 @@ use crate::auth::Access;
 
 /// What the request for `path` (its ingress prefix already stripped) needs.
 pub fn of(path: &str) -> Access {
-    // The order of `routes::handle`.
+    // Seldon's own routes first, the common case: none of the paths below can be one.
+    match route(path) {
+        Some(Route::Ping | Route::Status | Route::Live | Route::Ready | Route::Metrics) => {
+            return Access::OPEN
+        }
+        Some(_) => return Access::PREDICT,
+        None => {}
+    }
+    // Then the order of `routes::handle`.
     if path == "/login" {
         return Access::OPEN;
     }
@@ -29,12 +37,7 @@ pub fn of(path: &str) -> Access {
             Some(Target::Model(..) | Target::Infer(..)) | None => Access::PREDICT,
         };
     }
-    match route(path) {
-        Some(Route::Ping | Route::Status | Route::Live | Route::Ready | Route::Metrics) => {
-            Access::OPEN
-        }
-        _ => Access::PREDICT,
-    }
+    Access::PREDICT
 }
 
 #[cfg(test)]

@@ -163,7 +163,9 @@ async fn until_drained<I, S, B>(
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     let mut conn: Pin<Box<Connection<I, S>>> = Box::pin(conn);
+    // `biased`: polled in order, the connection first; no random draw on every poll.
     tokio::select! {
+        biased;
         _ = conn.as_mut() => return,
         () = async {
             while !*stop.borrow_and_update() {
@@ -179,6 +181,7 @@ async fn until_drained<I, S, B>(
     // gets a moment to begin one (answered with `Connection: close`, as the server is
     // no longer ready); one that is mid-request finishes it.
     tokio::select! {
+        biased;
         _ = conn.as_mut() => return,
         () = first.notified() => {}
         () = tokio::time::sleep(FIRST_REQUEST) => {}
