@@ -29,6 +29,22 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def proc_status_kib(pid: int, key: str) -> int:
+    """A memory figure of process ``pid`` from /proc/PID/status: ``VmRSS`` (resident now)
+    or ``VmHWM`` (the peak since start, or since ``reset_peak_rss``), in KiB."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    raise AssertionError(f"no {key} in /proc/{pid}/status")
+
+
+def reset_peak_rss(pid: int) -> None:
+    """Sets the peak RSS the kernel reports (VmHWM) back to the current RSS."""
+    with open(f"/proc/{pid}/clear_refs", "w") as f:
+        f.write("5")
+
+
 class Served:
     """One `inferwire serve` subprocess on 127.0.0.1."""
 

@@ -25,6 +25,7 @@ import httpx
 import pytest
 import tritonclient.grpc as triton
 from conftest import TESTS
+from test_auth import cli
 
 PREDICT = "/api/v1.0/predictions"
 BODY = {"data": {"ndarray": [[1.0, 2.0]]}}
@@ -33,26 +34,14 @@ OPT_IN = "--allow-unauthenticated-repository"
 KEY = "0123456789abcdef-signing-key"
 
 
-def cli(*args: str, stdin: str = "") -> str:
-    r = subprocess.run(
-        [sys.executable, "-m", "inferwire", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert r.returncode == 0, r.stderr
-    return r.stdout.strip()
-
-
 @pytest.fixture(scope="module")
 def creds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     d = tmp_path_factory.mktemp("auth-safety")
     tokens, users = d / "tokens", d / "users"
-    bot = cli("auth", "token", "bot", "--scopes", "predict", "--file", str(tokens))
-    ops = cli("auth", "token", "ops", "--scopes", "predict,publish", "--file", str(tokens))
+    bot = cli("token", "bot", "--scopes", "predict", "--file", str(tokens))
+    ops = cli("token", "ops", "--scopes", "predict,publish", "--file", str(tokens))
     for name in ("alice", "bob", "carol"):
-        cli("auth", "user", name, "--password-stdin", "--file", str(users), stdin=PASSWORD)
+        cli("user", name, "--password-stdin", "--file", str(users), stdin=PASSWORD)
     return {"dir": d, "tokens": tokens, "users": users, "bot": bot, "ops": ops}
 
 

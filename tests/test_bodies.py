@@ -25,7 +25,7 @@ import h2.connection
 import h2.events
 import httpx
 import pytest
-from conftest import Served
+from conftest import Served, proc_status_kib
 
 MiB = 1024 * 1024
 LIMIT = 8 * MiB  # --max-body-bytes
@@ -79,11 +79,7 @@ def body_bytes(s: Served) -> int:
 
 
 def rss_kib(s: Served) -> int:
-    with open(f"/proc/{s.proc.pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise AssertionError("no VmRSS")
+    return proc_status_kib(s.proc.pid, "VmRSS")
 
 
 def still_serving(s: Served, pb: Any) -> None:

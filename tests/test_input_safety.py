@@ -16,6 +16,7 @@ import grpc
 import httpx
 import numpy as np
 import pytest
+from conftest import proc_status_kib, reset_peak_rss
 from seldon_client import grpc_call, rest
 
 
@@ -26,17 +27,11 @@ def echo(serve: Any) -> Any:
 
 
 def peak_rss_kib(server: Any) -> int:
-    with open(f"/proc/{server.proc.pid}/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1])
-    raise AssertionError("no VmHWM")
+    return proc_status_kib(server.proc.pid, "VmHWM")
 
 
 def reset_peak(server: Any) -> None:
-    # Writing 5 resets the peak RSS the kernel reports (VmHWM) to the current RSS.
-    with open(f"/proc/{server.proc.pid}/clear_refs", "w") as f:
-        f.write("5")
+    reset_peak_rss(server.proc.pid)
 
 
 def still_serving(server: Any) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
+from conftest import proc_status_kib, reset_peak_rss
 
 # Peak RSS growth allowed per byte of body, measured as the slope between two sizes of
 # the same input (so fixed costs such as allocator arenas cancel out). Python objects
@@ -59,11 +60,7 @@ REST = {
 
 
 def peak_kib(pid: int) -> int:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1])
-    raise AssertionError("no VmHWM")
+    return proc_status_kib(pid, "VmHWM")
 
 
 def slope(
@@ -91,8 +88,7 @@ def measure(serve: Any, send: Callable[[Any], int], size: int) -> tuple[int, int
         ).status_code
         == 200
     )
-    with open(f"/proc/{server.proc.pid}/clear_refs", "w") as f:
-        f.write("5")
+    reset_peak_rss(server.proc.pid)
     before = peak_kib(server.proc.pid)
     status = send(server)
     assert status == 200

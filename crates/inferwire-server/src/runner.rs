@@ -140,6 +140,16 @@ impl Runner {
             metrics: self.metrics,
             in_flight: true,
         };
+        Ok(self.run_here(call, slot, permit))
+    }
+
+    /// Runs `call` on this thread, holding a model slot and an admission.
+    fn run_here(
+        &self,
+        call: Call,
+        slot: slots::Slot<'_>,
+        permit: tokio::sync::OwnedSemaphorePermit,
+    ) -> Result<Reply, ServeError> {
         let start = Instant::now();
         let result = self.model.call(call);
         let took = start.elapsed();
@@ -147,7 +157,7 @@ impl Runner {
         drop(permit);
         pool::record_custom(&self.metrics, &result);
         self.observe(took, &result);
-        Ok(result.map_err(Into::into))
+        Ok(result?)
     }
 
     fn fast(&self) -> bool {
@@ -189,14 +199,7 @@ impl Runner {
         let batchable = self.batching && matches!(call, Call::Predict(_) | Call::Infer(_));
         if !batchable && inline_deadline(deadline) && self.fast() {
             if let Some(slot) = self.slots.try_take() {
-                let start = Instant::now();
-                let result = self.model.call(call);
-                let took = start.elapsed();
-                drop(slot);
-                drop(permit);
-                pool::record_custom(&self.metrics, &result);
-                self.observe(took, &result);
-                return Ok(result?);
+                return self.run_here(call, slot, permit);
             }
         }
         let (done, reply) = oneshot::channel();
