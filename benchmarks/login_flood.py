@@ -1,10 +1,11 @@
 """Authenticated predictions while anonymous clients flood ``POST /login``.
 
-One server (the no-op model, a token file and a user file), one client sending
-predictions with a bearer token back to back; the latency of those predictions is
-measured three times: alone, while FLOODERS threads send wrong passwords for made-up
-users as fast as they are answered, and while they send the right password of a real
-user (every login then costs a password check). Printed: the predictions' p50 and p99
+One server (the no-op model, a token file and a user file; a fresh one for each phase,
+so the login limits start empty), one client sending predictions with a bearer token
+back to back; the latency of those predictions is measured three times: alone, while
+FLOODERS threads (in another process) send wrong passwords for made-up users as fast as
+they are answered, and while they send the right password of a real user (every login
+then costs a password check). Printed: the predictions' p50 and p99
 in each phase, their ratio to the quiet phase, and the logins answered by status.
 
     .venv/bin/python benchmarks/login_flood.py [--requests 2000] [--flooders 6]
@@ -19,7 +20,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -74,34 +74,63 @@ def predictions(url: str, token: str, n: int) -> list[float]:
     return out
 
 
-def flood(url: str, stop: threading.Event, right: bool, seen: Counter[int], i: int) -> None:
+# The flood runs in a process of its own (threads beside the measuring client would
+# take its GIL and inflate the latencies it measures): FLOODERS threads, each a login
+# loop, as anonymous clients would send them.
+FLOOD = """
+import json, sys, threading, httpx
+url, right, n, password = sys.argv[1], sys.argv[2] == "1", int(sys.argv[3]), sys.argv[4]
+seen, lock = {}, threading.Lock()
+def loop(i):
     with httpx.Client(timeout=10) as c:
         k = 0
-        while not stop.is_set():
+        while True:
             k += 1
-            creds = {"username": "alice", "password": PASSWORD} if right else {
-                "username": f"mallory{i}-{k}", "password": "guess"}  # fmt: skip
+            creds = ({"username": "alice", "password": password} if right
+                     else {"username": f"mallory{i}-{k}", "password": "guess"})
             try:
-                seen[c.post(url + "/login", json=creds).status_code] += 1
+                code = c.post(url + "/login", json=creds).status_code
             except httpx.TransportError:
-                seen[0] += 1
+                code = 0
+            with lock:
+                seen[code] = seen.get(code, 0) + 1
+                if sum(seen.values()) % 20 == 0:
+                    print(json.dumps(seen), flush=True)
+for i in range(n):
+    threading.Thread(target=loop, args=(i,), daemon=True).start()
+threading.Event().wait()
+"""
 
 
-def phase(url: str, token: str, n: int, flooders: int, right: bool | None) -> dict[str, Any]:
-    stop = threading.Event()
-    seen: Counter[int] = Counter()
-    threads = [threading.Thread(target=flood, args=(url, stop, right, seen, i), daemon=True)
-               for i in range(flooders if right is not None else 0)]  # fmt: skip
-    for t in threads:
-        t.start()
-    time.sleep(0.5 if threads else 0)
-    lat = predictions(url, token, n)
-    stop.set()
-    for t in threads:
-        t.join()
+def phase(tokens: Path, users: Path, n: int, flooders: int, right: bool | None) -> dict[str, Any]:
+    """A fresh server (the login limits start empty), `flooders` processes sending
+    logins, and `n` predictions measured meanwhile."""
+    proc, url, token = *start(tokens, users), TOKEN[0]
+    procs = []
+    try:
+        predictions(url, token, 200)  # warm-up
+        if right is not None:
+            args = [sys.executable, "-c", FLOOD, url, "1" if right else "0", str(flooders),
+                    PASSWORD]  # fmt: skip
+            procs.append(subprocess.Popen(args, stdout=subprocess.PIPE, text=True))
+        time.sleep(1.0 if procs else 0)
+        lat = predictions(url, token, n)
+    finally:
+        seen: Counter[int] = Counter()
+        for p in procs:
+            p.terminate()
+            out, _ = p.communicate(timeout=10)
+            last = out.strip().splitlines()[-1:] if out else []
+            for line in last:
+                seen.update({int(k): v for k, v in json.loads(line).items()})
+        proc.terminate()
+        proc.wait(15)
     ms = sorted(x * 1000 for x in lat)
     return {"p50_ms": statistics.median(ms), "p99_ms": ms[int(len(ms) * 0.99) - 1],
             "logins": dict(sorted(seen.items()))}  # fmt: skip
+
+
+TOKEN: list[str] = []
 
 
 def main() -> int:
@@ -114,15 +143,10 @@ def main() -> int:
     args = p.parse_args()
     with tempfile.TemporaryDirectory() as d:
         tokens, users, token = make_files(Path(d))
-        proc, url = start(tokens, users)
-        try:
-            predictions(url, token, 200)  # warm-up
-            quiet = phase(url, token, args.requests, 0, None)
-            wrong = phase(url, token, args.requests, args.flooders, False)
-            right = phase(url, token, args.requests, args.flooders, True)
-        finally:
-            proc.terminate()
-            proc.wait(15)
+        TOKEN.append(token)
+        quiet = phase(tokens, users, args.requests, 0, None)
+        wrong = phase(tokens, users, args.requests, args.flooders, False)
+        right = phase(tokens, users, args.requests, args.flooders, True)
     rows = {"no logins": quiet, f"{args.flooders} threads, wrong passwords": wrong,
             f"{args.flooders} threads, the right password": right}  # fmt: skip
     print("| phase | predictions p50 | p99 | p50 vs quiet | logins answered |")
