@@ -12,6 +12,11 @@ fi
 SUDO=""
 if [[ $(id -u) -ne 0 ]]; then
     SUDO="sudo -n"
+    if ! sudo -n true 2>/dev/null; then
+        echo "$command is not installed, and installing Debian's $package needs root:" \
+            "run 'sudo apt-get install $package' once (or run this as root)" >&2
+        exit 1
+    fi
 fi
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq

@@ -5,7 +5,12 @@
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 
 ensure_venv "maturin>=1.7,<2" "numpy>=1.24" "pyyaml>=6" "grpcio>=1.60" "grpcio-tools>=1.60"
-build_extension --release
+if [[ "${INFERWIRE_SKIP_BUILD:-}" == 1 ]]; then
+    # tests/test_quickstart.py: the extension the test run built is the one to serve.
+    log "using the inferwire extension already built (INFERWIRE_SKIP_BUILD=1)"
+else
+    build_extension --release
+fi
 
 HTTP_PORT="${INFERWIRE_HTTP_PORT:-9000}"
 GRPC_PORT="${INFERWIRE_GRPC_PORT:-5000}"
@@ -14,7 +19,7 @@ cd "$ROOT"
 log "serving $MODEL"
 "$VENV/bin/inferwire" serve "$MODEL" --http-port "$HTTP_PORT" --grpc-port "$GRPC_PORT" &
 SERVER=$!
-trap 'kill -TERM $SERVER 2>/dev/null; wait $SERVER' INT TERM
+trap 'kill -TERM $SERVER 2>/dev/null; wait $SERVER; exit $?' INT TERM
 for _ in $(seq 100); do
     curl -sf "http://127.0.0.1:$HTTP_PORT/health/ping" >/dev/null && break
     kill -0 $SERVER 2>/dev/null || exit 1

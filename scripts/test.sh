@@ -7,6 +7,10 @@ cd "$ROOT"
 START=$SECONDS
 
 ensure_venv -r requirements-test.txt
+if [[ "${INFERWIRE_TEST_TORCH:-}" == 1 ]]; then
+    log "installing PyTorch for the PyTorch example's test (about 5 GB)"
+    ensure_venv -r requirements-torch.txt
+fi
 log "building load tools (vegeta, ghz) into .tools/bin"
 bash scripts/install-load-tools.sh
 log "chromium (renders the HTML reports in a test)"

@@ -58,37 +58,44 @@ def samples(docs: Path) -> list[Sample]:
     """Every python and bash block, and every block that is a file, of every page."""
     out = []
     for path in sorted(docs.rglob("*.md")):
-        lines = path.read_text().splitlines()
-        i = 0
-        while i < len(lines):
-            m = FENCE.match(lines[i])
-            if not m:
-                i += 1
-                continue
-            indent, lang = m.group(1), m.group(2)
-            end = next(j for j in range(i + 1, len(lines)) if lines[j].strip() == "```")
-            code = "\n".join(line.removeprefix(indent) for line in lines[i + 1 : end]) + "\n"
-            marker = MARKER.search(lines[i - 1]) if i else None
-            reason = None
-            if marker:
-                good = GOOD_MARKER.match(lines[i - 1].strip())
-                reason = good.group(1) if good else ""
-            sample = Sample(str(path.relative_to(docs)), i + 1, lang, code, reason)
-            if lang in RUNNABLE or sample.file:
-                out.append(sample)
-            i = end + 1
+        out += page_samples(path, str(path.relative_to(docs)))
+    return out
+
+
+def page_samples(path: Path, page: str) -> list[Sample]:
+    """The samples of one page, named ``page``."""
+    out = []
+    lines = path.read_text().splitlines()
+    i = 0
+    while i < len(lines):
+        m = FENCE.match(lines[i])
+        if not m:
+            i += 1
+            continue
+        indent, lang = m.group(1), m.group(2)
+        end = next(j for j in range(i + 1, len(lines)) if lines[j].strip() == "```")
+        code = "\n".join(line.removeprefix(indent) for line in lines[i + 1 : end]) + "\n"
+        marker = MARKER.search(lines[i - 1]) if i else None
+        reason = None
+        if marker:
+            good = GOOD_MARKER.match(lines[i - 1].strip())
+            reason = good.group(1) if good else ""
+        sample = Sample(page, i + 1, lang, code, reason)
+        if lang in RUNNABLE or sample.file:
+            out.append(sample)
+        i = end + 1
     return out
 
 
 def marker_problems(docs: Path) -> list[str]:
     """Markers without a reason, misspelt, or not directly before a sample's fence."""
     problems = []
-    for path in sorted(docs.rglob("*.md")):
+    for path in [docs] if docs.is_file() else sorted(docs.rglob("*.md")):
         lines = path.read_text().splitlines()
         for n, line in enumerate(lines):
             if not MARKER.search(line):
                 continue
-            where = f"{path.relative_to(docs)}:{n + 1}"
+            where = f"{path.name if docs.is_file() else path.relative_to(docs)}:{n + 1}"
             if not GOOD_MARKER.match(line.strip()):
                 problems.append(f"{where}: write it as <!-- no-run: the reason -->: {line!r}")
             nxt = FENCE.match(lines[n + 1]) if n + 1 < len(lines) else None
@@ -139,10 +146,10 @@ set -x
 
 def bash_script(code: str, shared: tuple[str, int, int], free_port: Callable[[], int]) -> str:
     """The sample as a script: continuation lines joined, ``.venv/bin/`` dropped (the
-    venv is first on PATH), ``inferwire serve`` started in the background on free ports,
+    venv's bin is first on PATH), ``inferwire serve`` started in the background on free ports,
     ``inferwire predict`` / ``publish`` given the server's URL when they name none, and
     addresses rewritten to the server the sample uses (its own, else the shared one)."""
-    code = code.replace("\\\n", " ").replace(".venv/bin/inferwire", "inferwire")
+    code = code.replace("\\\n", " ").replace(".venv/bin/", "")
     lines = code.splitlines()
     scheme, http, grpc = shared
     ports = {DEFAULT_HTTP: http, DEFAULT_GRPC: grpc}

@@ -69,6 +69,7 @@ def test_rest_refusals_and_open_routes(server: Any, secrets_dir: dict[str, Any])
     assert r.status_code == 401
     assert r.headers["www-authenticate"] == 'Bearer realm="inferwire"'
     assert "authentication required" in r.json()["status"]["info"]
+    assert "POST /login" in r.json()["status"]["info"]  # this server has a user file
     r = httpx.post(url + PREDICT, json=BODY, headers=bearer("nope"))
     assert r.status_code == 401 and "unknown token" in r.json()["status"]["info"]
     r = httpx.post(url + PREDICT, json=BODY, headers={"Authorization": "Basic YTpi"})
@@ -164,16 +165,22 @@ def test_no_secret_reaches_the_logs(server: Any, secrets_dir: dict[str, Any]) ->
 def test_tokens_work_across_workers_and_expire(serve: Any, secrets_dir: dict[str, Any]) -> None:
     s = serve(
         "models:Echo", "--workers", "2", "--auth-users", str(secrets_dir["users"]),
-        "--auth-token-ttl", "2",
+        "--auth-token-ttl", "4",
     )  # fmt: skip
-    token = httpx.post(s.url + "/login", json={"username": "alice", "password": PASSWORD}).json()[
-        "access_token"
-    ]
-    # Fresh connections land on either worker: all accept the token.
+    login = httpx.post(s.url + "/login", json={"username": "alice", "password": PASSWORD}).json()
+    token, expires_on = login["access_token"], login["expires_on"]
+    # Fresh connections land on either worker: all accept the token while it is valid.
+    # Expiry is in whole seconds, so only requests sent a second before it must pass (a
+    # loaded machine may take that long for the 20).
+    accepted = 0
     for _ in range(20):
+        if time.time() >= expires_on - 1:
+            break
         r = httpx.post(s.url + PREDICT, json=BODY, headers=bearer(token))
         assert r.status_code == 200, r.text
-    time.sleep(2.2)
+        accepted += 1
+    assert accepted >= 2
+    time.sleep(max(0.0, expires_on + 1.1 - time.time()))
     r = httpx.post(s.url + PREDICT, json=BODY, headers=bearer(token))
     assert r.status_code == 401 and "expired" in r.json()["status"]["info"]
 
@@ -183,6 +190,13 @@ def test_auth_off_and_bad_files(serve: Any, tmp_path: Path) -> None:
     assert httpx.post(s.url + PREDICT, json=BODY).status_code == 200
     r = httpx.post(s.url + "/login", json={"username": "a", "password": "b"})
     assert r.status_code == 404 and "without auth" in r.json()["status"]["info"]
+    # Tokens only: the refusal does not send the client to a /login that would answer 404.
+    tokens = tmp_path / "good-tokens"
+    cli("token", "bot", "--scopes", "predict", "--file", str(tokens))
+    s = serve("models:Echo", "--auth-tokens", str(tokens))
+    info = httpx.post(s.url + PREDICT, json=BODY).json()["status"]["info"]
+    assert "authentication required" in info and "token file" in info
+    assert "/login" not in info
     bad = tmp_path / "tokens"
     bad.write_text("bot predict\n")
     with pytest.raises(RuntimeError, match="line 1: expected NAME SCOPES HASH"):

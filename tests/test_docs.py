@@ -97,7 +97,7 @@ def test_a_no_run_marker_is_the_line_before_the_fence(tmp_path: Path) -> None:
 @pytest.fixture(scope="session")
 def standins(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Files the docs assume the reader has, stood in for: a model class (``model.py``,
-    ``MyModel.py``), an image, a ``.npy``, a tree model file, an empty model repository,
+    ``MyModel.py``, ``my_module.py``), an image, a ``.npy``, a tree model file, an empty model repository,
     and a self-signed certificate for 127.0.0.1."""
     import subprocess
 
@@ -111,6 +111,7 @@ def standins(tmp_path_factory: pytest.TempPathFactory) -> Path:
     model = "class MyModel:\n    def predict(self, X, features_names=None):\n        return X\n"
     (d / "model.py").write_text(model)
     (d / "MyModel.py").write_text(model)
+    (d / "my_module.py").write_text(model)
     Image.new("RGB", (8, 6), (200, 120, 40)).save(d / "cat.jpg")
     np.save(d / "x.npy", np.arange(6.0).reshape(2, 3))
     rows = pd.DataFrame({"Number": [2, 3, 4, 5, 6, 7], "Start": [1, 5, 9, 12, 14, 16]})
@@ -160,6 +161,37 @@ def docs_server(serve: Any) -> Any:
 def test_docs_sample_runs(
     sample: doc_samples.Sample, page_dirs: Any, docs_server: Any, pb: Any
 ) -> None:
+    run_sample(sample, page_dirs, docs_server, pb)
+
+
+# -- Every sample in README.md runs: the page every newcomer pastes from ------------------
+
+README = doc_samples.page_samples(ROOT / "README.md", "README.md")
+
+
+def test_readme_no_run_markers_say_why() -> None:
+    problems = doc_samples.marker_problems(ROOT / "README.md")
+    assert not problems, "\n".join(problems)
+    assert [s for s in README if s.no_run is None], "the README has samples that run"
+
+
+@pytest.fixture(scope="session")
+def readme_server(serve: Any, standins: Path) -> Any:
+    """The server the README's samples that start none of their own talk to: its
+    ``my_module:MyModel``, an echo, on the ports the README names (9000, 5000)."""
+    return serve(f"{standins / 'my_module.py'}:MyModel")
+
+
+@pytest.mark.parametrize("sample", README, ids=[s.id for s in README])
+def test_readme_sample_runs(
+    sample: doc_samples.Sample, page_dirs: Any, readme_server: Any, pb: Any
+) -> None:
+    run_sample(sample, page_dirs, readme_server, pb)
+
+
+def run_sample(sample: doc_samples.Sample, page_dirs: Any, server: Any, pb: Any) -> None:
+    """Runs one sample in its page's folder, as a reader would paste it; a sample that
+    starts no server of its own talks to ``server``."""
     import os
     import subprocess
     import sys
@@ -181,7 +213,7 @@ def test_docs_sample_runs(
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
     env["PYTHONPATH"] = str(Path(pb.msgs.__file__).parent)  # the generated gRPC stubs
     env["PASSWORD"] = "a stand-in password"  # the one variable a sample assumes is set
-    shared = ("http", docs_server.http_port, docs_server.grpc_port)
+    shared = ("http", server.http_port, server.grpc_port)
     if sample.lang == "python":
         ports = {doc_samples.DEFAULT_HTTP: shared[1], doc_samples.DEFAULT_GRPC: shared[2]}
         script = cwd / f"sample_{sample.line}.py"

@@ -18,15 +18,18 @@ def _serve_parser(sub: Any) -> None:
     p = sub.add_parser(
         "serve",
         help="serve a model over REST and gRPC",
-        description="Serve a Seldon-style Python model class over REST (port 9000) and gRPC "
-        "(port 5000). MODEL is module:Class, module.Class, or a file path (file.py or "
-        "file.py:Class).",
+        description="Serve a Seldon-style Python model class, or a trained model file, over "
+        "REST (port 9000) and gRPC (port 5000). MODEL is module:Class, module.Class, a file "
+        "path (file.py or file.py:Class), or a trained model file (scikit-learn / joblib / "
+        "pickle, XGBoost .json / .ubj, LightGBM .txt / .model, ONNX .onnx; tree models are "
+        "scored natively in Rust).",
     )
     p.add_argument(
         "model",
         nargs="?",
-        help="module:Class, module.Class, path/to/model.py[:Class], or a built-in model: "
-        "noop, echo, image-stats (optional with --model-repository)",
+        help="module:Class, module.Class, path/to/model.py[:Class], a trained model file "
+        "(.joblib, .pkl, .json, .ubj, .txt, .model, .onnx), or a built-in model: noop, echo, "
+        "image-stats (optional with --model-repository)",
     )
     p.add_argument(
         "--settings",
@@ -40,11 +43,14 @@ def _serve_parser(sub: Any) -> None:
         envs = ", ".join((env_name(f.name), *option.env))
         # A yes/no setting's flag alone means yes (--allow-unauthenticated-repository).
         switch: dict[str, Any] = {"nargs": "?", "const": "true"} if f.type == "bool" else {}
+        # A help text that explains its default (model_name's "the class name") says it
+        # better than the empty value behind it.
+        default = "" if "(default:" in option.help else f"default: {f.default!r}; "
         p.add_argument(
             f"--{f.name.replace('_', '-')}",
             dest=f.name,
             default=None,
-            help=f"{option.help} (default: {f.default!r}; env: {envs})",
+            help=f"{option.help} ({default}env: {envs})",
             **switch,
         )
 

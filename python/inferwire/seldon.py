@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import logging
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -14,9 +13,8 @@ from typing import Any
 import numpy as np
 
 from . import content_types
+from .error_log import errors
 from .errors import ModelLoadError
-
-log = logging.getLogger("inferwire.model")
 
 # (output, output names, tags, metrics): what the core turns into a reply.
 Result = tuple[Any, list[str] | None, dict[str, Any] | None, list[dict[str, Any]] | None]
@@ -83,8 +81,8 @@ class SeldonAdapter:
                 out = self._predict(X)
             out = self._resolve(out)
             return out, self._class_names(out), self._call_tags(), self._call_metrics()
-        except Exception:
-            log.exception("%s.predict raised", self.name)
+        except Exception as e:
+            errors.error(f"{self.name}.predict", e)
             raise
 
     def infer(
@@ -109,16 +107,16 @@ class SeldonAdapter:
             else:
                 out = self._predict(X)
             out = self._resolve(out)
-        except Exception:
-            log.exception("%s.predict raised", self.name)
+        except Exception as e:
+            errors.error(f"{self.name}.predict", e)
             raise
         return content_types.encode_outputs(out, requested)
 
     def predict_raw(self, request: dict[str, Any]) -> Any:
         try:
             return self._resolve(self.model.predict_raw(request))
-        except Exception:
-            log.exception("%s.predict_raw raised", self.name)
+        except Exception as e:
+            errors.error(f"{self.name}.predict_raw", e)
             raise
 
     def send_feedback(
@@ -129,8 +127,8 @@ class SeldonAdapter:
             return None, None, None, None
         try:
             out = self._resolve(fn(features, names, reward, truth, routing=routing or None))
-        except Exception:
-            log.exception("%s.send_feedback raised", self.name)
+        except Exception as e:
+            errors.error(f"{self.name}.send_feedback", e)
             raise
         return out, self._class_names(out), self._call_tags(), self._call_metrics()
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _core, loader, modelfile
+from .error_log import errors
 from .errors import SettingsError
 from .repository import Repository
 from .seldon import SeldonAdapter
@@ -35,6 +36,7 @@ def serve(model: Any = None, settings: Settings | None = None, *, spec: str | No
     while waiting. With ``settings.workers`` above 1 every model is loaded here once and
     the workers are forked from this process."""
     settings = (settings or Settings()).validate()
+    errors.configure(settings.log_repeats_every)
     repo = Repository(settings.model_repository) if settings.model_repository else None
     others: list[tuple[Any, dict[str, Any]]] = []
     if repo is not None:
@@ -126,11 +128,10 @@ def serve(model: Any = None, settings: Settings | None = None, *, spec: str | No
 
     try:
         if supervised:
-            # Bound once here: the workers inherit the sockets (one shared accept queue).
-            server.listen()
             run_workers(server, settings.workers, settings.grace_period, on_bound)
         else:
             server.serve(on_bound)
+            errors.flush()
     finally:
         if sync_dir is not None:
             shutil.rmtree(sync_dir, ignore_errors=True)

@@ -34,7 +34,8 @@ class Settings:
     grpc_port: int = _opt(5000, "gRPC port", "PREDICTIVE_UNIT_GRPC_SERVICE_PORT")
     model_name: str = _opt(
         "",
-        "model name in replies' meta.requestPath (default: the class name)",
+        "model name in replies' meta.requestPath and V2 routes (default: the class name, or "
+        "the model file's name without its suffix)",
         "PREDICTIVE_UNIT_ID",
     )
     model_image: str = _opt(
@@ -196,6 +197,12 @@ class Settings:
     )
     access_log: str = _opt("off", "one line per request on stderr: off, text or json")
     log_level: str = _opt("info", "debug, info, warning or error")
+    log_repeats_every: float = _opt(
+        60.0,
+        "seconds between summary lines for a model error that repeats: the first error of a "
+        "kind (call, exception type, raising line) is logged with its traceback, repeats are "
+        "counted (0: a traceback every time)",
+    )
 
     def validate(self) -> Settings:
         for port in ("http_port", "grpc_port"):
@@ -303,6 +310,8 @@ class Settings:
             raise SettingsError(
                 f"log_level: {self.log_level!r} is not debug, info, warning or error"
             )
+        if self.log_repeats_every < 0:
+            raise SettingsError("log_repeats_every: must be 0 (off) or more seconds")
         self.constructor_parameters()
         return self
 
@@ -368,6 +377,7 @@ class Settings:
             "default_model",
             "runtime",
             "output_names",
+            "log_repeats_every",
         ):
             d.pop(key)
         # The core's filter (tracing) spells it "warn"; "warning" would be ignored with a

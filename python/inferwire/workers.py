@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any
 
+from .error_log import errors
+
 log = logging.getLogger("inferwire.workers")
 
 # A worker that lived less than this before dying is restarted after a growing pause,
@@ -27,6 +29,7 @@ _HEALTHY_AFTER = 10.0
 _FIRST_PAUSE = 0.1
 _LONGEST_PAUSE = 10.0
 _POLL = 0.05
+_SAME_STOP = 1.0
 
 
 def _drain_when_orphaned(supervisor: int) -> None:
@@ -110,8 +113,9 @@ class Supervisor:
             )
             self._signal_all(signal.SIGTERM)
             self.on_stop()
-        elif not self._forced:
-            # A second Ctrl-C: do not wait for the drain.
+        elif not self._forced and time.monotonic() - self._stopping >= _SAME_STOP:
+            # A second Ctrl-C: do not wait for the drain. (One at once is the same stop
+            # said twice: a terminal's SIGINT to the group and a wrapper's SIGTERM.)
             self._forced = True
             log.warning("stopping now: killing the workers")
             self._signal_all(signal.SIGKILL)
@@ -144,6 +148,7 @@ class Supervisor:
             log.error("worker %d failed: %s", index, e)
             code = 1
         finally:
+            errors.flush()  # the repeats counted since the last summary
             logging.shutdown()
             os._exit(code)
 
@@ -211,13 +216,15 @@ def run_workers(
     grace_period: float,
     on_bound: Callable[[int, int], None],
 ) -> None:
-    """Serves ``server`` (an ``inferwire._core.Server`` built before the fork, its ports
-    bound with ``listen()``) from ``workers`` processes until SIGTERM/SIGINT."""
+    """Serves ``server`` (an ``inferwire._core.Server`` built before the fork) from
+    ``workers`` processes until SIGTERM/SIGINT. Its ports are bound here, once: the workers
+    inherit the sockets and share one accept queue."""
+    # Said here, before any worker accepts: a client's first answer can come from any
+    # worker, and whoever reads the log then finds the line.
+    on_bound(*server.listen())
 
     def serve_worker(index: int, restarted: bool) -> None:
         def bound(http_port: int, grpc_port: int) -> None:
-            if index == 0 and not restarted:
-                on_bound(http_port, grpc_port)
             log.debug("worker %d (pid %d) listening", index, os.getpid())
 
         server.serve(bound, index)

@@ -41,7 +41,10 @@ impl Scope {
 /// `Forbidden` 403 / PERMISSION_DENIED.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Refusal {
-    Missing,
+    /// No token; `login`: the server has a user file, so `POST /login` can give one.
+    Missing {
+        login: bool,
+    },
     Invalid(&'static str),
     Forbidden {
         who: String,
@@ -60,9 +63,13 @@ pub const REPOSITORY_OFF: &str = "the repository API (publish, delete, load, unl
 impl fmt::Display for Refusal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Refusal::Missing => f.write_str(
+            Refusal::Missing { login: true } => f.write_str(
                 "authentication required: send Authorization: Bearer <token> (POST /login \
                  exchanges a username and password for one)",
+            ),
+            Refusal::Missing { login: false } => f.write_str(
+                "authentication required: send Authorization: Bearer <token> (a token from \
+                 this server's token file)",
             ),
             Refusal::Invalid(why) => write!(f, "invalid bearer token: {why}"),
             Refusal::Forbidden { who, need } => write!(
@@ -291,7 +298,9 @@ impl Auth {
 
     /// Checks an `Authorization` header value for `need`; returns who it is.
     pub fn check(&self, header: Option<&str>, need: Scope) -> Result<String, Refusal> {
-        let header = header.ok_or(Refusal::Missing)?;
+        let header = header.ok_or(Refusal::Missing {
+            login: !self.users.is_empty(),
+        })?;
         let token = header
             .strip_prefix("Bearer ")
             .or_else(|| header.strip_prefix("bearer "))
@@ -478,7 +487,10 @@ mod tests {
             a.check(Some("Bearer s3cret-ops"), Scope::Publish),
             Ok("ops".into())
         );
-        assert_eq!(a.check(None, Scope::Predict), Err(Refusal::Missing));
+        assert!(matches!(
+            a.check(None, Scope::Predict),
+            Err(Refusal::Missing { .. })
+        ));
         assert!(matches!(
             a.check(Some("Bearer nope"), Scope::Predict),
             Err(Refusal::Invalid(_))
@@ -543,7 +555,10 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let a = auth(&dir);
         // With auth the token decides, opt-in or not.
-        assert_eq!(admit(Some(&a), true, write, None), Err(Refusal::Missing));
+        assert!(matches!(
+            admit(Some(&a), true, write, None),
+            Err(Refusal::Missing { .. })
+        ));
         assert_eq!(
             admit(Some(&a), false, write, Some("Bearer s3cret-ops")),
             Ok(())

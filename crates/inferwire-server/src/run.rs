@@ -270,6 +270,9 @@ pub fn serve(
         Signals::register()
     };
 
+    // Said before any thread accepts: whoever reads the log after a first answer finds
+    // the line there (the ports are bound, so connections wait in the backlog meanwhile).
+    on_bound(bound);
     let mut handles = Vec::with_capacity(threads);
     for i in 0..threads {
         let (app, stop_rx, model) = (app.clone(), stop_rx.clone(), model.clone());
@@ -289,7 +292,6 @@ pub fn serve(
         handles.push(handle);
     }
     drop((http, grpc_listener));
-    on_bound(bound);
 
     // The calling thread only waits for signals.
     signals.block_on(wait_for_stop(stop, listening));

@@ -33,6 +33,9 @@ struct Slot {
 pub(super) struct CustomTable {
     slots: [Slot; SLOTS],
     warned_full: AtomicU32,
+    // Once per server: a model that sends such a metric with every reply would otherwise
+    // write a line per request.
+    warned_long: AtomicU32,
 }
 
 /// A Prometheus metric name from a model's key: other characters become `_`.
@@ -88,9 +91,12 @@ impl CustomTable {
         // `{` keeps `name` + `labels` unambiguous; `name_len` splits them again.
         let series = format!("{name}{{{labels}");
         if series.len() > TEXT {
-            tracing::warn!(
-                "metric {name}: name and tags are longer than {TEXT} bytes; not recorded"
-            );
+            if self.warned_long.swap(1, Ordering::Relaxed) == 0 {
+                tracing::warn!(
+                    "metric {name}: name and tags are longer than {TEXT} bytes; not recorded \
+                     (said once: later ones are dropped without a word)"
+                );
+            }
             return;
         }
         let Some(slot) = self.find_or_insert(series.as_bytes(), name.len(), metric.kind) else {
