@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import httpx
 import notebook_payloads
 import pytest
 from conftest import ROOT, Served, free_port
@@ -26,9 +27,9 @@ def bench(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     )
 
 
-def attack_json(*args: str) -> dict[str, Any]:
+def attack_json(*args: str, returncode: int = 0) -> dict[str, Any]:
     r = bench("attack", "--format", "json", *args)
-    assert r.returncode == 0, r.stderr
+    assert r.returncode == returncode, r.stderr
     return json.loads(r.stdout)
 
 
@@ -43,6 +44,23 @@ def noop_raw(serve: Any) -> Served:
 
 
 BODY = '{"data":{"ndarray":[[1,2,3]]}}'
+
+# The README's model and a request it takes (4 features); the old example sent 3.
+QUICK_START = f"{ROOT}/examples/seldon_model/model.py:IrisLikeClassifier"
+IRIS_ROW = '{"data": {"ndarray": [[5.1, 3.5, 1.4, 0.2]]}}'
+THREE_FEATURES = '{"data": {"ndarray": [[1, 2, 3]]}}'
+
+
+@pytest.fixture(scope="module")
+def quick_start(serve: Any) -> Served:
+    """The quick-start model as a supervisor and two workers, all holding its sockets."""
+    return serve(QUICK_START, "--workers", "2")
+
+
+@pytest.fixture(scope="module")
+def slow(serve: Any) -> Served:
+    """20 ms per call with one request queued at most: 8 clients get 200s and 503s."""
+    return serve("models:Slow", "--max-queue", "1")
 
 
 @pytest.mark.parametrize("transport", ["http1", "h2c", "grpc"])
@@ -69,7 +87,8 @@ def test_attack_counts_every_request(noop: Served, transport: str) -> None:
 
 def test_attack_reports_server_errors_by_kind(noop: Served, pb: Any, tmp_path: Path) -> None:
     bad = '{"data":{"tensor":{"shape":[2,2],"values":[1]}}}'
-    rep = attack_json(f"{noop.url}/api/v1.0/predictions", "-d", bad, "-n", "5")
+    # Every request failed: the report is written all the same, and the exit status is 1.
+    rep = attack_json(f"{noop.url}/api/v1.0/predictions", "-d", bad, "-n", "5", returncode=1)
     assert rep["status_codes"] == {"400": 5}
     assert rep["success"] == 0
     assert len(rep["errors"]) == 1 and "shape" in rep["errors"][0]
@@ -80,16 +99,15 @@ def test_attack_reports_server_errors_by_kind(noop: Served, pb: Any, tmp_path: P
     (tmp_path / "bad.bin").write_bytes(msg.SerializeToString())
     rep = attack_json(
         noop.grpc_target, "--call", "seldon.protos.Model/Predict",
-        "-D", str(tmp_path / "bad.bin"), "-n", "5",
+        "-D", str(tmp_path / "bad.bin"), "-n", "5", returncode=1,
     )  # fmt: skip
     assert rep["status_codes"] == {"InvalidArgument": 5}
     assert "shape" in rep["errors"][0]
 
 
-def test_attack_reports_latency_by_status_code(serve: Any) -> None:
+def test_attack_reports_latency_by_status_code(slow: Served) -> None:
     """Under overload, refusals and answers are timed apart: a model that takes 20 ms
     with one request queued at most turns most of 8 clients' requests away at once."""
-    slow = serve("models:Slow", "--max-queue", "1")
     body = '{"strData":"0.02"}'
     rep = attack_json(f"{slow.url}/api/v1.0/predictions", "-d", body, "-c", "8", "-n", "200")
     assert set(rep["status_codes"]) == {"200", "503"}, rep["status_codes"]
@@ -128,6 +146,110 @@ def test_attack_unreachable_and_bad_arguments() -> None:
     assert r.returncode == 2 and "--rate" in r.stderr
 
 
+def children(pid: int) -> list[int]:
+    with open(f"/proc/{pid}/task/{pid}/children") as f:
+        return [int(p) for p in f.read().split()]
+
+
+def test_server_cpu_measures_the_server_on_the_targets_port(quick_start: Served) -> None:
+    """The README's example as pasted: --server-cpu finds the server by its port, and what
+    it measures is the process the test started (the supervisor, with its workers below
+    it), though every worker holds the same listening sockets."""
+    pid = quick_start.proc.pid
+    assert len(children(pid)) >= 2  # the workers
+    url = f"{quick_start.url}/api/v1.0/predictions"
+    rep = attack_json(url, "-d", IRIS_ROW, "-z", "1s", "--server-cpu")
+    assert rep["requests"] == rep["ok"] > 100
+    assert rep["server_pid"] == pid and rep["server_pids"] == [pid]
+    assert rep["server_cpu_ns_per_request"] > 0
+    # gRPC: the port of host:port; --server-port: the server on another port than the
+    # target's (here the same server's gRPC port).
+    grpc = attack_json(
+        quick_start.grpc_target, "--call", "seldon.protos.Seldon/Predict", "--seldon-json",
+        "-d", IRIS_ROW, "-n", "50", "--server-cpu",
+    )  # fmt: skip
+    assert grpc["ok"] == 50 and grpc["server_pids"] == [pid]
+    other = attack_json(
+        url, "-d", IRIS_ROW, "-n", "50", "--server-port", str(quick_start.grpc_port)
+    )
+    assert other["server_pids"] == [pid] and other["server_cpu_ns_per_request"] is not None
+    text = bench("attack", url, "-d", IRIS_ROW, "-n", "50", "--server-cpu")
+    assert text.returncode == 0, text.stderr
+    line = next(x for x in text.stdout.splitlines() if x.startswith("CPU/request"))
+    assert line.endswith(f" (pid {pid})"), line
+    plain = bench("attack", url, "-d", IRIS_ROW, "-n", "5")
+    assert "- (no --server-cpu or --server-pid)" in plain.stdout
+
+
+def test_server_cpu_needs_a_listener_on_this_machine(noop: Served) -> None:
+    port = free_port()
+    r = bench("attack", f"http://127.0.0.1:{port}/x", "-n", "1", "--server-cpu")
+    assert r.returncode == 1
+    assert (
+        r.stderr
+        == f"inferwire bench: --server-cpu: no process listens on port {port} on this machine\n"
+    )
+    r = bench("attack", f"{noop.url}/health/ping", "-n", "1", "--server-port", str(port))
+    assert r.returncode == 1 and f"--server-port: no process listens on port {port}" in r.stderr
+    r = bench("attack", "http://example.com:9000/x", "-n", "1", "--server-cpu")
+    assert r.returncode == 1
+    assert "--server-cpu needs a server on this machine, and example.com is not" in r.stderr
+    r = bench("attack", f"{noop.url}/health/ping", "--server-cpu", "--server-pid", "1")
+    assert r.returncode == 2 and "cannot be used with" in r.stderr
+
+
+def test_attack_exits_1_when_every_request_failed(quick_start: Served) -> None:
+    """The README's old request (3 features for a 4-feature model): every answer is a 500.
+    The report is still written; the exit status and stderr say that nothing succeeded."""
+    url = f"{quick_start.url}/api/v1.0/predictions"
+    r = bench("attack", url, "-d", THREE_FEATURES, "-n", "20")
+    assert r.returncode == 1
+    assert "Status Codes  [code:count]               500:20" in r.stdout
+    first = r.stderr.splitlines()[0]
+    assert first.startswith('inferwire bench: every request failed (20 of 20): {"status"'), first
+    assert "MODEL_ERR" in r.stdout or "matmul" in r.stdout
+
+
+def test_fail_exits_1_when_any_request_failed(slow: Served, noop: Served) -> None:
+    args = (f"{slow.url}/api/v1.0/predictions", "-d", '{"strData":"0.02"}', "-c", "8")
+    rep = attack_json(*args, "-n", "100", "--fail", returncode=1)
+    failed = rep["requests"] - rep["ok"]
+    assert rep["ok"] > 0 and failed > 0, rep["status_codes"]
+    r = bench("attack", *args, "-n", "100", "--fail")
+    assert r.returncode == 1
+    assert (
+        r.stderr.startswith("inferwire bench: ")
+        and " of 100 requests failed (--fail): " in r.stderr
+    )
+    # Without --fail some failures are a result, not an error; with it, none is fine too.
+    assert attack_json(*args, "-n", "50")["ok"] > 0
+    assert attack_json(f"{noop.url}/health/ping", "-n", "20", "--fail")["ok"] == 20
+
+
+@pytest.mark.parametrize(
+    "transport",
+    [
+        [],  # HTTP/1.1 on a thread per connection
+        ["-c", "80"],  # HTTP/1.1 on tasks
+        ["--http2"],  # h2c, blocking on a thread
+        ["--http2", "-c", "2"],  # h2c, two streams on a connection: the h2 crate
+    ],
+)
+def test_cut_error_messages_end_with_an_ellipsis(quick_start: Served, transport: list[str]) -> None:
+    """An error body longer than what a report keeps is shown cut, and says so."""
+    url = f"{quick_start.url}/api/v1.0/predictions"
+    whole = httpx.post(url, content=THREE_FEATURES, headers={"content-type": "application/json"})
+    assert whole.status_code == 500 and len(whole.content) > 200
+    rep = attack_json(url, "-d", THREE_FEATURES, "-n", "100", *transport, returncode=1)
+    (message,) = rep["errors"]
+    assert message.endswith("…"), message
+    kept = message.removesuffix("…")
+    assert whole.text.startswith(kept) and 150 < len(kept.encode()) <= 200, message
+    text = bench("attack", url, "-d", THREE_FEATURES, "-n", "5", *transport)
+    listed = text.stdout.split("Error Set:\n", 1)[1].splitlines()[0]
+    assert listed == message
+
+
 @pytest.mark.parametrize("size", [1, 100_000])
 def test_payload_files_are_the_notebooks(tmp_path: Path, pb: Any, size: int) -> None:
     url = "http://127.0.0.1:9000/api/v1.0/predictions"
@@ -154,8 +276,7 @@ def test_seldon_matrix_suite_short(noop: Served, noop_raw: Served) -> None:
         "suite", "seldon-matrix",
         "--target", noop.url, "--grpc-target", noop.grpc_target,
         "--raw-target", noop_raw.url, "--raw-grpc-target", noop_raw.grpc_target,
-        "--server-pid", str(noop.proc.pid), "--raw-pid", str(noop_raw.proc.pid),
-        "-z", "200ms", "--warmup", "0s", "--format", "json",
+        "--server-cpu", "-z", "200ms", "--warmup", "0s", "--format", "json",
     )  # fmt: skip
     assert r.returncode == 0, r.stderr
     cells = json.loads(r.stdout)
@@ -164,6 +285,9 @@ def test_seldon_matrix_suite_short(noop: Served, noop_raw: Served) -> None:
     for c in cells:
         (rep,) = c["reports"]
         assert rep["requests"] > 0 and rep["success"] == 1.0, c
+        # --server-cpu: the server on --target's port, and on --raw-target's for predict_raw.
+        server = noop_raw if c["method"] == "predict_raw" else noop
+        assert rep["server_pids"] == [server.proc.pid], c
         assert rep["server_cpu_ns_per_request"] is not None
 
 
@@ -191,7 +315,7 @@ def test_ray_micro_suite_short(serve: Any, noop: Served, tmp_path: Path) -> None
     batched = serve("models:Echo", "--max-batch-size", "4")
     r = bench(
         "suite", "ray-micro", "--target", batched.url, "--server-pid", str(batched.proc.pid),
-        "--vs", noop.url, "--vs-pid", str(noop.proc.pid), "--config", "10000/10000/1",
+        "--vs", noop.url, "--vs-cpu", "--config", "10000/10000/1",
         "--name-target", "batched", "--name-vs", "plain", "-z", "300ms", "--warmup", "0s",
     )  # fmt: skip
     assert r.returncode == 0, r.stderr
@@ -202,6 +326,7 @@ def test_ray_micro_suite_short(serve: Any, noop: Served, tmp_path: Path) -> None
     assert single.rstrip().endswith("| 602.93 |") and eight.rstrip().endswith("| 1723.73 |")
     cells = [c.strip() for c in single.split("|")]
     assert float(cells[2]) > 0 and float(cells[5]) > 0, single  # both servers answered
+    assert cells[4].endswith(" µs") and cells[7].endswith(" µs"), single  # and their CPU
     plain = bench(
         "suite", "ray-micro", "--target", noop.url, "-z", "200ms", "--warmup", "0s",
         "--format", "json",
@@ -233,7 +358,7 @@ def test_v2_rest_and_grpc_attacks(serve: Any) -> None:
         assert r["ok"] == 50, r
     wrong = attack_json(
         v2.grpc_target, "--call", "inference.GRPCInferenceService/ModelInfer",
-        "--v2", "raw", "--model", "nope", "-d", body, "-n", "5",
+        "--v2", "raw", "--model", "nope", "-d", body, "-n", "5", returncode=1,
     )  # fmt: skip
     assert wrong["ok"] == 0 and any("NOT_FOUND" in e or "nope" in e for e in wrong["errors"]), wrong
     r = bench("attack", v2.grpc_target, "--call", "inference.GRPCInferenceService/ModelInfer",

@@ -239,9 +239,8 @@ impl Conn {
                 if ours {
                     let data = unpad(&payload, flags)?;
                     s.bytes_in += data.len() as u64;
-                    if s.status.is_some_and(|c| c >= 400) && s.head_of_body.len() < 200 {
-                        let room = (200 - s.head_of_body.len()).min(data.len());
-                        s.head_of_body.extend_from_slice(&data[..room]);
+                    if s.status.is_some_and(|c| c >= 400) {
+                        crate::transport::keep_head(&mut s.head_of_body, data);
                     }
                     s.ended |= flags & END_STREAM != 0;
                 }
@@ -379,11 +378,10 @@ impl Stream {
             self.grpc_message
                 .or_else(|| Some(format!("HTTP status {status}")))
         } else {
-            Some(
-                String::from_utf8_lossy(&self.head_of_body)
-                    .trim()
-                    .to_string(),
-            )
+            Some(crate::transport::body_message(
+                &self.head_of_body,
+                self.bytes_in,
+            ))
         };
         Outcome {
             code,

@@ -9,6 +9,7 @@ use http::Method;
 
 use crate::duration;
 use crate::html;
+use crate::listener;
 use crate::load::{self, Load};
 use crate::payload::{self, ENCODINGS};
 use crate::report::{self, Report};
@@ -74,8 +75,17 @@ struct LoadArgs {
     #[arg(long, value_parser = dur, default_value = "30s")]
     timeout: Duration,
     /// The server's PID: report its process tree's CPU time per request.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["server_cpu", "server_port"])]
     server_pid: Option<u32>,
+    /// Report the CPU time per request of the server listening on the target's port on
+    /// this machine: the process tree of whatever holds the listening socket (for
+    /// `inferwire serve`, the supervisor and its workers).
+    #[arg(long)]
+    server_cpu: bool,
+    /// --server-cpu for the server listening on this local port, when the target's port
+    /// is another's (a proxy in front of the server).
+    #[arg(long, conflicts_with = "server_cpu")]
+    server_port: Option<u16>,
     /// No progress bar (it is shown only on a terminal anyway).
     #[arg(long)]
     no_progress: bool,
@@ -156,6 +166,10 @@ struct AttackArgs {
     /// Also write a self-contained HTML report with charts.
     #[arg(long)]
     html: Option<PathBuf>,
+    /// Exit with status 1 when any request failed (as `curl --fail`); without it, only
+    /// when every request did.
+    #[arg(long)]
+    fail: bool,
 }
 
 #[derive(Args)]
@@ -199,8 +213,12 @@ struct SuiteArgs {
     #[arg(long)]
     raw_grpc_target: Option<String>,
     /// PID of the server: its CPU time per request is reported.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "server_cpu")]
     server_pid: Option<u32>,
+    /// Report the CPU time per request of the server listening on --target's port on
+    /// this machine (and of the one on --raw-target's, or --raw-grpc-target's).
+    #[arg(long)]
+    server_cpu: bool,
     /// PID of the predict_raw server, when it is another process.
     #[arg(long)]
     raw_pid: Option<u32>,
@@ -213,10 +231,13 @@ struct SuiteArgs {
     vs_raw: Option<String>,
     #[arg(long)]
     vs_raw_grpc: Option<String>,
-    #[arg(long)]
+    #[arg(long, conflicts_with = "vs_cpu")]
     vs_pid: Option<u32>,
     #[arg(long)]
     vs_raw_pid: Option<u32>,
+    /// --server-cpu for the --vs server (and its --vs-raw or --vs-raw-grpc).
+    #[arg(long, requires = "vs")]
+    vs_cpu: bool,
     /// ray-micro: the seed row the servers were started as, BATCH/CONCURRENT/REPLICAS
     /// (e.g. 1/10000/8), to print its published figure beside ours.
     #[arg(long)]
@@ -296,7 +317,7 @@ pub fn main(args: Vec<String>) -> i32 {
     }
 }
 
-fn load_of(a: &LoadArgs, concurrency: usize) -> Load {
+fn load_of(a: &LoadArgs, concurrency: usize, server_pids: &[u32]) -> Load {
     Load {
         concurrency: concurrency.max(1),
         connections: a.connections,
@@ -305,7 +326,7 @@ fn load_of(a: &LoadArgs, concurrency: usize) -> Load {
         requests: a.requests,
         warmup: a.warmup,
         timeout: a.timeout,
-        server_pid: a.server_pid,
+        server_pids: server_pids.to_vec(),
         progress: !a.no_progress,
     }
 }
@@ -363,9 +384,17 @@ fn attack(a: AttackArgs) -> Result<(), String> {
             Target::http(&a.url, method, &headers, body, a.http2)?
         }
     };
+    let server_pids = match (a.load.server_pid, a.load.server_port) {
+        (Some(pid), _) => vec![pid],
+        (None, Some(port)) => listener::on_port(port, "--server-port")?,
+        (None, None) if a.load.server_cpu => {
+            listener::server_of(&target.authority, "--server-cpu")?
+        }
+        (None, None) => Vec::new(),
+    };
     let mut reports = Vec::new();
     for &c in &a.load.concurrency {
-        reports.push(load::run(&target, &load_of(&a.load, c))?);
+        reports.push(load::run(&target, &load_of(&a.load, c, &server_pids))?);
     }
     if let Some(path) = &a.html {
         write_file(path, &html::attack_page(&reports))?;
@@ -381,7 +410,54 @@ fn attack(a: AttackArgs) -> Result<(), String> {
         Format::Json => serde_json::to_string_pretty(&reports).unwrap_or_default() + "\n",
         Format::Markdown => report::markdown_table(&reports),
     };
-    emit(&text, &a.output)
+    emit(&text, &a.output)?;
+    verdict(&reports, a.fail)
+}
+
+/// The attack's exit status, once its report is out: an error when no request succeeded
+/// (a wrong body or URL should not pass for a benchmark), or with `fail` when any failed.
+fn verdict(reports: &[Report], fail: bool) -> Result<(), String> {
+    let requests: u64 = reports.iter().map(|r| r.requests).sum();
+    let failed = requests - reports.iter().map(|r| r.ok).sum::<u64>();
+    let first = || {
+        reports
+            .iter()
+            .find_map(|r| r.errors.first().cloned())
+            .unwrap_or_default()
+    };
+    if requests > 0 && failed == requests {
+        Err(format!(
+            "every request failed ({failed} of {requests}): {}",
+            first()
+        ))
+    } else if fail && failed > 0 {
+        Err(format!(
+            "{failed} of {requests} requests failed (--fail): {}",
+            first()
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+/// The processes whose CPU a suite measures for one server: `pid` as given, else with
+/// `cpu` (`flag`) the server listening on `addr`'s port.
+fn suite_pids(
+    pid: Option<u32>,
+    cpu: bool,
+    addr: Option<&str>,
+    flag: &str,
+) -> Result<Vec<u32>, String> {
+    match (pid, addr) {
+        (Some(pid), _) => Ok(vec![pid]),
+        (None, Some(addr)) if cpu => listener::server_of(addr, flag),
+        _ => Ok(Vec::new()),
+    }
+}
+
+/// The predict_raw server's address, REST or gRPC, whichever was given.
+fn raw_addr<'a>(rest: &'a Option<String>, grpc: &'a Option<String>) -> Option<&'a str> {
+    rest.as_deref().or(grpc.as_deref())
 }
 
 fn write_payload(p: PayloadArgs) -> Result<(), String> {
@@ -444,18 +520,31 @@ fn run_suite(s: SuiteArgs) -> Result<(), String> {
         rest: s.target.clone(),
         raw_rest: s.raw_target.clone(),
         raw_grpc: s.raw_grpc_target.clone(),
-        server_pid: s.server_pid,
-        raw_pid: s.raw_pid,
+        server_pids: suite_pids(s.server_pid, s.server_cpu, Some(&s.target), "--server-cpu")?,
+        raw_pids: suite_pids(
+            s.raw_pid,
+            s.server_cpu,
+            raw_addr(&s.raw_target, &s.raw_grpc_target),
+            "--server-cpu",
+        )?,
     };
-    let vs = s.vs.as_ref().map(|v| seldon_matrix::Endpoints {
-        name: s.name_vs.clone(),
-        grpc: s.vs_grpc.clone().unwrap_or_else(|| default_grpc(v)),
-        rest: v.clone(),
-        raw_rest: s.vs_raw.clone(),
-        raw_grpc: s.vs_raw_grpc.clone(),
-        server_pid: s.vs_pid,
-        raw_pid: s.vs_raw_pid,
-    });
+    let vs = match &s.vs {
+        None => None,
+        Some(v) => Some(seldon_matrix::Endpoints {
+            name: s.name_vs.clone(),
+            grpc: s.vs_grpc.clone().unwrap_or_else(|| default_grpc(v)),
+            rest: v.clone(),
+            raw_rest: s.vs_raw.clone(),
+            raw_grpc: s.vs_raw_grpc.clone(),
+            server_pids: suite_pids(s.vs_pid, s.vs_cpu, Some(v), "--vs-cpu")?,
+            raw_pids: suite_pids(
+                s.vs_raw_pid,
+                s.vs_cpu,
+                raw_addr(&s.vs_raw, &s.vs_raw_grpc),
+                "--vs-cpu",
+            )?,
+        }),
+    };
     let opts = seldon_matrix::Options {
         ours,
         vs,
@@ -487,14 +576,14 @@ fn run_cells(name: &str, s: &SuiteArgs) -> Result<(), String> {
             .clone()
             .unwrap_or_else(|| default_grpc(&s.target)),
         rest: s.target.clone(),
-        pid: s.server_pid,
+        pids: suite_pids(s.server_pid, s.server_cpu, Some(&s.target), "--server-cpu")?,
     }];
     if let Some(vs) = &s.vs {
         servers.push(cells::Server {
             name: s.name_vs.clone(),
             grpc: s.vs_grpc.clone().unwrap_or_else(|| default_grpc(vs)),
             rest: vs.clone(),
-            pid: s.vs_pid,
+            pids: suite_pids(s.vs_pid, s.vs_cpu, Some(vs), "--vs-cpu")?,
         });
     }
     let default_clients = match name {
@@ -541,13 +630,13 @@ fn run_ray_micro(s: &SuiteArgs) -> Result<(), String> {
     let mut servers = vec![ray_micro::Server {
         name: s.name_target.clone(),
         url: s.target.clone(),
-        pid: s.server_pid,
+        pids: suite_pids(s.server_pid, s.server_cpu, Some(&s.target), "--server-cpu")?,
     }];
     if let Some(vs) = &s.vs {
         servers.push(ray_micro::Server {
             name: s.name_vs.clone(),
             url: vs.clone(),
-            pid: s.vs_pid,
+            pids: suite_pids(s.vs_pid, s.vs_cpu, Some(vs), "--vs-cpu")?,
         });
     }
     let opts = ray_micro::Options {
@@ -572,7 +661,7 @@ fn run_ray_micro(s: &SuiteArgs) -> Result<(), String> {
                     name: x.name.clone(),
                     rest: x.url.clone(),
                     grpc: String::new(),
-                    pid: x.pid,
+                    pids: x.pids.clone(),
                 })
                 .collect(),
             clients: 0,

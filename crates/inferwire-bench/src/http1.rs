@@ -144,9 +144,8 @@ impl Parser {
     }
 
     fn count(&mut self, data: &[u8]) {
-        if self.status >= 400 && self.head_of_body.len() < 200 {
-            let room = (200 - self.head_of_body.len()).min(data.len());
-            self.head_of_body.extend_from_slice(&data[..room]);
+        if self.status >= 400 {
+            crate::transport::keep_head(&mut self.head_of_body, data);
         }
         self.body_len += data.len() as u64;
     }

@@ -9,6 +9,7 @@ pub mod duration;
 mod hpack;
 pub mod html;
 mod http1;
+pub mod listener;
 pub mod load;
 pub mod payload;
 mod progress;

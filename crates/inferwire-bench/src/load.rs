@@ -43,8 +43,8 @@ pub struct Load {
     pub warmup: Duration,
     /// A request without an answer by then counts as an error.
     pub timeout: Duration,
-    /// Measure this process tree's CPU time per request.
-    pub server_pid: Option<u32>,
+    /// Measure the CPU time per request of these processes' trees (the server's).
+    pub server_pids: Vec<u32>,
     pub progress: bool,
 }
 
@@ -58,7 +58,7 @@ impl Default for Load {
             requests: None,
             warmup: Duration::ZERO,
             timeout: Duration::from_secs(30),
-            server_pid: None,
+            server_pids: Vec::new(),
             progress: false,
         }
     }
@@ -182,7 +182,7 @@ impl CpuBefore {
     fn now(load: &Load) -> Self {
         Self {
             client: cpu::own(),
-            server: load.server_pid.and_then(cpu::process_tree),
+            server: cpu::trees(&load.server_pids),
         }
     }
 }
@@ -196,10 +196,9 @@ fn report(
     before: CpuBefore,
 ) -> Report {
     let client_cpu = cpu::own().saturating_sub(before.client);
-    let server_cpu = match (load.server_pid, before.server) {
-        (Some(pid), Some(b)) => cpu::process_tree(pid).map(|t| t.saturating_sub(b)),
-        _ => None,
-    };
+    let server_cpu = before
+        .server
+        .and_then(|b| Some(cpu::trees(&load.server_pids)?.saturating_sub(b)));
     let last_send = tally.last_send.unwrap_or(plan.start);
     let last_done = tally.rec.last_done.unwrap_or(last_send);
     Report::new(
@@ -217,7 +216,8 @@ fn report(
                 concurrency: load.concurrency.max(1),
                 connections,
                 rate: rate(load),
-                server_pid: load.server_pid,
+                server_pid: load.server_pids.first().copied(),
+                server_pids: load.server_pids.clone(),
             },
             attack: last_send.saturating_duration_since(plan.start),
             wait: last_done.saturating_duration_since(last_send),

@@ -40,8 +40,12 @@ pub struct Setup {
     pub concurrency: usize,
     pub connections: usize,
     pub rate: Option<f64>,
-    /// The server whose CPU time was measured, when its PID was given.
+    /// The server whose CPU time was measured (--server-pid, or found by --server-cpu):
+    /// the first of `server_pids`, kept for readers of earlier reports.
     pub server_pid: Option<u32>,
+    /// Every process whose tree's CPU time was measured: one for a server with its
+    /// workers below it, several for separate processes sharing the port.
+    pub server_pids: Vec<u32>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -68,7 +72,7 @@ pub struct Report {
     pub histogram: Vec<Bucket>,
     /// This generator's CPU time per request.
     pub client_cpu_ns_per_request: f64,
-    /// The server process tree's CPU time per request, when its PID was given.
+    /// The server process tree's CPU time per request, when it was measured.
     pub server_cpu_ns_per_request: Option<f64>,
 }
 
@@ -202,12 +206,28 @@ impl Report {
             }
         }
         let cpu = |ns: f64| human(Duration::from_nanos(ns as u64));
+        let pids = self
+            .setup
+            .server_pids
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>();
+        let pids = format!(
+            "pid{} {}",
+            if pids.len() == 1 { "" } else { "s" },
+            pids.join(", ")
+        );
+        let server = match self.server_cpu_ns_per_request {
+            Some(ns) => format!("{} ({pids})", cpu(ns)),
+            None if self.setup.server_pids.is_empty() => {
+                "- (no --server-cpu or --server-pid)".into()
+            }
+            None => format!("- ({pids} ended during the run)"),
+        };
         let _ = writeln!(
             s,
-            "CPU/request   [generator, server]        {}, {}",
+            "CPU/request   [generator, server]        {}, {server}",
             cpu(self.client_cpu_ns_per_request),
-            self.server_cpu_ns_per_request
-                .map_or("- (no --server-pid)".into(), cpu)
         );
         let _ = writeln!(s, "Error Set:");
         for e in &self.errors {

@@ -93,6 +93,44 @@ pub struct Outcome {
     pub message: Option<String>,
 }
 
+/// How much of a failed response's body is kept for the report's error set.
+const ERROR_HEAD: usize = 200;
+
+/// Keeps what `head` still has room for of `data`, the next part of an error body.
+pub(crate) fn keep_head(head: &mut Vec<u8>, data: &[u8]) {
+    let room = ERROR_HEAD.saturating_sub(head.len()).min(data.len());
+    head.extend_from_slice(&data[..room]);
+}
+
+/// The error message from `head`, the start of a body of `body_len` bytes: trimmed, and
+/// when the body went on, ended with "…" so a cut message does not pass for a whole one.
+pub(crate) fn body_message(head: &[u8], body_len: u64) -> String {
+    if body_len <= head.len() as u64 {
+        return String::from_utf8_lossy(head).trim().to_string();
+    }
+    let head = whole_chars(head);
+    format!("{}…", String::from_utf8_lossy(head).trim())
+}
+
+/// `b` without a UTF-8 character the cut split at its end (it would show as U+FFFD).
+fn whole_chars(b: &[u8]) -> &[u8] {
+    // The last lead byte: at most 3 continuation bytes (10xxxxxx) follow one.
+    for back in 1..=b.len().min(4) {
+        let lead = b[b.len() - back];
+        if lead & 0xC0 == 0x80 {
+            continue;
+        }
+        let len = match lead {
+            0xC0..=0xDF => 2,
+            0xE0..=0xEF => 3,
+            0xF0..=0xF7 => 4,
+            _ => 1,
+        };
+        return if len > back { &b[..b.len() - back] } else { b };
+    }
+    b
+}
+
 pub async fn connect(t: &Target) -> Result<Sender, String> {
     let tcp = tcp(t).await?;
     match t.transport {
@@ -143,8 +181,8 @@ async fn send_h2(s: &mut h2::client::SendRequest<Bytes>, t: &Target) -> Result<O
     while let Some(chunk) = body.data().await {
         let d = chunk?;
         bytes_in += d.len() as u64;
-        if status >= 400 && head.len() < 200 {
-            head.extend_from_slice(&d[..d.len().min(200 - head.len())]);
+        if status >= 400 {
+            keep_head(&mut head, &d);
         }
         body.flow_control().release_capacity(d.len())?;
     }
@@ -164,7 +202,7 @@ async fn send_h2(s: &mut h2::client::SendRequest<Bytes>, t: &Target) -> Result<O
     } else if t.transport == Transport::Grpc {
         grpc_message.or_else(|| Some(format!("HTTP status {status}")))
     } else {
-        Some(String::from_utf8_lossy(&head).trim().to_string())
+        Some(body_message(&head, bytes_in))
     };
     Ok(Outcome {
         code,
@@ -193,8 +231,7 @@ pub(crate) fn outcome_of(r: Result<crate::http1::Response, String>) -> (Outcome,
     match r {
         Ok(r) => {
             let code = Code::Http(r.status);
-            let message =
-                (!code.ok()).then(|| String::from_utf8_lossy(&r.head_of_body).trim().to_string());
+            let message = (!code.ok()).then(|| body_message(&r.head_of_body, r.body_len));
             let out = Outcome {
                 code,
                 bytes_in: r.body_len,
@@ -288,5 +325,31 @@ mod tests {
         assert_eq!(percent_decode("bad%20input%3A x"), "bad input: x");
         assert_eq!(percent_decode("100%"), "100%");
         assert_eq!(percent_decode("%zz"), "%zz");
+    }
+
+    #[test]
+    fn error_bodies_are_kept_to_a_head_and_a_cut_says_so() {
+        let mut head = Vec::new();
+        keep_head(&mut head, &[b'x'; 150]);
+        keep_head(&mut head, &[b'y'; 150]);
+        assert_eq!(head.len(), ERROR_HEAD);
+        assert!(head[..150] == [b'x'; 150] && head[150..] == [b'y'; 50]);
+        // The whole body: as it is, trimmed.
+        assert_eq!(body_message(b" {\"error\": 1}\n", 14), "{\"error\": 1}");
+        // A longer one: the ellipsis, after the last whole character.
+        let body = format!("{{\"reason\": \"{}é\"}}", "a".repeat(187));
+        let mut head = Vec::new();
+        keep_head(&mut head, body.as_bytes());
+        assert_eq!(head.len(), 200);
+        assert_eq!(head[199], 0xC3); // é's first byte, cut from its second
+        let m = body_message(&head, body.len() as u64);
+        assert_eq!(m, format!("{{\"reason\": \"{}…", "a".repeat(187)));
+        // Cut right after a whole character: it stays.
+        assert_eq!(body_message("ab€".as_bytes(), 10), "ab€…");
+        assert_eq!(body_message(&"ab€".as_bytes()[..4], 10), "ab…");
+        assert_eq!(body_message(&"ab😀".as_bytes()[..5], 10), "ab…");
+        assert_eq!(body_message(b"", 10), "…");
+        // Invalid bytes inside the kept part still show as U+FFFD.
+        assert_eq!(body_message(b"a\xffb", 3), "a\u{fffd}b");
     }
 }

@@ -16,7 +16,8 @@ pub struct Server {
     pub rest: String,
     /// gRPC address, `host:port`.
     pub grpc: String,
-    pub pid: Option<u32>,
+    /// The server's processes, whose trees' CPU time is measured.
+    pub pids: Vec<u32>,
 }
 
 pub struct Options {
@@ -48,7 +49,7 @@ pub fn run(
                 concurrency: o.clients,
                 duration: Some(o.duration),
                 warmup: o.warmup,
-                server_pid: server.pid,
+                server_pids: server.pids.clone(),
                 progress: o.progress,
                 ..Load::default()
             };

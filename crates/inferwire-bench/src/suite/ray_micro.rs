@@ -41,7 +41,8 @@ pub struct Server {
     /// A base URL (`http://host:port`: the Seldon predictions route with the small
     /// message) or a full URL to GET as it is (e.g. Ray's `/noop`).
     pub url: String,
-    pub pid: Option<u32>,
+    /// The server's processes, whose trees' CPU time is measured.
+    pub pids: Vec<u32>,
 }
 
 pub struct Options {
@@ -106,7 +107,7 @@ pub fn run(o: &Options) -> Result<Vec<Row>, String> {
                 concurrency: clients,
                 duration: Some(o.duration),
                 warmup: o.warmup,
-                server_pid: server.pid,
+                server_pids: server.pids.clone(),
                 progress: o.progress,
                 ..Load::default()
             };
@@ -191,7 +192,7 @@ mod tests {
         let s = |url: &str| Server {
             name: "x".into(),
             url: url.into(),
-            pid: None,
+            pids: Vec::new(),
         };
         assert!(url_for(&s("http://127.0.0.1:9000")).ends_with(
             "/api/v1.0/predictions?json=%7B%22data%22%3A%7B%22ndarray%22%3A%5B%5B1%5D%5D%7D%7D"

@@ -36,9 +36,10 @@ pub struct Endpoints {
     pub grpc: String,
     pub raw_rest: Option<String>,
     pub raw_grpc: Option<String>,
-    pub server_pid: Option<u32>,
-    /// The predict_raw server's PID, when it is another process.
-    pub raw_pid: Option<u32>,
+    /// The server's processes, whose trees' CPU time is measured.
+    pub server_pids: Vec<u32>,
+    /// The predict_raw server's, when it is another process.
+    pub raw_pids: Vec<u32>,
 }
 
 #[derive(Debug, Clone)]
@@ -151,10 +152,10 @@ pub fn run(o: &Options) -> Result<Vec<Cell>, String> {
                     let load = Load {
                         duration: Some(o.duration),
                         warmup: o.warmup,
-                        server_pid: if method == "predict_raw" {
-                            e.raw_pid
+                        server_pids: if method == "predict_raw" {
+                            e.raw_pids.clone()
                         } else {
-                            e.server_pid
+                            e.server_pids.clone()
                         },
                         progress: o.progress,
                         ..Load::default()
