@@ -42,23 +42,23 @@ build_extension() {
         || { echo "the extension did not build" >&2; exit 1; }
 }
 
-# Reads cargo/maturin output: counts compiled crates on one updating line (a terminal) or
+# Reads cargo/maturin output: counts built crates on one updating line (a terminal) or
 # a line every 50 (a log), and passes through anything that is not routine.
 build_progress() {
     local n=0 line tty=0
     [[ -t 2 ]] && tty=1
     while IFS= read -r line; do
         case "$line" in
-            *Compiling\ *)
+            *"   Compiling "*|*"    Checking "*)
                 n=$((n + 1))
                 if ((tty)); then
-                    printf '\r\033[K    %d crates compiled (%s)' "$n" "${line#*Compiling }" >&2
+                    printf '\r\033[K    %d crates built (%s)' "$n" "${line#*ing }" >&2
                 elif ((n % 50 == 0)); then
-                    printf '    %d crates compiled\n' "$n" >&2
+                    printf '    %d crates built\n' "$n" >&2
                 fi ;;
-            *Finished\ *)
+            *"    Finished "*)
                 ((tty)) && printf '\r\033[K' >&2
-                printf '    %d crates compiled; %s\n' "$n" "${line#*Finished }" >&2 ;;
+                printf '    %d crates built; %s\n' "$n" "${line#*Finished }" >&2 ;;
             "Ignoring "*|"Requirement already satisfied"*|"Looking in "*|"Processing "*|\
             "Installing collected"*|"Successfully installed"*|"Obtaining "*|\
             "  Attempting uninstall"*|"    Found existing"*|"    Uninstalling"*|\

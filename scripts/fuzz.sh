@@ -26,7 +26,7 @@ if ! rustup run nightly rustc --version >/dev/null 2>&1; then
 fi
 cd fuzz
 log "building the fuzz targets (nightly, AddressSanitizer)"
-cargo +nightly fuzz build -O
+cargo +nightly fuzz build -O 2>&1 | build_progress
 TARGETS=("$@")
 if [ ${#TARGETS[@]} -eq 0 ]; then
     mapfile -t TARGETS < <(cargo +nightly fuzz list)

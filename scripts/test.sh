@@ -21,9 +21,9 @@ bash scripts/apt-install.sh nginx
 log "cargo fmt --check"
 cargo fmt --all --check
 log "cargo clippy -D warnings"
-cargo clippy --workspace --all-targets --locked -q -- -D warnings
+cargo clippy --workspace --all-targets --locked -- -D warnings 2>&1 | build_progress
 log "cargo test"
-cargo test --workspace --exclude inferwire-py --locked -q 2>&1 | grep -v '^$'
+cargo test --workspace --exclude inferwire-py --locked -- --quiet 2>&1 | build_progress
 
 if rustup run nightly rustc --version >/dev/null 2>&1; then
     log "fuzzing every decoder (${FUZZ_SECONDS:-10} s each; scripts/fuzz.sh)"
