@@ -34,7 +34,9 @@ ensure_venv() {
 build_extension() {
     local profile=("$@")
     local what="dev profile"
-    [[ " ${profile[*]} " == *" --release "* ]] && what="release: about 12 minutes on 2 cores the first time, seconds after"
+    if [[ " ${profile[*]} " == *" --release "* ]]; then
+        what="release: about 12 minutes on 2 cores the first time, seconds after"
+    fi
     log "building the inferwire extension ($what)"
     (cd "$ROOT" && "$VENV/bin/maturin" develop "${profile[@]}" --pip-path "$VENV/bin/pip" 2>&1 \
         | build_progress) || { echo "maturin develop failed" >&2; exit 1; }
@@ -59,8 +61,8 @@ build_progress() {
             *"    Finished "*)
                 ((tty)) && printf '\r\033[K' >&2
                 printf '    %d crates built; %s\n' "$n" "${line#*Finished }" >&2 ;;
-            "Ignoring "*|"Requirement already satisfied"*|"Looking in "*|"Processing "*|\
-            "Installing collected"*|"Successfully installed"*|"Obtaining "*|\
+            *"  Downloaded "*|"Ignoring "*|"Requirement already satisfied"*|"Looking in "*|\
+            "Processing "*|"Installing collected"*|"Successfully installed"*|"Obtaining "*|\
             "  Attempting uninstall"*|"    Found existing"*|"    Uninstalling"*|\
             "      Successfully uninstalled"*|*"Blocking waiting for file lock"*|\
             "🍹"*|"🐍"*|"🔗"*|"📡"*|"📦"*|"💻"*|"🛠"*|"✏️"*|"⚠️  Warning: "*"TOML"*|"") ;;

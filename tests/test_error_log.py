@@ -75,3 +75,32 @@ def test_a_bad_setting_is_refused(serve: Any) -> None:
 
     with pytest.raises(RuntimeError, match="log_repeats_every: must be 0"):
         serve("models:Failing", "--log-repeats-every", "-1")
+
+
+def test_kinds_are_bounded_and_each_says_where_it_was_raised(monkeypatch: Any, caplog: Any) -> None:
+    """In process: the table of kinds stays bounded however many distinct lines raise."""
+    import logging
+
+    from inferwire import error_log
+
+    monkeypatch.setattr(error_log, "MAX_KINDS", 2)
+    errors = error_log.ErrorLog(every=3600)
+
+    def raise_at(line: int) -> None:
+        exec(compile("\n" * line + f"raise KeyError({line})", f"m{line}.py", "exec"))
+
+    with caplog.at_level(logging.ERROR, logger="inferwire.model"):
+        for line in range(5):
+            for _ in range(3):
+                try:
+                    raise_at(line)
+                except KeyError as e:
+                    errors.error("M.predict", e)
+        errors.flush()
+    tracebacks = [r for r in caplog.records if r.exc_info]
+    assert len(tracebacks) == 2  # the first of each of the two kinds remembered
+    lines = [r.getMessage() for r in caplog.records if not r.exc_info]
+    assert "M.predict raised KeyError at m0.py:1 again 2 times (3 in all;" in lines[0]
+    assert "M.predict raised KeyError at m1.py:2 again 2 times (3 in all;" in lines[1]
+    assert lines[2].startswith("9 more model errors of kinds past the first 2 (9 in all;")
+    assert len(errors._kinds) == 3

@@ -16,7 +16,7 @@ log = logging.getLogger("inferwire.model")
 # Kinds remembered per process; past it, new kinds are counted together (a model whose
 # errors come from endless distinct lines is rare, and memory stays bounded).
 MAX_KINDS = 256
-OTHER = ("", "other errors", "")
+OTHER = ("", "", "")
 
 
 @dataclass
@@ -71,15 +71,27 @@ class ErrorLog:
             for v in self._kinds.values():
                 v.repeats = 0
         for (call, exc_type, where), repeats, total, message in due:
-            if repeats:
-                what = f"{call} raised {exc_type}" + (f" at {where}" if where else "")
+            if not repeats:
+                continue
+            if not call:
                 log.error(
-                    "%s again %d times (%d in all; traceback logged the first time): %s",
-                    what,
+                    "%d more model errors of kinds past the first %d (%d in all; their "
+                    "tracebacks are not logged); the last: %s",
                     repeats,
+                    MAX_KINDS,
                     total,
                     message,
                 )
+                continue
+            log.error(
+                "%s raised %s%s again %d times (%d in all; traceback logged the first time): %s",
+                call,
+                exc_type,
+                f" at {where}" if where else "",
+                repeats,
+                total,
+                message,
+            )
 
     def _start_flusher(self) -> None:
         # Per process: workers are forked after the model loads, and threads do not
