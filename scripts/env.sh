@@ -35,7 +35,7 @@ build_extension() {
     local profile=("$@")
     local what="dev profile"
     if [[ " ${profile[*]} " == *" --release "* ]]; then
-        what="release: about 12 minutes on 2 cores the first time, seconds after"
+        what="release: about 2 to 3 minutes on 2 cores the first time, seconds after"
     fi
     log "building the inferwire extension ($what)"
     (cd "$ROOT" && "$VENV/bin/maturin" develop "${profile[@]}" --pip-path "$VENV/bin/pip" 2>&1 \

@@ -51,7 +51,9 @@ install() {
     echo "$name: building $want ($(go env GOVERSION))" >&2
     local start=$SECONDS
     rm -f "$stamp"
-    GOBIN="$BIN" go install -trimpath -ldflags "-s -w -X main.$version_var=$version" "$want"
+    # Go names every module it downloads on stderr: routine lines, left out.
+    GOBIN="$BIN" go install -trimpath -ldflags "-s -w -X main.$version_var=$version" "$want" \
+        2> >(grep -v '^go: downloading ' >&2)
     "$BIN/$name" --version >/dev/null 2>&1 || die "$BIN/$name --version failed"
     echo "$want" >"$stamp"
     echo "$name: built in $((SECONDS - start)) s" >&2
