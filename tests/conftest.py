@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -16,6 +15,7 @@ from typing import Any
 import grpc
 import httpx
 import pytest
+from inferwire.local import _free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = ROOT / "tests"
@@ -24,9 +24,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A free local port, never the same one twice in this test session."""
+    return _free_port()
 
 
 def proc_status_kib(pid: int, key: str) -> int:

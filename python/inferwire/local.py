@@ -15,11 +15,20 @@ import urllib.error
 import urllib.request
 from typing import Any
 
+_given: set[int] = set()
+
 
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A port nothing listens on now, never one this process was given before: the
+    kernel hands a just-closed port out again, and a server given the same port for REST
+    and gRPC (or two servers the same one) would fail to start."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        if port not in _given:
+            _given.add(port)
+            return port
 
 
 class local:
