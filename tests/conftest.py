@@ -15,17 +15,12 @@ from typing import Any
 import grpc
 import httpx
 import pytest
-from inferwire.local import _free_port
+from inferwire.local import _free_port as free_port  # never the same port twice
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = ROOT / "tests"
 # The benchmarks' helpers (data sets, the notebook's payloads) are shared with the tests.
 sys.path.insert(0, str(ROOT / "benchmarks"))
-
-
-def free_port() -> int:
-    """A free local port, never the same one twice in this test session."""
-    return _free_port()
 
 
 def proc_status_kib(pid: int, key: str) -> int:

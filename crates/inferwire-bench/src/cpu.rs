@@ -78,6 +78,7 @@ pub fn trees(roots: &[u32]) -> Option<Duration> {
 pub fn own() -> Duration {
     stat(std::process::id()).map_or(Duration::ZERO, |(_, t)| TICK * t as u32)
 }
+
 #[cfg(test)]
 mod tests {
     use super::*;

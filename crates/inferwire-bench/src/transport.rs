@@ -112,23 +112,13 @@ pub(crate) fn body_message(head: &[u8], body_len: u64) -> String {
     format!("{}…", String::from_utf8_lossy(head).trim())
 }
 
-/// `b` without a UTF-8 character the cut split at its end (it would show as U+FFFD).
+/// `b` without a UTF-8 character the cut split at its end (it would show as U+FFFD):
+/// from_utf8 reports an incomplete last character as an error without a length.
 fn whole_chars(b: &[u8]) -> &[u8] {
-    // The last lead byte: at most 3 continuation bytes (10xxxxxx) follow one.
-    for back in 1..=b.len().min(4) {
-        let lead = b[b.len() - back];
-        if lead & 0xC0 == 0x80 {
-            continue;
-        }
-        let len = match lead {
-            0xC0..=0xDF => 2,
-            0xE0..=0xEF => 3,
-            0xF0..=0xF7 => 4,
-            _ => 1,
-        };
-        return if len > back { &b[..b.len() - back] } else { b };
+    match std::str::from_utf8(b) {
+        Err(e) if e.error_len().is_none() => &b[..e.valid_up_to()],
+        _ => b,
     }
-    b
 }
 
 pub async fn connect(t: &Target) -> Result<Sender, String> {
