@@ -112,9 +112,10 @@ class Proc:
         self.log.unlink(missing_ok=True)
 
 
-def inferwire(model: str, *args: str) -> tuple[Proc, str]:
+def inferwire(model: str, *args: str, python: str = sys.executable) -> tuple[Proc, str]:
+    """``python``: the interpreter whose inferwire serves (another build's venv to compare)."""
     port = free_port()
-    argv = [sys.executable, "-m", "inferwire", "serve", model, "--host", "127.0.0.1"]
+    argv = [python, "-m", "inferwire", "serve", model, "--host", "127.0.0.1"]
     argv += ["--http-port", str(port), "--grpc-port", str(free_port()), *args]
     url = f"http://127.0.0.1:{port}"
     return Proc(argv, url + "/health/ping"), url

@@ -17,6 +17,11 @@ closed loop), one server after another:
     .venv/bin/python benchmarks/v2_mlserver.py   # about 5 minutes
 
 Results: benchmarks/results/v2_mlserver.{md,json}.
+
+To compare two inferwire builds side by side instead (say, before and after a change):
+``--baseline OTHER_VENV/bin/python --no-mlserver`` serves the same cells with that
+interpreter's inferwire as "inferwire (baseline)", in the same run; the results then go to
+v2_builds.{md,json}.
 """
 
 from __future__ import annotations
@@ -100,6 +105,25 @@ def measure(
     return results
 
 
+def median_cell(cells: list[Cell | None]) -> Cell | None:
+    """The median of each figure over rounds (a cell some round did not serve: None)."""
+    if any(c is None for c in cells):
+        return None
+    got = [c for c in cells if c is not None]
+
+    def mid(xs: list[float]) -> float:
+        return sorted(xs)[len(xs) // 2]
+
+    cpu = [c.server_cpu_us for c in got if c.server_cpu_us is not None]
+    return Cell(
+        mid([c.rps for c in got]),
+        mid([c.p50_ms for c in got]),
+        mid(cpu) if cpu else None,
+        min(c.ok for c in got),
+        mid([c.mean_us for c in got]),
+    )
+
+
 def mlserver(workers: str | None) -> tuple[Proc, str, str]:
     http, grpc = free_port(), free_port()
     argv = [str(MLSERVER_PYTHON), str(MLSERVER_SERVE), "--http-port", str(http)]
@@ -110,13 +134,19 @@ def mlserver(workers: str | None) -> tuple[Proc, str, str]:
     return Proc(argv, f"{url}/v2/models/noop/ready"), url, f"127.0.0.1:{grpc}"
 
 
+def ratio(a: float, b: float) -> str:
+    """Whole times for a peer (5×), two decimals between builds (1.02×)."""
+    r = a / b
+    return f"{r:.0f}×" if r >= 3 else f"{r:.2f}×"
+
+
 def table(all_results: dict[str, dict[str, Cell | None]], seconds: float) -> list[str]:
     names = list(all_results)
     ours = names[0]
     lines = [
         "| cell | elements | clients | "
         + " | ".join(f"{n} req/s | mean | CPU/req" for n in names)
-        + " | req/s × vs MLServer (0 / default) | mean latency ÷ |",
+        + f" | req/s × vs {' / '.join(names[1:])} | mean latency ÷ |",
         "|---|---|---|" + "---|" * (3 * len(names) + 2),
     ]
     for key in all_results[ours]:
@@ -131,8 +161,8 @@ def table(all_results: dict[str, dict[str, Cell | None]], seconds: float) -> lis
             )
         mine = all_results[ours][key]
         theirs = [all_results[n].get(key) for n in names[1:]]
-        rps = " / ".join(f"{mine.rps / t.rps:.0f}×" if mine and t else "-" for t in theirs)
-        lat = " / ".join(f"{t.mean_us / mine.mean_us:.0f}×" if mine and t else "-" for t in theirs)
+        rps = " / ".join(ratio(mine.rps, t.rps) if mine and t else "-" for t in theirs)
+        lat = " / ".join(ratio(t.mean_us, mine.mean_us) if mine and t else "-" for t in theirs)
         lines.append(row + f" {rps} | {lat} |")
     lines.append("")
     lines.append(f"Closed loop, {seconds:g} s per cell after a 1 s warm-up; CPU/req is the")
@@ -144,8 +174,15 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--seconds", type=float, default=5.0)
     p.add_argument("--out", type=Path, default=ROOT / "benchmarks/results")
+    p.add_argument(
+        "--baseline",
+        help="another venv's python: its inferwire build is measured too, as "
+        "'inferwire (baseline)'",
+    )
+    p.add_argument("--no-mlserver", action="store_true", help="leave MLServer out")
+    p.add_argument("--rounds", type=int, default=1, help="measure every server this many times")
     args = p.parse_args()
-    if not MLSERVER_PYTHON.exists():
+    if not args.no_mlserver and not MLSERVER_PYTHON.exists():
         print(
             "MLServer is not installed: bash benchmarks/peers/mlserver/install.sh", file=sys.stderr
         )
@@ -153,24 +190,41 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="v2-bench-"))
     results: dict[str, dict[str, Cell | None]] = {}
-    server, url = inferwire("benchmarks/models/noop.py:Echo", "--model-name", "noop")
-    grpc = server.argv[server.argv.index("--grpc-port") + 1]
-    try:
-        results["inferwire"] = measure(
-            "inferwire", url, f"127.0.0.1:{grpc}", server.pid, args.seconds, work
-        )
-    finally:
-        server.stop()
+    builds = [("inferwire", sys.executable)]
+    if args.baseline:
+        builds.append(("inferwire (baseline)", args.baseline))
+    # Rounds alternate the servers, so that a noisy minute does not land on one of them.
+    rounds: dict[str, list[dict[str, Cell | None]]] = {}
+    for _ in range(args.rounds):
+        for name, python in builds:
+            server, url = inferwire(
+                "benchmarks/models/noop.py:Echo", "--model-name", "noop", python=python
+            )
+            grpc = server.argv[server.argv.index("--grpc-port") + 1]
+            try:
+                rounds.setdefault(name, []).append(
+                    measure(name, url, f"127.0.0.1:{grpc}", server.pid, args.seconds, work)
+                )
+            finally:
+                server.stop()
+    for name, measured in rounds.items():
+        results[name] = {k: median_cell([m[k] for m in measured]) for k in measured[0]}
     for label, workers in (("MLServer pw=0", "0"), ("MLServer default", None)):
+        if args.no_mlserver:
+            break
         proc, url, grpc_target = mlserver(workers)
         try:
             results[label] = measure(label, url, grpc_target, proc.pid, args.seconds, work)
         finally:
             proc.stop()
     when = time.strftime("%Y-%m-%d %H:%M")
-    md = [f"# V2: inferwire and MLServer ({when}, {machine()})", "", *table(results, args.seconds)]
-    (args.out / "v2_mlserver.md").write_text("\n".join(md) + "\n")
-    (args.out / "v2_mlserver.json").write_text(
+    title = "inferwire builds" if args.no_mlserver else "inferwire and MLServer"
+    stem = "v2_builds" if args.no_mlserver else "v2_mlserver"
+    md = [f"# V2: {title} ({when}, {machine()})", "", *table(results, args.seconds)]
+    if args.rounds > 1:
+        md.append(f"Each inferwire figure is the median of {args.rounds} rounds.")
+    (args.out / f"{stem}.md").write_text("\n".join(md) + "\n")
+    (args.out / f"{stem}.json").write_text(
         json.dumps(
             {n: {k: (c.__dict__ if c else None) for k, c in r.items()} for n, r in results.items()},
             indent=2,
