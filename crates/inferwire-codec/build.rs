@@ -2,7 +2,9 @@
 use std::path::PathBuf;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../proto");
+    // Read when the script runs, not when it was compiled: a target directory shared by
+    // two checkouts reuses the compiled script, which must find this checkout's protos.
+    let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR")?).join("../../proto");
     let files = ["prediction.proto", "grpc_service.proto"];
     for f in [
         "prediction.proto",

@@ -4,7 +4,9 @@
 use std::path::PathBuf;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../proto");
+    // Read when the script runs, not when it was compiled: a target directory shared by
+    // two checkouts reuses the compiled script, which must find this checkout's protos.
+    let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR")?).join("../../proto");
     println!("cargo:rerun-if-changed={}", root.display());
     let fds = protox::compile(["prediction.proto", "grpc_service.proto"], [&root])?;
     tonic_prost_build::configure()
