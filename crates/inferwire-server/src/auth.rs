@@ -2,7 +2,8 @@
 //! in a token file, or short-lived ones signed here and handed out by `POST /login` in
 //! exchange for a username and password (stored as argon2 hashes). Each token carries
 //! scopes: `predict` (predictions, metadata), `publish` (publishing and the repository
-//! API). Comparisons are constant-time; no secret is ever logged.
+//! API). Comparisons are constant-time; no secret is ever logged. Which scope a route
+//! needs is its row's `Access` in the route tables (`rest/routes.rs`, `grpc/methods.rs`).
 use std::fmt;
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
