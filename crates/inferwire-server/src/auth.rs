@@ -2,7 +2,8 @@
 //! in a token file, or short-lived ones signed here and handed out by `POST /login` in
 //! exchange for a username and password (stored as argon2 hashes). Each token carries
 //! scopes: `predict` (predictions, metadata), `publish` (publishing and the repository
-//! API). Comparisons are constant-time; no secret is ever logged.
+//! API). Comparisons are constant-time; no secret is ever logged. Which scope a route
+//! needs is its row's `Access` in the route tables (`rest/routes.rs`, `grpc/methods.rs`).
 use std::fmt;
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -425,21 +426,6 @@ impl Refusal {
     }
 }
 
-/// What a gRPC method (`/package.Service/Method`) needs; open: health, reflection and
-/// the V2 liveness and readiness calls. (REST decides from its router: `rest::access`.)
-pub fn grpc_access(path: &str) -> Access {
-    const V2: &str = "/inference.GRPCInferenceService/";
-    if path.starts_with("/grpc.health.") || path.starts_with("/grpc.reflection.") {
-        return Access::OPEN;
-    }
-    match path.strip_prefix(V2) {
-        Some("ServerLive" | "ServerReady" | "ModelReady") => Access::OPEN,
-        Some("RepositoryIndex") => Access::REPOSITORY_READ,
-        Some("RepositoryModelLoad" | "RepositoryModelUnload") => Access::REPOSITORY_WRITE,
-        _ => Access::PREDICT,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -518,27 +504,6 @@ mod tests {
             .check(Some(&format!("Bearer {token}")), Scope::Predict)
             .is_err());
         assert!(format!("{a:?}").contains("tokens: 2"));
-    }
-
-    #[test]
-    fn route_access() {
-        assert_eq!(grpc_access("/grpc.health.v1.Health/Check"), Access::OPEN);
-        assert_eq!(
-            grpc_access("/inference.GRPCInferenceService/ModelInfer"),
-            Access::PREDICT
-        );
-        assert_eq!(
-            grpc_access("/seldon.protos.Seldon/Predict"),
-            Access::PREDICT
-        );
-        assert_eq!(
-            grpc_access("/inference.GRPCInferenceService/RepositoryModelLoad"),
-            Access::REPOSITORY_WRITE
-        );
-        assert_eq!(
-            grpc_access("/inference.GRPCInferenceService/RepositoryIndex"),
-            Access::REPOSITORY_READ
-        );
     }
 
     #[test]

@@ -4,6 +4,20 @@ use inferwire_codec::{CodecError, ErrorKind};
 
 use crate::model::{ModelError, ModelErrorKind};
 
+/// Declares `Kind` with `Kind::ALL`, every kind, so that the list cannot miss one: the
+/// metrics check at compile time that each kind's status has a label.
+macro_rules! kinds {
+    ($(#[$m:meta])* pub enum Kind { $($(#[$vm:meta])* $v:ident,)* }) => {
+        $(#[$m])*
+        pub enum Kind { $($(#[$vm])* $v,)* }
+
+        impl Kind {
+            pub const ALL: &'static [Kind] = &[$(Kind::$v,)*];
+        }
+    };
+}
+
+kinds! {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     BadRequest,
@@ -29,24 +43,11 @@ pub enum Kind {
     Model,
     Internal,
 }
-
-#[derive(Debug, Clone)]
-pub struct ServeError {
-    pub kind: Kind,
-    pub message: String,
 }
 
-impl ServeError {
-    #[cold]
-    pub fn new(kind: Kind, message: impl Into<String>) -> Self {
-        Self {
-            kind,
-            message: message.into(),
-        }
-    }
-
-    pub fn http_status(&self) -> u16 {
-        match self.kind {
+impl Kind {
+    pub const fn http_status(self) -> u16 {
+        match self {
             Kind::BadRequest => 400,
             Kind::TooLarge => 413,
             Kind::NotFound => 404,
@@ -63,8 +64,8 @@ impl ServeError {
         }
     }
 
-    pub fn grpc_code(&self) -> tonic::Code {
-        match self.kind {
+    pub const fn grpc_code(self) -> tonic::Code {
+        match self {
             Kind::BadRequest => tonic::Code::InvalidArgument,
             Kind::TooLarge => tonic::Code::ResourceExhausted,
             Kind::NotFound => tonic::Code::NotFound,
@@ -80,8 +81,8 @@ impl ServeError {
     }
 
     /// Seldon's `status.reason` for this error.
-    pub fn reason(&self) -> &'static str {
-        match self.kind {
+    pub const fn reason(self) -> &'static str {
+        match self {
             Kind::BadRequest => "BAD_REQUEST",
             Kind::TooLarge => "PAYLOAD_TOO_LARGE",
             Kind::NotFound => "NOT_FOUND",
@@ -98,6 +99,35 @@ impl ServeError {
             Kind::Model => "MODEL_ERROR",
             Kind::Internal => "INTERNAL_ERROR",
         }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct ServeError {
+    pub kind: Kind,
+    pub message: String,
+}
+
+impl ServeError {
+    #[cold]
+    pub fn new(kind: Kind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    pub const fn http_status(&self) -> u16 {
+        self.kind.http_status()
+    }
+
+    pub const fn grpc_code(&self) -> tonic::Code {
+        self.kind.grpc_code()
+    }
+
+    /// Seldon's `status.reason` for this error.
+    pub const fn reason(&self) -> &'static str {
+        self.kind.reason()
     }
 
     /// The Seldon FAILURE message REST clients get as the body.

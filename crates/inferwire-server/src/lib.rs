@@ -7,6 +7,7 @@ mod batch;
 pub mod body_budget;
 mod bounded_join;
 pub mod config;
+mod dataplane;
 mod drain;
 pub mod error;
 pub mod grpc;

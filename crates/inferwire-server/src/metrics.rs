@@ -2,6 +2,7 @@
 //! so one scrape of any worker shows the whole server. Every series has a fixed slot:
 //! recording is a few relaxed atomic adds, no locks and no allocation.
 mod custom;
+mod labels;
 mod region;
 
 use std::fmt::Write;
@@ -27,70 +28,11 @@ pub enum Protocol {
 
 const PROTOCOLS: [&str; 2] = ["rest", "grpc"];
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Route {
-    Predict,
-    Feedback,
-    Health,
-    Metadata,
-    Other,
-    /// V2 `infer`.
-    Infer,
-}
+pub use labels::{Code, Encoding, Route};
 
-const ROUTES: [&str; 6] = [
-    "predict", "feedback", "health", "metadata", "other", "infer",
-];
-
-/// Payload kinds, as `Payload::kind` spells them, then V2's (`json` and `binary` over
-/// REST, `typed` and `raw` contents over gRPC), then the other body media
-/// (`Media::name`); `none` for requests without one.
-const ENCODINGS: [&str; 19] = [
-    "ndarray",
-    "tensor",
-    "tftensor",
-    "jsonData",
-    "binData",
-    "strData",
-    "customData",
-    "json",
-    "binary",
-    "typed",
-    "raw",
-    "npy",
-    "msgpack",
-    "json-list",
-    "json-base64",
-    "plain-json",
-    "bytes",
-    "multipart",
-    "none",
-];
-
-/// Status labels: HTTP codes for REST, gRPC code names for gRPC.
-const CODES: [&str; 21] = [
-    "200",
-    "400",
-    "404",
-    "405",
-    "408",
-    "413",
-    "415",
-    "500",
-    "503",
-    "504",
-    "OK",
-    "INVALID_ARGUMENT",
-    "NOT_FOUND",
-    "UNIMPLEMENTED",
-    "RESOURCE_EXHAUSTED",
-    "DEADLINE_EXCEEDED",
-    "INTERNAL",
-    "UNAVAILABLE",
-    "CANCELLED",
-    "UNKNOWN",
-    "other",
-];
+const ROUTES: usize = Route::ALL.len();
+const ENCODINGS: usize = Encoding::ALL.len();
+const CODES: usize = labels::CODES;
 
 /// Upper bounds of the duration histograms' buckets, in seconds.
 const SECONDS: [f64; 16] = [
@@ -165,13 +107,13 @@ struct ModelName {
     bytes: [std::sync::atomic::AtomicU8; MODEL_NAME],
 }
 
-const PER_MODEL: usize = PROTOCOLS.len() * ROUTES.len() * ENCODINGS.len() * CODES.len();
+const PER_MODEL: usize = PROTOCOLS.len() * ROUTES * ENCODINGS * CODES;
 
 #[repr(C)]
 struct Region {
     models: [ModelName; MAX_MODELS],
     requests: [AtomicU64; MAX_MODELS * PER_MODEL],
-    latency: [Durations; MAX_MODELS * PROTOCOLS.len() * ROUTES.len()],
+    latency: [Durations; MAX_MODELS * PROTOCOLS.len() * ROUTES],
     model: [Durations; MAX_MODELS],
     batch: [Histogram<{ BATCH_SIZES.len() + 1 }>; MAX_MODELS],
     workers: [WorkerSlot; MAX_WORKERS],
@@ -276,30 +218,22 @@ impl Metrics {
         self.region.recycles.fetch_add(1, Relaxed);
     }
 
-    /// One answered request. `encoding` is `Payload::kind` (or "none"); `code` is the
-    /// HTTP status or the gRPC code name.
+    /// One answered request.
     pub fn request(
         &self,
         model: usize,
         protocol: Protocol,
         route: Route,
-        encoding: &str,
-        code: &str,
+        encoding: Encoding,
+        code: Code,
         took: Duration,
     ) {
         let model = model.min(MAX_MODELS - 1);
-        let e = ENCODINGS
-            .iter()
-            .position(|&x| x == encoding)
-            .unwrap_or(ENCODINGS.len() - 1);
-        let c = CODES
-            .iter()
-            .position(|&x| x == code)
-            .unwrap_or(CODES.len() - 1);
-        let pr = protocol as usize * ROUTES.len() + route as usize;
-        let i = model * PER_MODEL + (pr * ENCODINGS.len() + e) * CODES.len() + c;
+        let (e, c) = (encoding as usize, code.slot());
+        let pr = protocol as usize * ROUTES + route as usize;
+        let i = model * PER_MODEL + (pr * ENCODINGS + e) * CODES + c;
         self.region.requests[i].fetch_add(1, Relaxed);
-        self.region.latency[model * PROTOCOLS.len() * ROUTES.len() + pr].observe_duration(took);
+        self.region.latency[model * PROTOCOLS.len() * ROUTES + pr].observe_duration(took);
     }
 
     /// One model call serving `requests` requests (more than one when batched).
@@ -345,17 +279,17 @@ impl Metrics {
                 continue;
             }
             let (m, i) = (i / PER_MODEL, i % PER_MODEL);
-            let c = i % CODES.len();
-            let e = i / CODES.len() % ENCODINGS.len();
-            let pr = i / CODES.len() / ENCODINGS.len();
+            let c = i % CODES;
+            let e = i / CODES % ENCODINGS;
+            let pr = i / CODES / ENCODINGS;
             let _ = writeln!(
                 out,
                 "inferwire_requests_total{{model=\"{}\",protocol=\"{}\",route=\"{}\",encoding=\"{}\",code=\"{}\"}} {n}",
                 names[m],
-                PROTOCOLS[pr / ROUTES.len()],
-                ROUTES[pr % ROUTES.len()],
-                ENCODINGS[e],
-                CODES[c]
+                PROTOCOLS[pr / ROUTES],
+                Route::ALL[pr % ROUTES].label(),
+                Encoding::ALL[e].label(),
+                Code::label_of(c)
             );
         }
         out.push_str(
@@ -366,13 +300,13 @@ impl Metrics {
             if h.buckets.iter().all(|b| b.load(Relaxed) == 0) {
                 continue;
             }
-            let per = PROTOCOLS.len() * ROUTES.len();
+            let per = PROTOCOLS.len() * ROUTES;
             let (m, pr) = (i / per, i % per);
             let labels = format!(
                 "model=\"{}\",protocol=\"{}\",route=\"{}\"",
                 names[m],
-                PROTOCOLS[pr / ROUTES.len()],
-                ROUTES[pr % ROUTES.len()]
+                PROTOCOLS[pr / ROUTES],
+                Route::ALL[pr % ROUTES].label()
             );
             h.render(
                 &mut out,
@@ -453,33 +387,6 @@ fn label_value(v: &str) -> String {
         .replace('\n', "\\n")
 }
 
-/// The label for a gRPC status code.
-pub fn grpc_code_name(code: tonic::Code) -> &'static str {
-    use tonic::Code::*;
-    match code {
-        Ok => "OK",
-        InvalidArgument => "INVALID_ARGUMENT",
-        NotFound => "NOT_FOUND",
-        Unimplemented => "UNIMPLEMENTED",
-        ResourceExhausted => "RESOURCE_EXHAUSTED",
-        DeadlineExceeded => "DEADLINE_EXCEEDED",
-        Internal => "INTERNAL",
-        Unavailable => "UNAVAILABLE",
-        Cancelled => "CANCELLED",
-        Unknown => "UNKNOWN",
-        _ => "other",
-    }
-}
-
-/// The label for an HTTP status.
-pub fn http_code_name(status: u16) -> &'static str {
-    CODES
-        .iter()
-        .find(|c| c.parse::<u16>().ok() == Some(status))
-        .copied()
-        .unwrap_or("other")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -496,16 +403,16 @@ mod tests {
             slot,
             Protocol::Rest,
             Route::Predict,
-            "tensor",
-            "200",
+            Encoding::Tensor,
+            Code::Http(200),
             Duration::from_micros(30),
         );
         m.request(
             slot,
             Protocol::Grpc,
             Route::Predict,
-            "ndarray",
-            "RESOURCE_EXHAUSTED",
+            Encoding::Ndarray,
+            Code::Grpc(tonic::Code::ResourceExhausted),
             Duration::from_millis(2),
         );
         m.model_call(3, Duration::from_millis(1));
@@ -538,8 +445,29 @@ mod tests {
         assert!(text.contains("inferwire_in_flight_requests 2\n"), "{text}");
         assert!(text.contains("inferwire_workers 1\n"), "{text}");
         assert!(text.contains("my_counter_total{a=\"b\"} 3\n"), "{text}");
-        assert_eq!(http_code_name(503), "503");
-        assert_eq!(http_code_name(408), "408");
-        assert_eq!(http_code_name(302), "other");
+        m.request(
+            slot,
+            Protocol::Rest,
+            Route::Other,
+            Encoding::None,
+            Code::Http(401),
+            Duration::from_micros(5),
+        );
+        m.request(
+            slot,
+            Protocol::Grpc,
+            Route::Predict,
+            Encoding::None,
+            Code::Grpc(tonic::Code::PermissionDenied),
+            Duration::from_micros(5),
+        );
+        let text = m.render();
+        assert!(text.contains(
+            "inferwire_requests_total{model=\"iris\",protocol=\"rest\",route=\"other\",encoding=\"none\",code=\"401\"} 1\n"
+        ), "{text}");
+        assert!(text.contains(
+            "inferwire_requests_total{model=\"iris\",protocol=\"grpc\",route=\"predict\",encoding=\"none\",code=\"PERMISSION_DENIED\"} 1\n"
+        ), "{text}");
+        assert!(!text.contains("code=\"other\""), "{text}");
     }
 }

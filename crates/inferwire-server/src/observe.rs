@@ -5,14 +5,14 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use crate::app::App;
 use crate::config::AccessLog;
-use crate::metrics::{Protocol, Route};
+use crate::metrics::{Code, Encoding, Protocol, Route};
 
 pub struct Observed {
     pub protocol: Protocol,
     pub route: Route,
     pub start: Instant,
-    /// `Payload::kind` of the request, once decoded.
-    pub encoding: &'static str,
+    /// How the request's payload was encoded, once decoded.
+    pub encoding: Encoding,
     /// `x-request-id` if the client sent one, else the message's `puid`.
     pub id: String,
     /// The metrics slot of the model that served it (0: none, e.g. a 404).
@@ -25,15 +25,15 @@ impl Observed {
             protocol,
             route,
             start: Instant::now(),
-            encoding: "none",
+            encoding: Encoding::None,
             id: String::new(),
             model: 0,
         }
     }
 
-    /// Records the request: `code` is the HTTP status or gRPC code name; `target` is
+    /// Records the request: `code` is the reply's HTTP status or gRPC code; `target` is
     /// the method and path (REST) or the gRPC method, for the access log.
-    pub fn finish(self, app: &App, code: &str, target: &str) {
+    pub fn finish(self, app: &App, code: Code, target: &str) {
         let took = self.start.elapsed();
         app.answered_one();
         app.metrics.request(
@@ -44,6 +44,8 @@ impl Observed {
             code,
             took,
         );
+        let code = code.text();
+        let encoding = self.encoding.label();
         let protocol = match self.protocol {
             Protocol::Rest => "rest",
             Protocol::Grpc => "grpc",
@@ -53,7 +55,7 @@ impl Observed {
             AccessLog::Text => tracing::info!(
                 "access {protocol} {target} {code} {:.3}ms encoding={} id={}",
                 took.as_secs_f64() * 1e3,
-                self.encoding,
+                encoding,
                 if self.id.is_empty() { "-" } else { &self.id }
             ),
             AccessLog::Json => {
@@ -66,7 +68,7 @@ impl Observed {
                     "target": target,
                     "code": code,
                     "ms": took.as_secs_f64() * 1e3,
-                    "encoding": self.encoding,
+                    "encoding": encoding,
                     "id": self.id,
                 });
                 // One write per line, so that lines from several threads never interleave.

@@ -1,20 +1,22 @@
 //! Bearer tokens on gRPC: every call but health, reflection and V2's liveness and
 //! readiness needs `authorization: Bearer <token>` metadata with the method's scope
-//! (`auth::grpc_access`); without auth, the repository calls are refused unless allowed
-//! explicitly. Refused calls get UNAUTHENTICATED or PERMISSION_DENIED before any message
-//! is read.
+//! (its row in `grpc::methods`); without auth, the repository calls are refused unless
+//! allowed explicitly. Refused calls get UNAUTHENTICATED or PERMISSION_DENIED before any
+//! message is read, and are counted like the method's other answers.
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use tonic::codegen::BoxFuture;
 use tower::{Layer, Service};
 
-use crate::auth::{admit, grpc_access, Auth};
+use super::methods;
+use crate::app::App;
+use crate::auth::admit;
+use crate::metrics::Code;
 
 #[derive(Clone)]
 pub struct AuthLayer {
-    pub auth: Option<Arc<Auth>>,
-    pub allow_unauthenticated_repository: bool,
+    pub app: Arc<App>,
 }
 
 impl<S> Layer<S> for AuthLayer {
@@ -52,19 +54,19 @@ where
             .headers()
             .get(http::header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok());
+        let app = &self.layer.app;
+        let method = methods::find(req.uri().path());
         let admitted = admit(
-            self.layer.auth.as_deref(),
-            self.layer.allow_unauthenticated_repository,
-            grpc_access(req.uri().path()),
+            app.config.auth.as_deref(),
+            app.config.allow_unauthenticated_repository,
+            method.map_or(methods::access(""), |m| m.access),
             header,
         );
         if let Err(refusal) = admitted {
-            let message = refusal.to_string();
-            let status = if refusal.is_forbidden() {
-                tonic::Status::permission_denied(message)
-            } else {
-                tonic::Status::unauthenticated(message)
-            };
+            let status = refusal.to_error().to_status();
+            if let Some(m) = method.filter(|m| m.metric.is_some()) {
+                m.observe().finish(app, Code::Grpc(status.code()), m.name());
+            }
             return Box::pin(async move { Ok(status.into_http()) });
         }
         Box::pin(self.inner.call(req))

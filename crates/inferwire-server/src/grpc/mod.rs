@@ -5,9 +5,11 @@ mod body_guard;
 pub mod codec;
 mod health;
 mod incoming;
+pub(crate) mod methods;
 mod predict;
 mod seldon;
 mod serve;
+mod timeout;
 mod v2;
 
 pub use serve::{serve, CONNECTION_WINDOW, STREAM_WINDOW};

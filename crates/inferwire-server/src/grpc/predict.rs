@@ -13,26 +13,29 @@ use tonic::server::{Grpc, NamedService, UnaryService};
 use tonic::{Request, Response, Status};
 
 use super::codec::RawRequestCodec;
+use super::methods::{Handler, Rpc};
 use super::seldon::SeldonService;
+use super::timeout::client_timeout;
 use crate::error::ServeError;
-use crate::metrics::{grpc_code_name, Protocol, Route};
-use crate::observe::Observed;
+use crate::metrics::{Code, Encoding};
 
-/// Wraps a generated server (`S`) and takes over its `Predict` method.
+/// Wraps a generated server (`S`) and takes over its `Predict` method (`rpc`, a row of
+/// `grpc::methods` that `FastPredict` serves).
 #[derive(Clone)]
 pub struct FastPredict<S> {
     inner: S,
     svc: SeldonService,
-    path: String,
+    rpc: &'static Rpc,
     max_decoding: usize,
 }
 
 impl<S: NamedService> FastPredict<S> {
-    pub fn new(inner: S, svc: SeldonService, max_decoding: usize) -> Self {
+    pub fn new(inner: S, svc: SeldonService, max_decoding: usize, rpc: &'static Rpc) -> Self {
+        debug_assert_eq!(rpc.handler, Handler::FastPredict);
         Self {
             inner,
             svc,
-            path: format!("/{}/Predict", S::NAME),
+            rpc,
             max_decoding,
         }
     }
@@ -58,10 +61,10 @@ where
     }
 
     fn call(&mut self, req: http::Request<B>) -> Self::Future {
-        if req.uri().path() != self.path {
+        if req.uri().path() != self.rpc.path {
             return Box::pin(self.inner.call(req));
         }
-        let method = RawPredict(self.svc.clone());
+        let method = RawPredict(self.svc.clone(), self.rpc);
         let mut grpc = Grpc::new(RawRequestCodec)
             .accept_compressed(tonic::codec::CompressionEncoding::Gzip)
             .max_decoding_message_size(self.max_decoding)
@@ -70,16 +73,16 @@ where
     }
 }
 
-struct RawPredict(SeldonService);
+struct RawPredict(SeldonService, &'static Rpc);
 
 impl UnaryService<Bytes> for RawPredict {
     type Response = pb::SeldonMessage;
     type Future = BoxFuture<Response<pb::SeldonMessage>, Status>;
 
     fn call(&mut self, req: Request<Bytes>) -> Self::Future {
-        let svc = self.0.clone();
+        let (svc, rpc) = (self.0.clone(), self.1);
         Box::pin(async move {
-            let mut obs = Observed::new(Protocol::Grpc, Route::Predict);
+            let mut obs = rpc.observe();
             obs.model = svc.0.default_slot();
             if let Some(id) = req.metadata().get("x-request-id") {
                 obs.id = id.to_str().unwrap_or_default().to_owned();
@@ -98,7 +101,7 @@ impl UnaryService<Bytes> for RawPredict {
                 let limits = svc.0.config.limits;
                 let msg = proto::decode_message(req.into_inner(), &limits)
                     .map_err(|e| ServeError::from(e).to_status())?;
-                obs.encoding = msg.payload.kind();
+                obs.encoding = Encoding::of_payload(&msg.payload);
                 if obs.id.is_empty() {
                     obs.id.clone_from(&msg.meta.puid);
                 }
@@ -117,30 +120,8 @@ impl UnaryService<Bytes> for RawPredict {
                 }
             };
             let result = run.await;
-            let code = result
-                .as_ref()
-                .map_or_else(|s| grpc_code_name(s.code()), |_| "OK");
-            obs.finish(&svc.0, code, "Predict");
+            obs.finish(&svc.0, Code::of_grpc(&result), rpc.name());
             result
         })
     }
-}
-
-/// The client's deadline from `grpc-timeout` (digits and a unit: H, M, S, m, u, n), made
-/// a millisecond shorter so that our DEADLINE_EXCEEDED, not tonic's own timer, answers.
-pub fn client_timeout(meta: &tonic::metadata::MetadataMap) -> Option<std::time::Duration> {
-    use std::time::Duration;
-    let v = meta.get("grpc-timeout")?.to_str().ok()?;
-    let (digits, unit) = v.split_at(v.len().checked_sub(1)?);
-    let n: u64 = digits.parse().ok()?;
-    let d = match unit {
-        "H" => Duration::from_secs(n.saturating_mul(3600)),
-        "M" => Duration::from_secs(n.saturating_mul(60)),
-        "S" => Duration::from_secs(n),
-        "m" => Duration::from_millis(n),
-        "u" => Duration::from_micros(n),
-        "n" => Duration::from_nanos(n),
-        _ => return None,
-    };
-    Some(d.saturating_sub(Duration::from_millis(1)))
 }

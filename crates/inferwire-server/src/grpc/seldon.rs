@@ -9,9 +9,11 @@ use serde_json::Value;
 use tonic::{Request, Response, Status};
 
 use super::generated::{model_server, seldon_server};
+use super::methods::{self, Rpc};
+use super::timeout::client_timeout;
 use crate::app::App;
 use crate::error::{Kind, ServeError};
-use crate::metrics::{grpc_code_name, Protocol, Route};
+use crate::metrics::{Code, Encoding};
 use crate::model::Reply;
 use crate::observe::Observed;
 
@@ -77,7 +79,7 @@ impl SeldonService {
                     ))
                 }
             };
-            obs.encoding = media.name();
+            obs.encoding = Encoding::of_media(&media);
             let meta = std::mem::take(&mut msg.meta);
             let (bytes, target, meta) = self
                 .0
@@ -96,17 +98,15 @@ impl SeldonService {
     /// The generated servers' `Predict`, unused while `grpc::predict` serves the method.
     async fn predict(&self, req: Request<pb::SeldonMessage>) -> Result<pb::SeldonMessage> {
         let start = std::time::Instant::now();
-        let deadline = self
-            .0
-            .deadline(start, super::predict::client_timeout(req.metadata()));
+        let deadline = self.0.deadline(start, client_timeout(req.metadata()));
         let msg = proto::from_pb(req.into_inner(), &self.0.config.limits)
             .map_err(|e| ServeError::from(e).to_status())?;
         self.predict_message(msg, deadline).await.map(Response::new)
     }
 
-    async fn feedback(&self, req: Request<pb::Feedback>) -> Result<pb::SeldonMessage> {
+    async fn feedback(&self, req: Request<pb::Feedback>, rpc: &Rpc) -> Result<pb::SeldonMessage> {
         let app = &self.0;
-        let mut obs = Observed::new(Protocol::Grpc, Route::Feedback);
+        let mut obs = rpc.observe();
         obs.model = app.default_slot();
         let run = async {
             let f = proto::feedback_from_pb(req.into_inner(), &app.config.limits)?;
@@ -114,21 +114,15 @@ impl SeldonService {
             Ok(proto::to_pb(reply)?)
         };
         let result = run.await.map_err(|e: ServeError| e.to_status());
-        let code = result
-            .as_ref()
-            .map_or_else(|s| grpc_code_name(s.code()), |_| "OK");
-        obs.finish(app, code, "SendFeedback");
+        obs.finish(app, Code::of_grpc(&result), rpc.name());
         result.map(Response::new)
     }
 
-    async fn metadata(&self) -> Result<pb::SeldonModelMetadata> {
-        let mut obs = Observed::new(Protocol::Grpc, Route::Metadata);
+    async fn metadata(&self, rpc: &Rpc) -> Result<pb::SeldonModelMetadata> {
+        let mut obs = rpc.observe();
         obs.model = self.0.default_slot();
         let result = self.0.metadata().await.map_err(|e| e.to_status());
-        let code = result
-            .as_ref()
-            .map_or_else(|s| grpc_code_name(s.code()), |_| "OK");
-        obs.finish(&self.0, code, "Metadata");
+        obs.finish(&self.0, Code::of_grpc(&result), rpc.name());
         Ok(Response::new(metadata_to_pb(&result?)))
     }
 }
@@ -239,18 +233,21 @@ impl seldon_server::Seldon for SeldonService {
     }
 
     async fn send_feedback(&self, req: Request<pb::Feedback>) -> Result<pb::SeldonMessage> {
-        self.feedback(req).await
+        self.feedback(req, &methods::SELDON_FEEDBACK).await
     }
 
     async fn model_metadata(
         &self,
         _req: Request<pb::SeldonModelMetadataRequest>,
     ) -> Result<pb::SeldonModelMetadata> {
-        self.metadata().await
+        self.metadata(&methods::SELDON_MODEL_METADATA).await
     }
 
     async fn graph_metadata(&self, _req: Request<()>) -> Result<pb::SeldonGraphMetadata> {
-        let model = self.metadata().await?.into_inner();
+        let model = self
+            .metadata(&methods::SELDON_GRAPH_METADATA)
+            .await?
+            .into_inner();
         Ok(Response::new(pb::SeldonGraphMetadata {
             name: self.0.models.default_name().to_string(),
             inputs: model.inputs.clone(),
@@ -269,10 +266,10 @@ impl model_server::Model for SeldonService {
     }
 
     async fn send_feedback(&self, req: Request<pb::Feedback>) -> Result<pb::SeldonMessage> {
-        self.feedback(req).await
+        self.feedback(req, &methods::MODEL_FEEDBACK).await
     }
 
     async fn metadata(&self, _req: Request<()>) -> Result<pb::SeldonModelMetadata> {
-        SeldonService::metadata(self).await
+        SeldonService::metadata(self, &methods::MODEL_METADATA).await
     }
 }

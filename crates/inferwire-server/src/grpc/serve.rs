@@ -7,6 +7,7 @@ use tonic::codec::CompressionEncoding::Gzip;
 
 use super::generated::{model_server::ModelServer, seldon_server::SeldonServer};
 use super::generated_v2::grpc_inference_service_server::GrpcInferenceServiceServer;
+use super::methods;
 use super::predict::FastPredict;
 use super::seldon::SeldonService;
 use super::v2::V2Service;
@@ -28,12 +29,12 @@ pub async fn serve(app: Arc<App>, listener: TcpListener, mut stop: watch::Receiv
         .accept_compressed(Gzip)
         .max_decoding_message_size(limit)
         .max_encoding_message_size(usize::MAX);
-    let seldon = FastPredict::new(seldon, svc.clone(), limit);
+    let seldon = FastPredict::new(seldon, svc.clone(), limit, &methods::SELDON_PREDICT);
     let model = ModelServer::new(svc.clone())
         .accept_compressed(Gzip)
         .max_decoding_message_size(limit)
         .max_encoding_message_size(usize::MAX);
-    let model = FastPredict::new(model, svc, limit);
+    let model = FastPredict::new(model, svc, limit, &methods::MODEL_PREDICT);
     let v2 = GrpcInferenceServiceServer::new(V2Service(app.clone()))
         .accept_compressed(Gzip)
         .max_decoding_message_size(limit)
@@ -82,10 +83,7 @@ pub async fn serve(app: Arc<App>, listener: TcpListener, mut stop: watch::Receiv
         .layer(tower::util::MapResponseLayer::new(move |res| {
             super::codec::refusals_named(res, limit)
         }))
-        .layer(super::auth::AuthLayer {
-            auth: app.config.auth.clone(),
-            allow_unauthenticated_repository: app.config.allow_unauthenticated_repository,
-        })
+        .layer(super::auth::AuthLayer { app: app.clone() })
         .layer(super::body_guard::BodyGuardLayer {
             budget: app.bodies.clone(),
             timeout: app.config.body_timeout,

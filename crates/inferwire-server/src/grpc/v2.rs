@@ -9,11 +9,11 @@ use serde_json::Value;
 use tonic::{Request, Response, Status};
 
 use super::generated_v2::grpc_inference_service_server::GrpcInferenceService;
-use super::predict::client_timeout;
+use super::methods;
+use super::timeout::client_timeout;
 use crate::app::App;
 use crate::error::ServeError;
-use crate::metrics::{grpc_code_name, Protocol, Route};
-use crate::observe::Observed;
+use crate::metrics::{Code, Encoding};
 
 #[derive(Clone)]
 pub struct V2Service(pub Arc<App>);
@@ -74,7 +74,7 @@ impl GrpcInferenceService for V2Service {
             .models
             .get(&r.name, &r.version)
             .map_err(|e| e.to_status())?;
-        let meta = crate::rest::v2::model_metadata(&model)
+        let meta = crate::dataplane::model_metadata(&model)
             .await
             .map_err(|e| e.to_status())?;
         let tensors = |key: &str| {
@@ -116,14 +116,15 @@ impl GrpcInferenceService for V2Service {
         req: Request<pb::ModelInferRequest>,
     ) -> Result<pb::ModelInferResponse> {
         let app = &self.0;
-        let mut obs = Observed::new(Protocol::Grpc, Route::Infer);
+        let rpc = &methods::V2_INFER;
+        let mut obs = rpc.observe();
         if let Some(id) = req.metadata().get("x-request-id") {
             obs.id = id.to_str().unwrap_or_default().to_owned();
         }
         let deadline = app.deadline(Instant::now(), client_timeout(req.metadata()));
         let req = req.into_inner();
         let raw = !req.raw_input_contents.is_empty();
-        obs.encoding = if raw { "raw" } else { "typed" };
+        obs.encoding = if raw { Encoding::Raw } else { Encoding::Typed };
         let run = async {
             let model = app.models.get(&req.model_name, &req.model_version)?;
             obs.model = model.slot;
@@ -135,10 +136,7 @@ impl GrpcInferenceService for V2Service {
             Ok::<_, ServeError>(proto::to_pb(response, raw))
         };
         let result = run.await.map_err(|e| e.to_status());
-        let code = result
-            .as_ref()
-            .map_or_else(|s| grpc_code_name(s.code()), |_| "OK");
-        obs.finish(app, code, "ModelInfer");
+        obs.finish(app, Code::of_grpc(&result), rpc.name());
         result.map(Response::new)
     }
 

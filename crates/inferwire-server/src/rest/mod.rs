@@ -1,11 +1,13 @@
-//! REST: HTTP/1.1 and h2c on one port, routed by path.
-mod access;
+//! REST: HTTP/1.1 and h2c on one port, routed by one table (`routes`).
 mod body;
 mod content_coding;
+mod handle;
+mod health;
+mod login;
 mod publish;
 mod routes;
 mod seldon;
 mod serve;
-pub(crate) mod v2;
+mod v2;
 
 pub use serve::serve;

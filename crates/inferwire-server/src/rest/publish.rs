@@ -2,7 +2,7 @@
 //! stores it in the model repository (validated and converted first) and serves it, on V2
 //! and on `/api/NAME/VERSION`; `GET /api/v1.0/publish` lists published models and
 //! versions; `DELETE /api/v1.0/publish/NAME/VERSION` removes a version.
-use http::{Method, Request, StatusCode};
+use http::{Request, StatusCode};
 use hyper::body::Incoming;
 use serde_json::json;
 
@@ -10,65 +10,55 @@ use super::body::{self, Reply};
 use crate::app::App;
 use crate::error::{Kind, ServeError};
 
-pub async fn handle(
+/// `GET /api/v1.0/publish`: the published models and their versions.
+pub async fn list(app: &App) -> Result<Reply, ServeError> {
+    Ok(ok(json!({"models": app.models.published().await?})))
+}
+
+/// `POST /api/v1.0/publish/NAME/VERSION`.
+pub async fn publish(
     app: &App,
     req: Request<Incoming>,
-    path: &str,
-    method: &Method,
+    name: &str,
+    version: &str,
 ) -> Result<Reply, ServeError> {
-    let rest = path
-        .strip_prefix("/api/v1.0/publish")
-        .unwrap_or("")
-        .trim_matches('/');
-    let ok = |v: serde_json::Value| body::json(StatusCode::OK, v.to_string().into_bytes());
-    if rest.is_empty() {
-        return match *method {
-            Method::GET => Ok(ok(json!({"models": app.models.published().await?}))),
-            _ => Err(ServeError::new(
-                Kind::MethodNotAllowed,
-                format!(
-                    "{method} is not allowed on {path}: GET lists, POST .../NAME/VERSION publishes"
-                ),
-            )),
-        };
-    }
-    let Some((name, version)) = rest.split_once('/').filter(|(_, v)| !v.contains('/')) else {
+    let filename = filename(&req)?;
+    let data = body::read(app, req, app.config.max_body_bytes).await?;
+    if data.is_empty() {
         return Err(ServeError::new(
-            Kind::NotFound,
-            format!("{path}: publish to /api/v1.0/publish/NAME/VERSION"),
+            Kind::BadRequest,
+            "the body is empty: send the model file",
         ));
-    };
-    match *method {
-        Method::POST => {
-            let filename = filename(&req)?;
-            let data = body::read(app, req, app.config.max_body_bytes).await?;
-            if data.is_empty() {
-                return Err(ServeError::new(
-                    Kind::BadRequest,
-                    "the body is empty: send the model file",
-                ));
-            }
-            app.models.publish(name, version, data, filename).await?;
-            Ok(body::json(
-                StatusCode::CREATED,
-                json!({
-                    "name": name,
-                    "version": version,
-                    "routes": [format!("/api/{name}/{version}"), format!("/v2/models/{name}/versions/{version}/infer")],
-                })
-                .to_string()
-                .into_bytes(),
-            ))
-        }
-        Method::DELETE => {
-            app.models.delete_version(name, version).await?;
-            Ok(ok(json!({"name": name, "deleted": version})))
-        }
-        _ => Err(ServeError::new(
-            Kind::MethodNotAllowed,
-            format!("{method} is not allowed on {path}: POST publishes, DELETE removes"),
-        )),
     }
+    app.models.publish(name, version, data, filename).await?;
+    Ok(body::json(
+        StatusCode::CREATED,
+        json!({
+            "name": name,
+            "version": version,
+            "routes": [format!("/api/{name}/{version}"), format!("/v2/models/{name}/versions/{version}/infer")],
+        })
+        .to_string()
+        .into_bytes(),
+    ))
+}
+
+/// `DELETE /api/v1.0/publish/NAME/VERSION`.
+pub async fn delete(app: &App, name: &str, version: &str) -> Result<Reply, ServeError> {
+    app.models.delete_version(name, version).await?;
+    Ok(ok(json!({"name": name, "deleted": version})))
+}
+
+/// Any other path under `/api/v1.0/publish/`.
+pub async fn misplaced(path: &str) -> Result<Reply, ServeError> {
+    Err(ServeError::new(
+        Kind::NotFound,
+        format!("{path}: publish to /api/v1.0/publish/NAME/VERSION"),
+    ))
+}
+
+fn ok(v: serde_json::Value) -> Reply {
+    body::json(StatusCode::OK, v.to_string().into_bytes())
 }
 
 /// The uploaded file's name, which says its format: `?filename=model.joblib`, else

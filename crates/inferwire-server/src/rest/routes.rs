@@ -1,331 +1,631 @@
-//! Path → handler. Seldon's ingress prefix (`/seldon/<namespace>/<deployment>`) is
-//! accepted and ignored, so URLs written for a Seldon deployment work unchanged.
+//! The REST route table: every route is one row, with its paths, what a client needs
+//! (`Access`), the metrics route it is counted under and a handler per method. Routing
+//! (`rest::handle`), auth and metrics all read it, so that a path's access is decided by
+//! the same match that picks its handler. To add a route, add a row here (the snapshot
+//! test below then changes with it).
+//!
+//! Paths are matchit patterns on the path with Seldon's ingress prefix
+//! (`/seldon/<namespace>/<deployment>`) stripped. A match with an empty `{name}` or
+//! `{version}` is no match. A path no row matches is unknown: 404, behind the predict
+//! scope, so that a 404 says nothing to a client without a token.
+use std::future::Future;
 use std::net::IpAddr;
-use std::sync::Arc;
-use std::time::Duration;
+use std::pin::Pin;
+use std::sync::LazyLock;
 
-use http::{HeaderValue, Method, Request, StatusCode};
+use http::{Method, Request};
 use hyper::body::Incoming;
 
-use super::body::{self, Reply};
-use super::seldon;
+use super::body::Reply;
+use super::{health, login, publish, seldon, v2};
 use crate::app::App;
+use crate::auth::Access;
 use crate::error::{Kind, ServeError};
-use crate::metrics::{self, Protocol};
+use crate::metrics;
 use crate::observe::Observed;
 
-/// What a path names; which method it takes is decided in `handle`.
-#[derive(Clone, Copy)]
-pub(super) enum Route {
-    Predict,
-    Feedback,
-    Ping,
-    Status,
-    Live,
-    Ready,
-    Metadata,
-    Metrics,
+/// What a handler gets.
+pub(super) struct Ctx<'a> {
+    pub app: &'a App,
+    pub req: Request<Incoming>,
+    pub obs: &'a mut Observed,
+    /// The path, its ingress prefix stripped.
+    pub path: &'a str,
+    /// The path's `{name}` and `{version}`; "" where the pattern has none.
+    pub name: &'a str,
+    pub version: &'a str,
+    /// The client's address (failed logins are counted against it).
+    pub peer: IpAddr,
+}
+
+pub(super) type Handled<'a> = Pin<Box<dyn Future<Output = Result<Reply, ServeError>> + Send + 'a>>;
+pub(super) type Handler = for<'a> fn(Ctx<'a>) -> Handled<'a>;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Verb {
+    Get,
+    Post,
+    Delete,
+    /// Every method (the handler answers them all alike).
+    Any,
+}
+
+impl Verb {
+    fn takes(self, method: &Method) -> bool {
+        match self {
+            Verb::Get => method == Method::GET,
+            Verb::Post => method == Method::POST,
+            Verb::Delete => method == Method::DELETE,
+            Verb::Any => true,
+        }
+    }
+}
+
+/// What a 405 says.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum WrongMethod {
+    /// "{method} is not allowed on {path}".
+    Plain,
+    /// The same, then ": " and this.
+    Hint(&'static str),
+    /// This instead.
+    Say(&'static str),
+}
+
+/// One route.
+pub(super) struct Route {
+    pub paths: &'static [&'static str],
+    pub access: Access,
+    pub metric: metrics::Route,
+    /// Counted under the default model's series, as the Seldon protocol's routes, which
+    /// serve it (others count under the model their handler finds, or none).
+    pub default_model: bool,
+    pub methods: &'static [(Verb, Handler)],
+    pub wrong_method: WrongMethod,
 }
 
 impl Route {
-    fn label(route: Option<Route>) -> metrics::Route {
-        match route {
-            Some(Route::Predict) => metrics::Route::Predict,
-            Some(Route::Feedback) => metrics::Route::Feedback,
-            Some(Route::Ping | Route::Status | Route::Live | Route::Ready) => {
-                metrics::Route::Health
-            }
-            Some(Route::Metadata) => metrics::Route::Metadata,
-            Some(Route::Metrics) | None => metrics::Route::Other,
-        }
+    pub fn handler(&self, method: &Method) -> Option<Handler> {
+        self.methods
+            .iter()
+            .find(|(verb, _)| verb.takes(method))
+            .map(|&(_, h)| h)
+    }
+
+    pub fn not_allowed(&self, method: &Method, path: &str) -> ServeError {
+        let message = match self.wrong_method {
+            WrongMethod::Plain => format!("{method} is not allowed on {path}"),
+            WrongMethod::Hint(hint) => format!("{method} is not allowed on {path}: {hint}"),
+            WrongMethod::Say(say) => say.to_owned(),
+        };
+        ServeError::new(Kind::MethodNotAllowed, message)
     }
 }
 
-pub(super) fn route(path: &str) -> Option<Route> {
-    Some(match path {
-        "/api/v1.0/predictions" | "/api/v0.1/predictions" | "/predict" => Route::Predict,
-        "/api/v1.0/feedback" | "/api/v0.1/feedback" | "/send-feedback" => Route::Feedback,
-        "/health/ping" | "/api/v1.0/health/ping" => Route::Ping,
-        "/health/status" | "/api/v1.0/health/status" => Route::Status,
-        "/live" => Route::Live,
-        "/ready" => Route::Ready,
-        "/metrics" | "/prometheus" => Route::Metrics,
-        p if p == "/metadata" || p.starts_with("/api/v1.0/metadata") => Route::Metadata,
-        _ => return None,
+/// A row of the table, with the most common settings.
+const fn route(
+    paths: &'static [&'static str],
+    access: Access,
+    metric: metrics::Route,
+    methods: &'static [(Verb, Handler)],
+) -> Route {
+    Route {
+        paths,
+        access,
+        metric,
+        default_model: false,
+        methods,
+        wrong_method: WrongMethod::Plain,
+    }
+}
+
+/// A Seldon protocol route, served by the default model.
+const fn seldon(
+    paths: &'static [&'static str],
+    access: Access,
+    metric: metrics::Route,
+    methods: &'static [(Verb, Handler)],
+) -> Route {
+    Route {
+        default_model: true,
+        ..route(paths, access, metric, methods)
+    }
+}
+
+use metrics::Route as M;
+use Access as A;
+use Verb::{Any, Delete, Get, Post};
+
+/// The table.
+pub(super) static ROUTES: &[Route] = &[
+    // Seldon's protocol, with the aliases its clients use.
+    seldon(
+        &["/api/v1.0/predictions", "/api/v0.1/predictions", "/predict"],
+        A::PREDICT,
+        M::Predict,
+        &[
+            (Post, |c| {
+                Box::pin(seldon::predict(c.app, c.req, c.obs, None))
+            }),
+            (Get, |c| {
+                Box::pin(seldon::predict_query(c.app, c.req, c.obs))
+            }),
+        ],
+    ),
+    seldon(
+        &["/api/v1.0/feedback", "/api/v0.1/feedback", "/send-feedback"],
+        A::PREDICT,
+        M::Feedback,
+        &[(Post, |c| Box::pin(seldon::feedback(c.app, c.req)))],
+    ),
+    seldon(
+        &["/health/ping", "/api/v1.0/health/ping"],
+        A::OPEN,
+        M::Health,
+        &[(Get, |_| Box::pin(health::ping()))],
+    ),
+    seldon(
+        &["/health/status", "/api/v1.0/health/status"],
+        A::OPEN,
+        M::Health,
+        &[(Get, |c| Box::pin(seldon::health_status(c.app)))],
+    ),
+    seldon(
+        &["/live"],
+        A::OPEN,
+        M::Health,
+        &[(Get, |c| Box::pin(health::live(c.app)))],
+    ),
+    seldon(
+        &["/ready"],
+        A::OPEN,
+        M::Health,
+        &[(Get, |c| Box::pin(health::ready(c.app)))],
+    ),
+    seldon(
+        // Every path under /api/v1.0/metadata, as Seldon's wrapper answers.
+        &[
+            "/metadata",
+            "/api/v1.0/metadata",
+            "/api/v1.0/metadata{*rest}",
+        ],
+        A::PREDICT,
+        M::Metadata,
+        &[(Get, |c| Box::pin(seldon::metadata(c.app)))],
+    ),
+    route(
+        &["/metrics", "/prometheus"],
+        A::OPEN,
+        M::Other,
+        &[(Get, |c| Box::pin(health::metrics(c.app)))],
+    ),
+    // A published model's own route.
+    route(
+        &["/api/{name}/{version}"],
+        A::PREDICT,
+        M::Predict,
+        &[(Post, |c| {
+            Box::pin(seldon::predict_named(
+                c.app, c.req, c.obs, c.name, c.version,
+            ))
+        })],
+    ),
+    // Seldon's own prefixes are no model's name.
+    route(
+        &["/api/v1.0/{*rest}", "/api/v0.1/{*rest}"],
+        A::PREDICT,
+        M::Other,
+        &[(Any, |c| Box::pin(no_route(c)))],
+    ),
+    Route {
+        wrong_method: WrongMethod::Say("POST {\"username\", \"password\"} to /login"),
+        ..route(
+            &["/login"],
+            A::OPEN,
+            M::Other,
+            &[(Post, |c| Box::pin(login::login(c.app, c.req, c.peer)))],
+        )
+    },
+    // Publishing.
+    Route {
+        wrong_method: WrongMethod::Hint("GET lists, POST .../NAME/VERSION publishes"),
+        ..route(
+            &["/api/v1.0/publish", "/api/v1.0/publish/"],
+            A::REPOSITORY_WRITE,
+            M::Other,
+            &[(Get, |c| Box::pin(publish::list(c.app)))],
+        )
+    },
+    Route {
+        wrong_method: WrongMethod::Hint("POST publishes, DELETE removes"),
+        ..route(
+            &[
+                "/api/v1.0/publish/{name}/{version}",
+                "/api/v1.0/publish/{name}/{version}/",
+            ],
+            A::REPOSITORY_WRITE,
+            M::Other,
+            &[
+                (Post, |c| {
+                    Box::pin(publish::publish(c.app, c.req, c.name, c.version))
+                }),
+                (Delete, |c| {
+                    Box::pin(publish::delete(c.app, c.name, c.version))
+                }),
+            ],
+        )
+    },
+    route(
+        &[
+            "/api/v1.0/publish/{name}",
+            "/api/v1.0/publish/{name}/",
+            "/api/v1.0/publish/{name}/{version}/{*rest}",
+        ],
+        A::REPOSITORY_WRITE,
+        M::Other,
+        &[(Any, |c| Box::pin(publish::misplaced(c.path)))],
+    ),
+    // The Open Inference Protocol (V2).
+    route(
+        &["/v2", "/v2/"],
+        A::OPEN,
+        M::Metadata,
+        &[(Get, |_| Box::pin(v2::server()))],
+    ),
+    route(
+        &["/v2/health/live"],
+        A::OPEN,
+        M::Health,
+        &[(Get, |c| Box::pin(v2::live(c.app)))],
+    ),
+    route(
+        &["/v2/health/ready"],
+        A::OPEN,
+        M::Health,
+        &[(Get, |c| Box::pin(v2::ready(c.app)))],
+    ),
+    route(
+        &[
+            "/v2/models/{name}",
+            "/v2/models/{name}/",
+            "/v2/models/{name}/versions/{version}",
+            "/v2/models/{name}/versions/{version}/",
+        ],
+        A::PREDICT,
+        M::Metadata,
+        &[(Get, |c| Box::pin(v2::model(c.app, c.name, c.version)))],
+    ),
+    route(
+        &[
+            "/v2/models/{name}/ready",
+            "/v2/models/{name}/versions/{version}/ready",
+        ],
+        A::OPEN,
+        M::Health,
+        &[(Get, |c| Box::pin(v2::model_ready(c.app, c.name, c.version)))],
+    ),
+    route(
+        &[
+            "/v2/models/{name}/infer",
+            "/v2/models/{name}/versions/{version}/infer",
+        ],
+        A::PREDICT,
+        M::Infer,
+        &[(Post, |c| {
+            Box::pin(v2::infer(c.app, c.req, c.name, c.version, c.obs))
+        })],
+    ),
+    route(
+        &["/v2/repository/index"],
+        A::REPOSITORY_READ,
+        M::Other,
+        &[(Post, |c| Box::pin(v2::repository_index(c.app, c.req)))],
+    ),
+    route(
+        &["/v2/repository/models/{name}/load"],
+        A::REPOSITORY_WRITE,
+        M::Other,
+        &[(Post, |c| Box::pin(v2::load(c.app, c.name)))],
+    ),
+    route(
+        &["/v2/repository/models/{name}/unload"],
+        A::REPOSITORY_WRITE,
+        M::Other,
+        &[(Post, |c| Box::pin(v2::unload(c.app, c.name)))],
+    ),
+];
+
+/// 404 for a path no route serves.
+pub(super) fn no_route_for(method: &Method, path: &str) -> ServeError {
+    ServeError::new(Kind::NotFound, format!("no route for {method} {path}"))
+}
+
+async fn no_route(c: Ctx<'_>) -> Result<Reply, ServeError> {
+    Err(no_route_for(c.req.method(), c.path))
+}
+
+/// Every pattern, to the index of its row.
+static ROUTER: LazyLock<matchit::Router<usize>> = LazyLock::new(|| {
+    let mut router = matchit::Router::new();
+    for (i, route) in ROUTES.iter().enumerate() {
+        for path in route.paths {
+            if let Err(e) = router.insert(*path, i) {
+                panic!("route table: {path}: {e}");
+            }
+        }
+    }
+    router
+});
+
+/// A path's route, with its `{name}` and `{version}`.
+pub(super) struct Found<'p> {
+    pub route: &'static Route,
+    pub name: &'p str,
+    pub version: &'p str,
+}
+
+/// The route for `path` (its ingress prefix stripped).
+pub(super) fn find(path: &str) -> Option<Found<'_>> {
+    let matched = ROUTER.at(path).ok()?;
+    // matchit matches an empty segment; `/v2/models//ready` names no model.
+    if matched.params.iter().any(|(_, v)| v.is_empty()) {
+        return None;
+    }
+    Some(Found {
+        route: &ROUTES[*matched.value],
+        name: matched.params.get("name").unwrap_or_default(),
+        version: matched.params.get("version").unwrap_or_default(),
     })
 }
 
-/// `peer`: the client's address, which failed logins are counted against.
-pub async fn handle(app: Arc<App>, req: Request<Incoming>, peer: IpAddr) -> Reply {
-    let path = strip_ingress_prefix(req.uri().path()).to_owned();
-    let method = req.method().clone();
-    let route = route(&path);
-    let mut obs = Observed::new(Protocol::Rest, Route::label(route));
-    let request_id = req.headers().get("x-request-id").cloned();
-    if let Some(id) = request_id.as_ref().and_then(|v| v.to_str().ok()) {
-        obs.id = id.to_owned();
-    }
-    let refused = crate::auth::admit(
-        app.config.auth.as_deref(),
-        app.config.allow_unauthenticated_repository,
-        super::access::of(&path),
-        req.headers()
-            .get(http::header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok()),
-    )
-    .err();
-    let mut reply = if let Some(refusal) = refused {
-        let e = refusal.to_error();
-        let mut r = if path.starts_with("/v2") {
-            super::v2::error(&e)
-        } else {
-            body::error(&e)
-        };
-        if e.kind == Kind::Unauthenticated {
-            r.headers_mut().insert(
-                http::header::WWW_AUTHENTICATE,
-                HeaderValue::from_static("Bearer realm=\"inferwire\""),
-            );
-        }
-        r
-    } else if path == "/login" {
-        login(&app, req, peer).await.unwrap_or_else(|e| {
-            let mut r = body::error(&e.error);
-            if let Some(wait) = e.retry_after {
-                // Whole seconds, rounded up: never an invitation to retry too early.
-                let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
-                r.headers_mut()
-                    .insert(http::header::RETRY_AFTER, HeaderValue::from(secs.max(1)));
-            }
-            r
-        })
-    } else if is_publish(&path) {
-        super::publish::handle(&app, req, &path, &method)
-            .await
-            .unwrap_or_else(|e| body::error(&e))
-    } else if let Some((name, version)) = named_model(&path) {
-        // A published model's own route: /api/NAME/VERSION.
-        obs.route = metrics::Route::Predict;
-        let run = async {
-            let model = app.models.get(name, version)?;
-            obs.model = model.slot;
-            if method != Method::POST {
-                return Err(ServeError::new(
-                    Kind::MethodNotAllowed,
-                    format!("{method} is not allowed on {path}"),
-                ));
-            }
-            seldon::predict(&app, req, &mut obs, Some(&model)).await
-        };
-        run.await.unwrap_or_else(|e| body::error(&e))
-    } else if path.starts_with("/v2") {
-        super::v2::handle(&app, req, &path, &mut obs).await
-    } else {
-        if !matches!(route, None | Some(Route::Metrics)) {
-            obs.model = app.default_slot();
-        }
-        dispatch(&app, req, route, &path, &method, &mut obs)
-            .await
-            .unwrap_or_else(|e| body::error(&e))
-    };
-    if let Some(id) = request_id {
-        reply.headers_mut().insert("x-request-id", id);
-    }
-    let status = reply.status().as_u16();
-    obs.finish(
-        &app,
-        metrics::http_code_name(status),
-        &format!("{method} {path}"),
-    );
-    reply
-}
-
-async fn dispatch(
-    app: &App,
-    req: Request<Incoming>,
-    route: Option<Route>,
-    path: &str,
-    method: &Method,
-    obs: &mut Observed,
-) -> Result<Reply, ServeError> {
-    match (route, method) {
-        (Some(Route::Predict), &Method::POST) => seldon::predict(app, req, obs, None).await,
-        (Some(Route::Predict), &Method::GET) => seldon::predict_query(app, req, obs).await,
-        (Some(Route::Feedback), &Method::POST) => seldon::feedback(app, req).await,
-        (Some(Route::Ping), &Method::GET) => Ok(body::text(StatusCode::OK, "pong")),
-        (Some(Route::Status), &Method::GET) => seldon::health_status(app).await,
-        (Some(Route::Live), &Method::GET) => Ok(match app.not_live_because() {
-            None => body::json(StatusCode::OK, b"{\"status\":\"alive\"}".to_vec()),
-            Some(why) => body::json(
-                StatusCode::SERVICE_UNAVAILABLE,
-                serde_json::to_vec(&serde_json::json!({"status": "not live", "error": why}))
-                    .unwrap_or_default(),
-            ),
-        }),
-        (Some(Route::Ready), &Method::GET) => Ok(if app.is_ready() {
-            body::json(StatusCode::OK, b"{\"status\":\"ready\"}".to_vec())
-        } else {
-            body::json(
-                StatusCode::SERVICE_UNAVAILABLE,
-                b"{\"status\":\"not ready\"}".to_vec(),
-            )
-        }),
-        (Some(Route::Metadata), &Method::GET) => seldon::metadata(app).await,
-        (Some(Route::Metrics), &Method::GET) => {
-            let mut r = body::with_type(
-                StatusCode::OK,
-                app.metrics.render().into(),
-                "text/plain; version=0.0.4; charset=utf-8",
-            );
-            r.headers_mut()
-                .insert("cache-control", HeaderValue::from_static("no-store"));
-            Ok(r)
-        }
-        (Some(_), _) => Err(ServeError::new(
-            Kind::MethodNotAllowed,
-            format!("{method} is not allowed on {path}"),
-        )),
-        (None, _) => Err(ServeError::new(
-            Kind::NotFound,
-            format!("no route for {method} {path}"),
-        )),
-    }
-}
-
-const PUBLISH: &str = "/api/v1.0/publish";
-const PUBLISH_PREFIX: &str = "/api/v1.0/publish/";
-
-/// The publishing routes (`publish::handle`).
-pub(super) fn is_publish(path: &str) -> bool {
-    path == PUBLISH || path.starts_with(PUBLISH_PREFIX)
-}
-
-/// `/api/NAME/VERSION` (not Seldon's own `/api/v1.0/...` and `/api/v0.1/...` routes).
-pub(super) fn named_model(path: &str) -> Option<(&str, &str)> {
-    let rest = path.strip_prefix("/api/")?;
-    let (name, version) = rest.split_once('/')?;
-    if name.is_empty() || version.is_empty() || version.contains('/') {
-        return None;
-    }
-    if name == "v1.0" || name == "v0.1" {
-        return None;
-    }
-    Some((name, version))
-}
-
-/// A refused login, with how long to wait when it was refused for too many failures.
-struct LoginError {
-    error: ServeError,
-    retry_after: Option<Duration>,
-}
-
-impl From<ServeError> for LoginError {
-    fn from(error: ServeError) -> Self {
-        Self {
-            error,
-            retry_after: None,
-        }
-    }
-}
-
-/// `POST /login` with `{"username", "password"}`: a signed bearer token for the user's
-/// scopes, valid for `auth_token_ttl`. A user or client past its failure limit gets 429
-/// without a password check; the check itself runs on a blocking thread, a bounded number
-/// at a time, never on the I/O threads that carry every other request.
-async fn login(app: &App, req: Request<Incoming>, peer: IpAddr) -> Result<Reply, LoginError> {
-    let Some(auth) = app.config.auth.clone() else {
-        return Err(ServeError::new(
-            Kind::NotFound,
-            "login is off: this server runs without auth (see --auth-users)",
-        )
-        .into());
-    };
-    if req.method() != Method::POST {
-        return Err(ServeError::new(
-            Kind::MethodNotAllowed,
-            "POST {\"username\", \"password\"} to /login",
-        )
-        .into());
-    }
-    #[derive(serde::Deserialize)]
-    struct Login {
-        username: String,
-        password: String,
-    }
-    let raw = body::read(app, req, 64 * 1024).await?;
-    let creds: Login = serde_json::from_slice(&raw).map_err(|e| {
-        ServeError::new(
-            Kind::BadRequest,
-            format!("login takes {{\"username\": ..., \"password\": ...}}: {e}"),
-        )
-    })?;
-    let guard = &auth.guard;
-    if let Err(wait) = guard.admit(&creds.username, peer) {
-        return Err(LoginError {
-            error: ServeError::new(
-                Kind::TooManyRequests,
-                format!(
-                    "too many failed logins for this user or from this address: retry in {} s",
-                    wait.as_secs().max(1)
-                ),
-            ),
-            retry_after: Some(wait),
-        });
-    }
-    let Ok(Ok(_turn)) =
-        tokio::time::timeout(guard.limits.hashing_wait, guard.hashing.acquire()).await
-    else {
-        guard.not_tried(&creds.username, peer);
-        return Err(LoginError {
-            error: ServeError::new(Kind::Overloaded, "too many logins at once: retry shortly"),
-            retry_after: Some(Duration::from_secs(1)),
-        });
-    };
-    let checker = auth.clone();
-    let user = creds.username.clone();
-    let outcome = tokio::task::spawn_blocking(move || checker.login(&user, &creds.password))
-        .await
-        .map_err(|_| ServeError::new(Kind::Internal, "the password check failed"))?;
-    let (token, exp) = outcome.map_err(|r| r.to_error())?;
-    guard.succeeded(&creds.username, peer);
-    let out = serde_json::json!({
-        "access_token": token,
-        "token_type": "Bearer",
-        "expires_in": auth.ttl.as_secs(),
-        "expires_on": exp,
-    });
-    Ok(body::json(
-        StatusCode::OK,
-        serde_json::to_vec(&out).unwrap_or_default(),
-    ))
-}
-
-/// `/seldon/ns/name/api/v1.0/predictions` → `/api/v1.0/predictions`.
-fn strip_ingress_prefix(path: &str) -> &str {
-    let Some(rest) = path.strip_prefix("/seldon/") else {
-        return path;
-    };
-    let mut parts = rest.splitn(3, '/');
-    match (parts.next(), parts.next(), parts.next()) {
-        (Some(_ns), Some(_name), Some(tail)) => &path[path.len() - tail.len() - 1..],
-        _ => path,
-    }
+/// What a request needs: its route's access, or the predict scope for a path no route
+/// serves.
+pub(super) fn access(found: Option<&Found<'_>>) -> Access {
+    found.map_or(Access::PREDICT, |f| f.route.access)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::strip_ingress_prefix;
+    use super::*;
+
+    fn access(path: &str) -> Access {
+        super::access(find(path).as_ref())
+    }
+
+    fn scope(a: Access) -> &'static str {
+        match a {
+            Access::OPEN => "open",
+            Access::PREDICT => "predict",
+            Access::REPOSITORY_READ => "repository-read",
+            Access::REPOSITORY_WRITE => "repository-write",
+            _ => "other",
+        }
+    }
+
+    /// Every route with its methods, access and metrics route: a route cannot be added,
+    /// nor its access changed, without this list changing.
+    #[test]
+    fn every_route_with_its_access() {
+        let mut listed = Vec::new();
+        for r in ROUTES {
+            let verbs: Vec<String> = r
+                .methods
+                .iter()
+                .map(|(v, _)| format!("{v:?}").to_uppercase())
+                .collect();
+            for path in r.paths {
+                listed.push(format!(
+                    "{} {path} {} {}{}",
+                    verbs.join(","),
+                    scope(r.access),
+                    r.metric.label(),
+                    if r.default_model {
+                        " default-model"
+                    } else {
+                        ""
+                    }
+                ));
+            }
+        }
+        let expected = [
+            "POST,GET /api/v1.0/predictions predict predict default-model",
+            "POST,GET /api/v0.1/predictions predict predict default-model",
+            "POST,GET /predict predict predict default-model",
+            "POST /api/v1.0/feedback predict feedback default-model",
+            "POST /api/v0.1/feedback predict feedback default-model",
+            "POST /send-feedback predict feedback default-model",
+            "GET /health/ping open health default-model",
+            "GET /api/v1.0/health/ping open health default-model",
+            "GET /health/status open health default-model",
+            "GET /api/v1.0/health/status open health default-model",
+            "GET /live open health default-model",
+            "GET /ready open health default-model",
+            "GET /metadata predict metadata default-model",
+            "GET /api/v1.0/metadata predict metadata default-model",
+            "GET /api/v1.0/metadata{*rest} predict metadata default-model",
+            "GET /metrics open other",
+            "GET /prometheus open other",
+            "POST /api/{name}/{version} predict predict",
+            "ANY /api/v1.0/{*rest} predict other",
+            "ANY /api/v0.1/{*rest} predict other",
+            "POST /login open other",
+            "GET /api/v1.0/publish repository-write other",
+            "GET /api/v1.0/publish/ repository-write other",
+            "POST,DELETE /api/v1.0/publish/{name}/{version} repository-write other",
+            "POST,DELETE /api/v1.0/publish/{name}/{version}/ repository-write other",
+            "ANY /api/v1.0/publish/{name} repository-write other",
+            "ANY /api/v1.0/publish/{name}/ repository-write other",
+            "ANY /api/v1.0/publish/{name}/{version}/{*rest} repository-write other",
+            "GET /v2 open metadata",
+            "GET /v2/ open metadata",
+            "GET /v2/health/live open health",
+            "GET /v2/health/ready open health",
+            "GET /v2/models/{name} predict metadata",
+            "GET /v2/models/{name}/ predict metadata",
+            "GET /v2/models/{name}/versions/{version} predict metadata",
+            "GET /v2/models/{name}/versions/{version}/ predict metadata",
+            "GET /v2/models/{name}/ready open health",
+            "GET /v2/models/{name}/versions/{version}/ready open health",
+            "POST /v2/models/{name}/infer predict infer",
+            "POST /v2/models/{name}/versions/{version}/infer predict infer",
+            "POST /v2/repository/index repository-read other",
+            "POST /v2/repository/models/{name}/load repository-write other",
+            "POST /v2/repository/models/{name}/unload repository-write other",
+        ];
+        assert_eq!(listed, expected);
+    }
+
+    /// What a path resolves to: the route's first pattern, name and version.
+    fn resolved(path: &str) -> Option<(&'static str, &str, &str)> {
+        find(path).map(|f| (f.route.paths[0], f.name, f.version))
+    }
 
     #[test]
-    fn ingress_prefix() {
+    fn paths_resolve_as_the_hand_written_router_did() {
+        assert_eq!(resolved("/v2"), Some(("/v2", "", "")));
+        assert_eq!(resolved("/v2/"), Some(("/v2", "", "")));
         assert_eq!(
-            strip_ingress_prefix("/seldon/seldon/seldon-model/api/v1.0/predictions"),
-            "/api/v1.0/predictions"
+            resolved("/v2/models/m"),
+            Some(("/v2/models/{name}", "m", ""))
         );
         assert_eq!(
-            strip_ingress_prefix("/api/v1.0/predictions"),
-            "/api/v1.0/predictions"
+            resolved("/v2/models/m/versions/3/infer"),
+            Some(("/v2/models/{name}/infer", "m", "3"))
         );
-        assert_eq!(strip_ingress_prefix("/seldon/x"), "/seldon/x");
+        assert_eq!(
+            resolved("/v2/models/m/ready"),
+            Some(("/v2/models/{name}/ready", "m", ""))
+        );
+        assert_eq!(
+            resolved("/v2/models/m/versions/3/"),
+            Some(("/v2/models/{name}", "m", "3"))
+        );
+        assert!(resolved("/v2/models//infer").is_none());
+        assert!(resolved("/v2/models/m/other").is_none());
+        assert!(resolved("/v2/models/m/versions").is_none());
+        assert!(resolved("/v2/repository/models//load").is_none());
+        assert!(resolved("/v2nothing").is_none());
+        assert_eq!(
+            resolved("/v2/repository/models/m/unload"),
+            Some(("/v2/repository/models/{name}/unload", "m", ""))
+        );
+        assert_eq!(
+            resolved("/api/m/1"),
+            Some(("/api/{name}/{version}", "m", "1"))
+        );
+        for p in [
+            "/api/m/1/",
+            "/api//1",
+            "/api/m/",
+            "/api/m/1/x",
+            "/nope",
+            "/ready/",
+        ] {
+            assert!(resolved(p).is_none(), "{p}");
+        }
+        for p in [
+            "/api/v1.0/metadata",
+            "/api/v1.0/metadata/",
+            "/api/v1.0/metadata/x/y",
+            "/metadata",
+        ] {
+            assert_eq!(resolved(p).unwrap().0, "/metadata", "{p}");
+        }
+        for p in ["/api/v1.0/x", "/api/v0.1/x/y", "/api/v1.0/publishX"] {
+            assert_eq!(resolved(p).unwrap().0, "/api/v1.0/{*rest}", "{p}");
+        }
+        assert_eq!(
+            resolved("/api/v1.0/publish/m/1/"),
+            Some(("/api/v1.0/publish/{name}/{version}", "m", "1"))
+        );
+        assert_eq!(
+            resolved("/api/v1.0/publish/m").unwrap().0,
+            "/api/v1.0/publish/{name}"
+        );
+        assert_eq!(
+            resolved("/api/v1.0/publish/m/1/2").unwrap().0,
+            "/api/v1.0/publish/{name}"
+        );
+    }
+
+    // Access, decided from the same match that picks the handler (the tests that
+    // rest/access.rs held).
+
+    #[test]
+    fn open_routes_are_the_health_ones() {
+        for p in [
+            "/health/ping",
+            "/api/v1.0/health/status",
+            "/live",
+            "/ready",
+            "/metrics",
+            "/login",
+            "/v2",
+            "/v2/health/ready",
+            "/v2/models/m/ready",
+            "/v2/models/m/versions/1/ready",
+        ] {
+            assert_eq!(access(p), Access::OPEN, "{p}");
+        }
+    }
+
+    #[test]
+    fn crafted_ready_suffixes_need_a_token() {
+        for p in [
+            "/v2/models/m/infer/ready",
+            "/v2/models/ready",
+            "/v2/models/m/versions/ready",
+            "/v2/models/m/versions/ready/infer",
+            "/v2/models//ready",
+            "/v2/models/m/versions//ready",
+            "/v2/models//versions/1/ready",
+            "/v2/repository/models/m/ready",
+            "/api/m/ready",
+            "/api/v1.0/predictions/ready",
+            "/ready/x",
+            "/live/",
+            "/v2/health/ready/x",
+            "/metrics/x",
+        ] {
+            assert!(access(p).scope.is_some(), "{p}");
+        }
+        assert_eq!(access("/v2/models/m/infer"), Access::PREDICT);
+        assert_eq!(access("/api/v1.0/predictions"), Access::PREDICT);
+        assert_eq!(access("/nope"), Access::PREDICT);
+    }
+
+    #[test]
+    fn repository_routes() {
+        for p in [
+            "/api/v1.0/publish",
+            "/api/v1.0/publish/m/1",
+            "/api/v1.0/publish/m",
+            "/v2/repository/models/m/load",
+            "/v2/repository/models/m/unload",
+        ] {
+            assert_eq!(access(p), Access::REPOSITORY_WRITE, "{p}");
+        }
+        assert_eq!(access("/v2/repository/index"), Access::REPOSITORY_READ);
+    }
+
+    #[test]
+    fn wrong_methods() {
+        let post = find("/api/v1.0/predictions").unwrap().route;
+        assert!(post.handler(&Method::PUT).is_none());
+        assert!(post.handler(&Method::GET).is_some());
+        assert_eq!(
+            post.not_allowed(&Method::PUT, "/predict").message,
+            "PUT is not allowed on /predict"
+        );
+        let login = find("/login").unwrap().route;
+        assert_eq!(
+            login.not_allowed(&Method::GET, "/login").message,
+            "POST {\"username\", \"password\"} to /login"
+        );
+        let list = find("/api/v1.0/publish").unwrap().route;
+        assert_eq!(
+            list.not_allowed(&Method::POST, "/api/v1.0/publish").message,
+            "POST is not allowed on /api/v1.0/publish: GET lists, POST .../NAME/VERSION publishes"
+        );
     }
 }

@@ -8,6 +8,7 @@ use inferwire_codec::protocol::seldon::{json, reply::Output, Array, Meta, Payloa
 use super::body::{self, Reply};
 use crate::app::App;
 use crate::error::{Kind, ServeError};
+use crate::metrics::Encoding;
 use crate::model::Reply as ModelReply;
 use crate::models::Served;
 use crate::observe::Observed;
@@ -33,6 +34,19 @@ pub async fn predict(
         },
     };
     predict_message(app, msg, accept, obs, model).await
+}
+
+/// A published model's own route, `POST /api/NAME/VERSION`.
+pub async fn predict_named(
+    app: &App,
+    req: Request<Incoming>,
+    obs: &mut Observed,
+    name: &str,
+    version: &str,
+) -> Result<Reply, ServeError> {
+    let model = app.models.get(name, version)?;
+    obs.model = model.slot;
+    predict(app, req, obs, Some(&model)).await
 }
 
 /// `GET` with the message in the `json` query parameter, as the Seldon wrapper accepts
@@ -62,7 +76,7 @@ async fn predict_message(
     obs: &mut Observed,
     model: Option<&Served>,
 ) -> Result<Reply, ServeError> {
-    obs.encoding = msg.payload.kind();
+    obs.encoding = Encoding::of_payload(&msg.payload);
     if obs.id.is_empty() {
         obs.id.clone_from(&msg.meta.puid);
     }
@@ -94,7 +108,7 @@ async fn predict_media(
     obs: &mut Observed,
     model: Option<&Served>,
 ) -> Result<Reply, ServeError> {
-    obs.encoding = media.name();
+    obs.encoding = Encoding::of_media(&media);
     let deadline = app.deadline(obs.start, None);
     let (bytes, target, _meta) = app
         .predict_media(

@@ -16,7 +16,7 @@ use hyper_util::server::conn::auto;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch, OwnedSemaphorePermit};
 
-use super::routes;
+use super::handle;
 use crate::app::App;
 use crate::read_ahead::ReadAhead;
 
@@ -100,7 +100,7 @@ impl Conn {
             asked.notify_waiters();
             async move {
                 let http1 = req.version() < hyper::Version::HTTP_2;
-                let mut response = routes::handle(app.clone(), req, peer).await;
+                let mut response = handle::handle(app.clone(), req, peer).await;
                 // A draining or recycling worker: the client opens its next request's
                 // connection elsewhere instead of racing the close of this one.
                 if http1 && !app.is_ready() {

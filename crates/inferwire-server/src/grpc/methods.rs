@@ -1,0 +1,304 @@
+//! Every gRPC method the server answers, each described once: its full path, what a caller
+//! needs (`Access`), the metrics route it is counted under and what serves it. The auth
+//! layer, the metrics and `FastPredict` read this table; a method not in it needs the
+//! predict scope (tonic then answers UNIMPLEMENTED). To add a method, add a row here (the
+//! test below compares the table with the services' descriptors).
+use crate::auth::Access;
+use crate::metrics::{Protocol, Route};
+use crate::observe::Observed;
+
+/// One gRPC method.
+#[derive(Debug)]
+pub struct Rpc {
+    /// `/package.Service/Method`.
+    pub path: &'static str,
+    pub access: Access,
+    /// The route it is counted under in the request metrics; `None`: not counted.
+    pub metric: Option<Route>,
+    pub handler: Handler,
+}
+
+/// What serves a method.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Handler {
+    /// `grpc::predict`: the wire bytes decoded in one pass (it takes the method over from
+    /// the generated server).
+    FastPredict,
+    /// `grpc::seldon::SeldonService`, through the generated server.
+    Seldon,
+    /// `grpc::v2::V2Service`, through the generated server.
+    V2,
+    /// `grpc::health`.
+    Health,
+    /// tonic-reflection.
+    Reflection,
+}
+
+impl Rpc {
+    /// The method's name, for the access log.
+    pub fn name(&self) -> &'static str {
+        self.path.rsplit('/').next().unwrap_or(self.path)
+    }
+
+    /// What is recorded about one call, counted under the method's route.
+    pub fn observe(&self) -> Observed {
+        Observed::new(Protocol::Grpc, self.metric.unwrap_or(Route::Other))
+    }
+}
+
+const fn rpc(path: &'static str, access: Access, metric: Option<Route>, handler: Handler) -> Rpc {
+    Rpc {
+        path,
+        access,
+        metric,
+        handler,
+    }
+}
+
+use Handler::{FastPredict, Health, Reflection, Seldon, V2};
+
+pub const SELDON_PREDICT: Rpc = rpc(
+    "/seldon.protos.Seldon/Predict",
+    Access::PREDICT,
+    Some(Route::Predict),
+    FastPredict,
+);
+pub const SELDON_FEEDBACK: Rpc = rpc(
+    "/seldon.protos.Seldon/SendFeedback",
+    Access::PREDICT,
+    Some(Route::Feedback),
+    Seldon,
+);
+pub const SELDON_MODEL_METADATA: Rpc = rpc(
+    "/seldon.protos.Seldon/ModelMetadata",
+    Access::PREDICT,
+    Some(Route::Metadata),
+    Seldon,
+);
+pub const SELDON_GRAPH_METADATA: Rpc = rpc(
+    "/seldon.protos.Seldon/GraphMetadata",
+    Access::PREDICT,
+    Some(Route::Metadata),
+    Seldon,
+);
+pub const MODEL_PREDICT: Rpc = rpc(
+    "/seldon.protos.Model/Predict",
+    Access::PREDICT,
+    Some(Route::Predict),
+    FastPredict,
+);
+pub const MODEL_FEEDBACK: Rpc = rpc(
+    "/seldon.protos.Model/SendFeedback",
+    Access::PREDICT,
+    Some(Route::Feedback),
+    Seldon,
+);
+pub const MODEL_METADATA: Rpc = rpc(
+    "/seldon.protos.Model/Metadata",
+    Access::PREDICT,
+    Some(Route::Metadata),
+    Seldon,
+);
+pub const V2_INFER: Rpc = rpc(
+    "/inference.GRPCInferenceService/ModelInfer",
+    Access::PREDICT,
+    Some(Route::Infer),
+    V2,
+);
+
+/// The table.
+pub static METHODS: &[Rpc] = &[
+    SELDON_PREDICT,
+    SELDON_FEEDBACK,
+    SELDON_MODEL_METADATA,
+    SELDON_GRAPH_METADATA,
+    MODEL_PREDICT,
+    MODEL_FEEDBACK,
+    MODEL_METADATA,
+    rpc(
+        "/inference.GRPCInferenceService/ServerLive",
+        Access::OPEN,
+        None,
+        V2,
+    ),
+    rpc(
+        "/inference.GRPCInferenceService/ServerReady",
+        Access::OPEN,
+        None,
+        V2,
+    ),
+    rpc(
+        "/inference.GRPCInferenceService/ModelReady",
+        Access::OPEN,
+        None,
+        V2,
+    ),
+    rpc(
+        "/inference.GRPCInferenceService/ServerMetadata",
+        Access::PREDICT,
+        None,
+        V2,
+    ),
+    rpc(
+        "/inference.GRPCInferenceService/ModelMetadata",
+        Access::PREDICT,
+        None,
+        V2,
+    ),
+    V2_INFER,
+    rpc(
+        "/inference.GRPCInferenceService/RepositoryIndex",
+        Access::REPOSITORY_READ,
+        None,
+        V2,
+    ),
+    rpc(
+        "/inference.GRPCInferenceService/RepositoryModelLoad",
+        Access::REPOSITORY_WRITE,
+        None,
+        V2,
+    ),
+    rpc(
+        "/inference.GRPCInferenceService/RepositoryModelUnload",
+        Access::REPOSITORY_WRITE,
+        None,
+        V2,
+    ),
+    rpc("/grpc.health.v1.Health/Check", Access::OPEN, None, Health),
+    rpc("/grpc.health.v1.Health/Watch", Access::OPEN, None, Health),
+    rpc(
+        "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
+        Access::OPEN,
+        None,
+        Reflection,
+    ),
+    rpc(
+        "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
+        Access::OPEN,
+        None,
+        Reflection,
+    ),
+];
+
+/// The row for a request's path.
+pub fn find(path: &str) -> Option<&'static Rpc> {
+    METHODS.iter().find(|m| m.path == path)
+}
+
+/// What a call to `path` needs: its row's access; an unknown method needs the predict
+/// scope, so that its UNIMPLEMENTED says nothing to a caller without a token.
+pub fn access(path: &str) -> Access {
+    find(path).map_or(Access::PREDICT, |m| m.access)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use prost::Message;
+
+    /// Every method with what it needs and how it is counted: a method cannot be added,
+    /// nor its access changed, without this list changing.
+    #[test]
+    fn every_method_with_its_access() {
+        let listed: Vec<String> = METHODS
+            .iter()
+            .map(|m| {
+                let metric = m.metric.map_or("-", Route::label);
+                format!("{} {} {metric} {:?}", m.path, scope(m.access), m.handler)
+            })
+            .collect();
+        let expected = [
+            "/seldon.protos.Seldon/Predict predict predict FastPredict",
+            "/seldon.protos.Seldon/SendFeedback predict feedback Seldon",
+            "/seldon.protos.Seldon/ModelMetadata predict metadata Seldon",
+            "/seldon.protos.Seldon/GraphMetadata predict metadata Seldon",
+            "/seldon.protos.Model/Predict predict predict FastPredict",
+            "/seldon.protos.Model/SendFeedback predict feedback Seldon",
+            "/seldon.protos.Model/Metadata predict metadata Seldon",
+            "/inference.GRPCInferenceService/ServerLive open - V2",
+            "/inference.GRPCInferenceService/ServerReady open - V2",
+            "/inference.GRPCInferenceService/ModelReady open - V2",
+            "/inference.GRPCInferenceService/ServerMetadata predict - V2",
+            "/inference.GRPCInferenceService/ModelMetadata predict - V2",
+            "/inference.GRPCInferenceService/ModelInfer predict infer V2",
+            "/inference.GRPCInferenceService/RepositoryIndex repository-read - V2",
+            "/inference.GRPCInferenceService/RepositoryModelLoad repository-write - V2",
+            "/inference.GRPCInferenceService/RepositoryModelUnload repository-write - V2",
+            "/grpc.health.v1.Health/Check open - Health",
+            "/grpc.health.v1.Health/Watch open - Health",
+            "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo open - Reflection",
+            "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo open - Reflection",
+        ];
+        assert_eq!(listed, expected);
+    }
+
+    fn scope(a: Access) -> &'static str {
+        match a {
+            Access::OPEN => "open",
+            Access::PREDICT => "predict",
+            Access::REPOSITORY_READ => "repository-read",
+            Access::REPOSITORY_WRITE => "repository-write",
+            _ => "other",
+        }
+    }
+
+    /// The table has exactly the methods of the services the server registers.
+    #[test]
+    fn the_table_is_every_served_method() {
+        let mut served = Vec::new();
+        for set in [
+            inferwire_codec::pb::FILE_DESCRIPTOR_SET,
+            tonic_health::pb::FILE_DESCRIPTOR_SET,
+            tonic_reflection::pb::v1::FILE_DESCRIPTOR_SET,
+            tonic_reflection::pb::v1alpha::FILE_DESCRIPTOR_SET,
+        ] {
+            let set = prost_types::FileDescriptorSet::decode(set).unwrap();
+            for file in set.file {
+                for service in &file.service {
+                    for method in &service.method {
+                        served.push(format!(
+                            "/{}.{}/{}",
+                            file.package(),
+                            service.name(),
+                            method.name()
+                        ));
+                    }
+                }
+            }
+        }
+        let mut table: Vec<String> = METHODS.iter().map(|m| m.path.to_owned()).collect();
+        served.sort();
+        table.sort();
+        assert_eq!(table, served);
+    }
+
+    #[test]
+    fn unknown_methods_need_a_token() {
+        assert_eq!(access("/grpc.health.v1.Health/Check"), Access::OPEN);
+        assert_eq!(access("/grpc.health.v1.Health/Nope"), Access::PREDICT);
+        assert_eq!(
+            access("/inference.GRPCInferenceService/Nope"),
+            Access::PREDICT
+        );
+        assert_eq!(
+            access("/inference.GRPCInferenceService/ServerLive/x"),
+            Access::PREDICT
+        );
+        assert_eq!(access(""), Access::PREDICT);
+        assert_eq!(V2_INFER.name(), "ModelInfer");
+        // The cases auth.rs tested before the table.
+        assert_eq!(
+            access("/inference.GRPCInferenceService/ModelInfer"),
+            Access::PREDICT
+        );
+        assert_eq!(access("/seldon.protos.Seldon/Predict"), Access::PREDICT);
+        assert_eq!(
+            access("/inference.GRPCInferenceService/RepositoryModelLoad"),
+            Access::REPOSITORY_WRITE
+        );
+        assert_eq!(
+            access("/inference.GRPCInferenceService/RepositoryIndex"),
+            Access::REPOSITORY_READ
+        );
+    }
+}

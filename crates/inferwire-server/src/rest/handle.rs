@@ -1,0 +1,120 @@
+//! One REST request: its route found in the table (`routes`), its access checked, its
+//! handler run, errors in the protocol's shape (V2's `{"error": ...}` under `/v2`,
+//! Seldon's FAILURE message elsewhere), and the request recorded.
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use http::{HeaderValue, Request};
+use hyper::body::Incoming;
+
+use super::body::{self, Reply};
+use super::routes::{self, Ctx};
+use crate::app::App;
+use crate::error::{Kind, ServeError};
+use crate::metrics::{self, Code, Protocol};
+use crate::observe::Observed;
+
+/// `peer`: the client's address, which failed logins are counted against.
+pub async fn handle(app: Arc<App>, req: Request<Incoming>, peer: IpAddr) -> Reply {
+    let path = strip_ingress_prefix(req.uri().path()).to_owned();
+    let method = req.method().clone();
+    let found = routes::find(&path);
+    let route = found.as_ref().map(|f| f.route);
+    let mut obs = Observed::new(
+        Protocol::Rest,
+        route.map_or(metrics::Route::Other, |r| r.metric),
+    );
+    let request_id = req.headers().get("x-request-id").cloned();
+    if let Some(id) = request_id.as_ref().and_then(|v| v.to_str().ok()) {
+        obs.id = id.to_owned();
+    }
+    let refused = crate::auth::admit(
+        app.config.auth.as_deref(),
+        app.config.allow_unauthenticated_repository,
+        routes::access(found.as_ref()),
+        req.headers()
+            .get(http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok()),
+    )
+    .err();
+    let result = match (refused, found) {
+        (Some(refusal), _) => {
+            let e = refusal.to_error();
+            let mut r = error(&path, &e);
+            if e.kind == Kind::Unauthenticated {
+                r.headers_mut().insert(
+                    http::header::WWW_AUTHENTICATE,
+                    HeaderValue::from_static("Bearer realm=\"inferwire\""),
+                );
+            }
+            Ok(r)
+        }
+        (None, None) => Err(routes::no_route_for(&method, &path)),
+        (None, Some(found)) => {
+            if found.route.default_model {
+                obs.model = app.default_slot();
+            }
+            match found.route.handler(&method) {
+                None => Err(found.route.not_allowed(&method, &path)),
+                Some(handler) => {
+                    handler(Ctx {
+                        app: &app,
+                        req,
+                        obs: &mut obs,
+                        path: &path,
+                        name: found.name,
+                        version: found.version,
+                        peer,
+                    })
+                    .await
+                }
+            }
+        }
+    };
+    let mut reply = result.unwrap_or_else(|e| error(&path, &e));
+    if let Some(id) = request_id {
+        reply.headers_mut().insert("x-request-id", id);
+    }
+    let status = reply.status().as_u16();
+    obs.finish(&app, Code::Http(status), &format!("{method} {path}"));
+    reply
+}
+
+/// An error in the shape of the path's protocol.
+fn error(path: &str, e: &ServeError) -> Reply {
+    if path.starts_with("/v2") {
+        super::v2::error(e)
+    } else {
+        body::error(e)
+    }
+}
+
+/// `/seldon/ns/name/api/v1.0/predictions` → `/api/v1.0/predictions`.
+fn strip_ingress_prefix(path: &str) -> &str {
+    let Some(rest) = path.strip_prefix("/seldon/") else {
+        return path;
+    };
+    let mut parts = rest.splitn(3, '/');
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some(_ns), Some(_name), Some(tail)) => &path[path.len() - tail.len() - 1..],
+        _ => path,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::strip_ingress_prefix;
+
+    #[test]
+    fn ingress_prefix() {
+        assert_eq!(
+            strip_ingress_prefix("/seldon/seldon/seldon-model/api/v1.0/predictions"),
+            "/api/v1.0/predictions"
+        );
+        assert_eq!(
+            strip_ingress_prefix("/api/v1.0/predictions"),
+            "/api/v1.0/predictions"
+        );
+        assert_eq!(strip_ingress_prefix("/seldon/x"), "/seldon/x");
+    }
+}
