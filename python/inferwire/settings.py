@@ -710,11 +710,18 @@ def flag_help(name: str) -> str:
 def markdown_table() -> str:
     """The settings reference table (docs/reference/configuration.md embeds it; a test
     checks the two agree)."""
-    rows = ["| flag | environment | default | meaning |", "|---|---|---|---|"]
+    rows = [
+        "| flag | environment | default | per model | meaning |",
+        "|---|---|---|---|---|",
+    ]
     for name, field in Settings.model_fields.items():
         envs = ", ".join(f"`{e}`" for e in env_names(name))
         extra = field.json_schema_extra
         words = extra.get("shown") if isinstance(extra, dict) else None
         default = str(words) if words else f"`{field.default!r}`"
-        rows.append(f"| `{flag_name(name)}` | {envs} | {default} | {field.description} |")
+        # A model in a repository may set it in its model-settings file.
+        per_model = "yes" if name in ModelServing.model_fields else ""
+        rows.append(
+            f"| `{flag_name(name)}` | {envs} | {default} | {per_model} | {field.description} |"
+        )
     return "\n".join(rows) + "\n"
