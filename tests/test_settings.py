@@ -119,9 +119,7 @@ def test_a_misspelt_key_in_a_settings_file_names_it_and_its_close_match(tmp_path
 
 
 def test_a_misspelt_key_in_a_model_settings_file_names_it(tmp_path: Path) -> None:
-    (tmp_path / "model-settings.yaml").write_text(
-        "implementation: model.py:M\nmodel_thread: 2\n"
-    )
+    (tmp_path / "model-settings.yaml").write_text("implementation: model.py:M\nmodel_thread: 2\n")
     with pytest.raises(SettingsError) as e:
         read_model_settings(tmp_path)
     assert "unknown setting 'model_thread'; did you mean 'model_threads'?" in str(e.value)
@@ -134,9 +132,7 @@ def test_model_settings_default_to_the_server_settings(tmp_path: Path) -> None:
     assert (s.name, s.version) == (tmp_path.name, "2")
     for name in ModelServing.model_fields:
         assert getattr(s, name) == Settings.model_fields[name].default, name
-    (tmp_path / "model-settings.yaml").write_text(
-        "implementation: model.py:M\nruntime: fast\n"
-    )
+    (tmp_path / "model-settings.yaml").write_text("implementation: model.py:M\nruntime: fast\n")
     with pytest.raises(SettingsError, match="runtime: 'fast' is not auto, native or python"):
         read_model_settings(tmp_path)
 
