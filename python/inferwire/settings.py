@@ -12,9 +12,9 @@ import difflib
 import json
 import os
 import secrets
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
@@ -335,7 +335,7 @@ class Settings(BaseSettings, ModelServing):
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         # Only from_sources reads the environment and a file: Settings(...) in Python code
         # is what it says.
-        if _SETTINGS_FILE.get() is None:
+        if _READING.get() is None:
             return (init_settings,)
         return (init_settings, env_settings, SeldonEnv(settings_cls), SettingsFile(settings_cls))
 
@@ -572,11 +572,23 @@ def unknown(key: str, known: list[str]) -> str:
 
 # -- sources (pydantic-settings), in order of precedence after the flags ----------------------
 
-# The settings file of the from_sources call under way, and where each value came from
-# (for messages); None outside from_sources.
-_SETTINGS_FILE: ContextVar[str | None] = ContextVar("settings_file", default=None)
-_FROM_FILE: ContextVar[dict[str, Any]] = ContextVar("from_file", default={})  # noqa: B039
-_WHERE: ContextVar[Callable[[str], str]] = ContextVar("where", default=str)
+
+@dataclass(frozen=True)
+class _Reading:
+    """A from_sources call under way: the settings file's values, and where a setting's
+    value came from (for messages)."""
+
+    from_file: dict[str, Any]
+    where: Callable[[str], str]
+
+
+# None outside from_sources: Settings(...) then reads its arguments only.
+_READING: ContextVar[_Reading | None] = ContextVar("reading", default=None)
+
+
+def _from_file() -> dict[str, Any]:
+    reading = _READING.get()
+    return reading.from_file if reading else {}
 
 
 class SeldonEnv(PydanticBaseSettingsSource):
@@ -601,10 +613,10 @@ class SettingsFile(PydanticBaseSettingsSource):
     """The ``--settings`` file (read by ``from_sources``), below every variable."""
 
     def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
-        return _FROM_FILE.get().get(field_name), field_name, False
+        return _from_file().get(field_name), field_name, False
 
     def __call__(self) -> dict[str, Any]:
-        return dict(_FROM_FILE.get())
+        return dict(_from_file())
 
 
 def read_file(path: str) -> dict[str, Any]:
@@ -640,17 +652,6 @@ def read_file(path: str) -> dict[str, Any]:
     return out
 
 
-@contextmanager
-def _reading(path: str, from_file: dict[str, Any], where: Callable[[str], str]) -> Iterator[None]:
-    tokens = (_SETTINGS_FILE.set(path), _FROM_FILE.set(from_file), _WHERE.set(where))
-    try:
-        yield
-    finally:
-        _WHERE.reset(tokens[2])
-        _FROM_FILE.reset(tokens[1])
-        _SETTINGS_FILE.reset(tokens[0])
-
-
 def from_sources(flags: dict[str, Any], settings_file: str | None = None) -> Settings:
     """Flags (non-None), then INFERWIRE_* env vars, then Seldon's env vars, then the
     settings file (``settings_file`` or ``$INFERWIRE_SETTINGS``), then defaults."""
@@ -667,8 +668,11 @@ def from_sources(flags: dict[str, Any], settings_file: str | None = None) -> Set
                 return var
         return f"{name} in {path}" if name in from_file else name
 
-    with _reading(path or "", from_file, where):
+    token = _READING.set(_Reading(from_file, where))
+    try:
         return Settings(**given)
+    finally:
+        _READING.reset(token)
 
 
 def explain(e: ValidationError, schema: type[BaseModel] | None = None) -> SettingsError:
@@ -686,7 +690,8 @@ def explain(e: ValidationError, schema: type[BaseModel] | None = None) -> Settin
     allowed = choices(field)
     if allowed:
         return SettingsError(f"{name}: {value!r} is not {_or(allowed)}")
-    where = _WHERE.get()(name)
+    reading = _READING.get()
+    where = reading.where(name) if reading else name
     if field.annotation is bool:
         return SettingsError(f"{where}: {value!r} is not true or false")
     return SettingsError(f"{where}: {value!r} is not a valid {type_name(field)}")
