@@ -86,7 +86,7 @@ def _opt(default: Any, help: str, *seldon_env: str, shown: str = "") -> Any:
 
 class ModelServing(BaseModel):
     """The settings a model in a repository may set for itself in its model-settings file
-    (``inferwire.repository.ModelSettings``); the server's own values are its defaults."""
+    (``inferwire.repository.ModelSettings``), with the same defaults as the server's."""
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
