@@ -6,6 +6,8 @@ from typing import Any, final
 from typing_extensions import Self
 
 __all__ = [
+    "CoreConfig",
+    "CoreModelSpec",
     "Server",
     "TreeEnsemble",
     "__version__",
@@ -21,17 +23,86 @@ __all__ = [
 __version__: str
 
 @final
+class CoreConfig:
+    """How the server runs, built once by ``inferwire.Settings.to_core()``: one keyword
+    argument per setting, none optional (a missing or misspelt key is a TypeError)."""
+
+    def __new__(
+        cls,
+        *,
+        host: str,
+        http_port: int,
+        grpc_port: int,
+        model_name: str,
+        model_image: str,
+        model_version: str,
+        model_threads: int,
+        max_concurrency: int,
+        max_queue: int,
+        max_batch_size: int,
+        max_batch_delay: float,
+        auth_tokens: str,
+        auth_users: str,
+        auth_key: str,
+        auth_token_ttl: float,
+        allow_unauthenticated_repository: bool,
+        login_user_failures: int,
+        login_client_failures: int,
+        login_window: float,
+        tls_cert: str,
+        tls_key: str,
+        tls_client_ca: str,
+        max_body_bytes: int,
+        body_timeout: float,
+        max_body_bytes_in_flight: int,
+        max_elements: int,
+        max_json_depth: int,
+        max_connections: int,
+        header_timeout: float,
+        max_streams: int,
+        workers: int,
+        supervised: bool,
+        timeout: float,
+        io_threads: int,
+        grace_period: float,
+        stuck_after: float,
+        max_requests: int,
+        max_requests_jitter: int,
+        max_worker_memory: int,
+        access_log: str,
+        log_level: str,
+        repository_sync_dir: str,
+    ) -> Self: ...
+
+@final
+class CoreModelSpec:
+    """How one repository model is served (``inferwire.repository.ModelSettings.to_core()``)."""
+
+    def __new__(
+        cls,
+        *,
+        name: str,
+        version: str,
+        model_threads: int,
+        max_concurrency: int,
+        max_queue: int,
+        max_batch_size: int,
+        max_batch_delay: float,
+    ) -> Self: ...
+
+@final
 class Server:
     """The Rust REST + gRPC servers around a model adapter (``inferwire.seldon.SeldonAdapter``)."""
 
     def __new__(
         cls,
-        config: dict[str, Any],
+        config: CoreConfig,
         adapter: Any,
-        models: list[Any] = ...,
+        models: list[tuple[Any, CoreModelSpec]] = ...,
         repository: Any | None = None,
     ) -> Self:
-        """``models``: ``(adapter, settings dict)`` of further models already built;
+        """``config``: ``inferwire.Settings.to_core()``; ``models``: ``(adapter,
+        CoreModelSpec)`` of further models already built;
         ``repository``: an ``inferwire.repository.Repository`` the repository API loads
         from."""
     def serve(self, on_bound: Callable[[int, int], None], worker: int = 0) -> None:

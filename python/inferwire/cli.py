@@ -6,12 +6,11 @@ import argparse
 import logging
 import signal
 import sys
-from dataclasses import fields
 from typing import Any
 
 from . import __version__, authfiles, client, publishing
 from .errors import InferwireError
-from .settings import Settings, env_name, from_sources
+from .settings import Settings, choices, flag_help, flag_name, from_sources
 
 
 def _serve_parser(sub: Any) -> None:
@@ -38,21 +37,15 @@ def _serve_parser(sub: Any) -> None:
         help="YAML or JSON file of settings (below); flags and environment variables override "
         "it (env: INFERWIRE_SETTINGS)",
     )
-    for f in fields(Settings):
-        option = f.metadata["option"]
-        envs = ", ".join((env_name(f.name), *option.env))
+    # Every setting is a flag, derived from the schema (inferwire.settings): its name,
+    # help, default and variables; values stay text here and are checked there, so that
+    # flags, variables and files give the same messages.
+    for name, field in Settings.model_fields.items():
         # A yes/no setting's flag alone means yes (--allow-unauthenticated-repository).
-        switch: dict[str, Any] = {"nargs": "?", "const": "true"} if f.type == "bool" else {}
-        # A help text that explains its default (model_name's "the class name") says it
-        # better than the empty value behind it.
-        default = "" if "(default:" in option.help else f"default: {f.default!r}; "
-        p.add_argument(
-            f"--{f.name.replace('_', '-')}",
-            dest=f.name,
-            default=None,
-            help=f"{option.help} ({default}env: {envs})",
-            **switch,
-        )
+        switch: dict[str, Any] = {"nargs": "?", "const": "true"} if field.annotation is bool else {}
+        if choices(field):
+            switch["metavar"] = "{" + ",".join(choices(field)) + "}"
+        p.add_argument(flag_name(name), dest=name, default=None, help=flag_help(name), **switch)
 
 
 def _bench(args: list[str]) -> int:

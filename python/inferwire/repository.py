@@ -21,14 +21,15 @@ import shutil
 import sys
 import tempfile
 import threading
-from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
+
+from pydantic import Field, ValidationError
 
 from . import loader, modelfile
 from .errors import ModelLoadError, SettingsError
 from .seldon import SeldonAdapter
-from .settings import Settings
+from .settings import ModelServing, Str, explain, parse_parameters, unknown
 
 SETTINGS_FILES = ("model-settings.yaml", "model-settings.yml", "model-settings.json")
 log = logging.getLogger("inferwire")
@@ -36,32 +37,23 @@ log = logging.getLogger("inferwire")
 SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 
 
-@dataclass
-class ModelSettings:
+class ModelSettings(ModelServing):
     """One model's settings file. ``implementation`` is ``file.py[:Class]`` (relative to
-    the model's folder) or ``module:Class`` (importable from it)."""
+    the model's folder) or ``module:Class`` (importable from it). How the model is served
+    (batching, threads, queue, runtime) is ``ModelServing``'s: the server's own settings,
+    declared once in ``inferwire.settings``, with the same defaults and checks."""
 
-    name: str
-    implementation: str
-    version: str = ""
+    name: Str
+    implementation: Str
+    version: Str = ""
     # Constructor arguments: a mapping, or Seldon's list of {name, value, type}.
-    parameters: Any = field(default_factory=dict)
-    max_batch_size: int = 1
-    max_batch_delay: float = 0.0
-    model_threads: int = 1
-    max_concurrency: int = 0
-    max_queue: int = 1024
-    raw_arrays: str = "numpy"
-    # A trained model file as the implementation: which runtime, and output names.
-    runtime: str = "auto"
-    output_names: str = "{class}"
+    parameters: dict[str, Any] | list[Any] = Field(default_factory=dict)
 
-    def runner(self) -> dict[str, Any]:
-        """What the core reads to build the model's runner."""
-        d = asdict(self)
-        for key in ("implementation", "parameters", "raw_arrays", "runtime", "output_names"):
-            d.pop(key)
-        return d
+    def to_core(self) -> Any:
+        """What the core serves the model with (``inferwire._core.CoreModelSpec``)."""
+        from . import _core
+
+        return _core.CoreModelSpec(name=self.name, version=self.version, **self.runner())
 
 
 def _read(path: Path) -> dict[str, Any]:
@@ -88,52 +80,41 @@ def read_model_settings(folder: Path) -> ModelSettings:
         raise SettingsError(f"{folder}: no {' / '.join(SETTINGS_FILES)}")
     data = {str(k).replace("-", "_"): v for k, v in _read(path).items()}
     data.setdefault("name", folder.name)
-    known = {f.name: f for f in fields(ModelSettings)}
+    known = ModelSettings.model_fields
     for key in data:
         if key not in known:
-            raise SettingsError(
-                f"{path}: unknown setting {key!r} (known: {', '.join(sorted(known))})"
-            )
+            raise SettingsError(f"{path}: {unknown(key, list(known))}")
     if "implementation" not in data:
         raise SettingsError(f"{path}: implementation is required (file.py:Class or module:Class)")
-    for key in ("name", "implementation", "version", "raw_arrays", "runtime", "output_names"):
-        if not isinstance(data.get(key, ""), (str, int)) or isinstance(data.get(key), bool):
-            raise SettingsError(f"{path}: {key} must be a string")
-        if key in data:
-            data[key] = str(data[key])
-    for key in ("max_batch_size", "model_threads", "max_concurrency", "max_queue"):
-        if key in data and (not isinstance(data[key], int) or isinstance(data[key], bool)):
-            raise SettingsError(f"{path}: {key}: {data[key]!r} is not an integer")
-    if "max_batch_delay" in data:
-        if not isinstance(data["max_batch_delay"], (int, float)) or data["max_batch_delay"] < 0:
-            raise SettingsError(f"{path}: max_batch_delay must be a number of seconds >= 0")
-        data["max_batch_delay"] = float(data["max_batch_delay"])
-    s = ModelSettings(**data)
-    # The same checks as the server's own settings, for the keys they share.
+    # A file is typed (unlike a flag's text): "4" for a number is a mistake, not a number.
+    for key, value in data.items():
+        kind = known[key].annotation
+        if kind is int and (not isinstance(value, int) or isinstance(value, bool)):
+            raise SettingsError(f"{path}: {key}: {value!r} is not an integer")
+        if kind is float and (
+            not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0
+        ):
+            raise SettingsError(f"{path}: {key} must be a number of seconds >= 0")
+        if kind is not int and kind is not float and key != "parameters":
+            if not isinstance(value, (str, int)) or isinstance(value, bool):
+                raise SettingsError(f"{path}: {key} must be a string")
+    if not isinstance(data.get("parameters", {}), (dict, list)):
+        raise SettingsError(
+            f"{path}: parameters must be a mapping or a list of {{name, value, type}}"
+        )
     try:
-        Settings(
-            max_batch_size=s.max_batch_size,
-            max_batch_delay=s.max_batch_delay,
-            model_threads=s.model_threads,
-            max_concurrency=s.max_concurrency,
-            max_queue=s.max_queue,
-            raw_arrays=s.raw_arrays,
-            runtime=s.runtime,
-        ).validate()
-    except SettingsError as e:
-        raise SettingsError(f"{path}: {e}") from e
-    return s
+        return ModelSettings(**data)
+    except ValidationError as e:
+        raise SettingsError(f"{path}: {explain(e, ModelSettings)}") from None
 
 
 def _constructor_parameters(s: ModelSettings, where: Path) -> dict[str, Any]:
     if isinstance(s.parameters, dict):
         return dict(s.parameters)
-    if isinstance(s.parameters, list):
-        try:
-            return Settings(parameters=json.dumps(s.parameters)).constructor_parameters()
-        except SettingsError as e:
-            raise SettingsError(f"{where}: {e}") from e
-    raise SettingsError(f"{where}: parameters must be a mapping or a list of {{name, value, type}}")
+    try:
+        return parse_parameters(json.dumps(s.parameters))
+    except SettingsError as e:
+        raise SettingsError(f"{where}: {e}") from e
 
 
 class Repository:
@@ -172,8 +153,13 @@ class Repository:
     def published(self) -> list[dict[str, Any]]:
         return published(self)
 
-    def load(self, name: str) -> tuple[Any, dict[str, Any]]:
-        """Builds model ``name``: (its adapter, its runner settings)."""
+    def load(self, name: str) -> tuple[Any, Any]:
+        """Builds model ``name`` for the core: (its adapter, its ``CoreModelSpec``)."""
+        adapter, settings = self.build(name)
+        return adapter, settings.to_core()
+
+    def build(self, name: str) -> tuple[Any, ModelSettings]:
+        """Builds model ``name``: (its adapter, its settings)."""
         with self._lock:  # one import at a time: sys.path and sys.modules are shared
             folder = self.folders().get(name)
             if folder is None:
@@ -186,7 +172,7 @@ class Repository:
                     str(folder / impl), s.name, s.runtime, s.output_names, s.raw_arrays
                 )
                 log.info("model %s: %s", s.name, how)
-                return adapter, {**s.runner(), "name": s.name, "version": s.version}
+                return adapter, s
             if impl.endswith(".py"):
                 spec = str(folder / impl) + (f":{cls}" if cls else "")
             elif str(folder) not in sys.path:
@@ -198,7 +184,7 @@ class Repository:
                     f"{folder}: max_batch_size: {type(model).__name__} defines predict_raw, "
                     "whose requests cannot be joined"
                 )
-            return adapter, {**s.runner(), "name": s.name, "version": s.version}
+            return adapter, s
 
 
 # -- publishing ----------------------------------------------------------------------------
@@ -256,7 +242,7 @@ def publish(repo: Repository, name: str, version: str, data: bytes, filename: st
             shutil.move(str(staged), Path(scratch, "v", staged.name))
             Path(scratch, "v").rename(target)
         settings = _write_settings(folder, name, version, f"versions/{version}/model{suffix}")
-    return adapter, {**settings.runner(), "name": name, "version": version}
+    return adapter, settings.to_core()
 
 
 def _write_settings(folder: Path, name: str, version: str, implementation: str) -> ModelSettings:

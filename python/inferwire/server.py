@@ -11,7 +11,7 @@ from typing import Any
 from . import _core, loader, modelfile
 from .error_log import errors
 from .errors import SettingsError
-from .repository import Repository
+from .repository import ModelSettings, Repository
 from .seldon import SeldonAdapter
 from .settings import Settings
 from .workers import run_workers
@@ -35,13 +35,15 @@ def serve(model: Any = None, settings: Settings | None = None, *, spec: str | No
     ``settings.model_repository`` until SIGINT or SIGTERM. Blocks; the GIL is released
     while waiting. With ``settings.workers`` above 1 every model is loaded here once and
     the workers are forked from this process."""
-    settings = (settings or Settings()).validate()
+    settings = settings or Settings()
     errors.configure(settings.log_repeats_every)
     repo = Repository(settings.model_repository) if settings.model_repository else None
-    others: list[tuple[Any, dict[str, Any]]] = []
+    others: list[tuple[Any, ModelSettings]] = []
     if repo is not None:
-        others = [repo.load(n) for n in repo.names()]
-    core_settings = settings.to_core()
+        others = [repo.build(n) for n in repo.names()]
+    # What the server works out below, for the core's config (Settings.to_core).
+    serving: ModelSettings | None = None
+    version = settings.model_version
     if settings.allow_unauthenticated_repository and not (
         settings.auth_tokens or settings.auth_users
     ):
@@ -56,24 +58,23 @@ def serve(model: Any = None, settings: Settings | None = None, *, spec: str | No
     if model is None and repo is not None and not others:
         # An empty repository waits for models to be published.
         adapter, name, image, batch = None, settings.model_name or "none", "", 1
-        core_settings.update(model_version="")
+        version = ""
     elif model is None:
         # The repository's default model answers the Seldon protocol's routes.
         if not others:
             raise SettingsError(
                 "nothing to serve: give a model, or a --model-repository with models in it"
             )
-        names = [o[1]["name"] for o in others]
+        names = [o[1].name for o in others]
         wanted = settings.default_model or names[0]
         if wanted not in names:
             raise SettingsError(
                 f"default_model: the repository has no model {wanted!r} ({', '.join(names)})"
             )
-        adapter, own = others.pop(names.index(wanted))
-        name = own["name"]
-        core_settings.update(own, model_version=own["version"])
+        adapter, serving = others.pop(names.index(wanted))
+        name, version = serving.name, serving.version
         image = settings.model_image or name
-        batch = own["max_batch_size"]
+        batch = serving.max_batch_size
     elif isinstance(model, str) and modelfile.is_model_file(model):
         spec = model
         name = settings.model_name or Path(spec).stem
@@ -97,18 +98,24 @@ def serve(model: Any = None, settings: Settings | None = None, *, spec: str | No
                 "cannot be joined; batching needs predict (set max_batch_size to 1)"
             )
         batch = settings.max_batch_size
-    if model is not None and any(o[1]["name"] == name for o in others):
+    if model is not None and any(o[1].name == name for o in others):
         raise SettingsError(f"model_name: the repository also has a model named {name!r}")
-    core_settings.update(model_name=name, model_image=image)
     sync_dir = None
     supervised = settings.supervisor == "on"
     if supervised:
         if repo is not None:
             # Where the workers pass repository API changes to each other.
             sync_dir = tempfile.mkdtemp(prefix="inferwire-repository-")
-            core_settings.update(repository_sync_dir=sync_dir)
     try:
-        server = _core.Server(core_settings, adapter, others, repo)
+        config = settings.to_core(
+            serving,
+            model_name=name,
+            model_image=image,
+            model_version=version,
+            repository_sync_dir=sync_dir or "",
+        )
+        built = [(a, s.to_core()) for a, s in others]
+        server = _core.Server(config, adapter, built, repo)
     except ValueError as e:  # files the core reads: TLS certificates, token and user files
         raise SettingsError(str(e)) from None
     workers = f" with {settings.workers} workers" if settings.workers > 1 else ""

@@ -1,210 +1,346 @@
-"""Server settings: one definition, read from flags, then ``INFERWIRE_*`` environment
-variables, then the Seldon wrapper's variables, then a settings file (``--settings``,
-YAML or JSON), then defaults (in that order of precedence). Every value is validated
-before the server starts, and a key the file does not know is an error, not ignored."""
+"""Server settings, declared once in a pydantic-settings schema: the command line's flags,
+the ``INFERWIRE_*`` environment variables, the Seldon wrapper's variables, settings files,
+model-settings files (``inferwire.repository``), the docs table and the Rust core's
+config are all derived from the fields below. Precedence: flags, then ``INFERWIRE_*``,
+then Seldon's variables, then a settings file (``--settings``, YAML or JSON), then the
+defaults. Every value is validated before the server starts, and a key a file does not
+know is an error, not ignored."""
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import secrets
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal, get_args, get_origin
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from .errors import SettingsError
 
+# The shared metrics memory has a slot per worker (crates/inferwire-server/src/metrics.rs).
+MAX_WORKERS = 64
 
-@dataclass(frozen=True)
-class Option:
-    """How one setting is named on the command line and in the environment."""
-
-    help: str
-    env: tuple[str, ...] = ()
+SETTINGS_ENV = "INFERWIRE_SETTINGS"
+ENV_PREFIX = "INFERWIRE_"
 
 
-def _opt(default: Any, help: str, *seldon_env: str) -> Any:
-    return field(default=default, metadata={"option": Option(help, seldon_env)})
+# -- value types: what each source may give (a flag and an env var are text) -----------------
 
 
-@dataclass
-class Settings:
-    host: str = _opt("0.0.0.0", "address to listen on")
-    http_port: int = _opt(9000, "REST port (HTTP/1.1 and h2c)", "PREDICTIVE_UNIT_HTTP_SERVICE_PORT")
-    grpc_port: int = _opt(5000, "gRPC port", "PREDICTIVE_UNIT_GRPC_SERVICE_PORT")
-    model_name: str = _opt(
-        "",
-        "model name in replies' meta.requestPath and V2 routes (default: the class name, or "
-        "the model file's name without its suffix)",
-        "PREDICTIVE_UNIT_ID",
+def _int(v: Any) -> Any:
+    # 1.5 or true in a file would be truncated or taken as 1 by pydantic's lax int.
+    if isinstance(v, (bool, float)):
+        raise ValueError("not an int")
+    return v
+
+
+def _float(v: Any) -> Any:
+    if isinstance(v, bool):
+        raise ValueError("not a float")
+    return v
+
+
+def _str(v: Any) -> Any:
+    # A YAML file's `model_version: 2` is a number: taken as the text it was written as.
+    if isinstance(v, int) and not isinstance(v, bool):
+        return str(v)
+    return v
+
+
+def _strict_bool(v: Any) -> bool:
+    """true/false, yes/no, on/off, 1/0; anything else is an error (so that a misspelt
+    "flase" does not turn a safety switch on)."""
+    if isinstance(v, bool):
+        return v
+    text = str(v).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off"):
+        return False
+    raise ValueError("not true or false")
+
+
+def _lower(v: Any) -> Any:
+    return v.lower() if isinstance(v, str) else v
+
+
+Int = Annotated[int, BeforeValidator(_int)]
+Float = Annotated[float, BeforeValidator(_float)]
+Str = Annotated[str, BeforeValidator(_str)]
+Bool = Annotated[bool, BeforeValidator(_strict_bool)]
+
+
+def _opt(default: Any, help: str, *seldon_env: str, shown: str = "") -> Any:
+    """A setting: its default, its help (the flag's and the docs'), the Seldon wrapper's
+    variables that also set it, and (``shown``) its default in words when the empty
+    value stands for something the server works out."""
+    extra: dict[str, Any] = {"seldon_env": list(seldon_env), "shown": shown}
+    return Field(default, description=help, json_schema_extra=extra)
+
+
+class ModelServing(BaseModel):
+    """The settings a model in a repository may set for itself in its model-settings file
+    (``inferwire.repository.ModelSettings``), with the same defaults as the server's."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    model_threads: Int = _opt(
+        1, "model calls that may run at once (more than 1 helps models that release the GIL)"
     )
-    model_image: str = _opt(
-        "",
-        "value beside the name in meta.requestPath (Seldon puts the image there)",
-        "PREDICTIVE_UNIT_IMAGE",
+    max_concurrency: Int = _opt(
+        0,
+        "requests admitted to the model at once, running or gathered into a batch "
+        "(0: model_threads x max_batch_size)",
     )
-    model_version: str = _opt(
-        "", "the model's version on V2 routes (/v2/models/NAME/versions/VERSION); empty: none"
+    max_queue: Int = _opt(1024, "requests waiting for admission before 503 / RESOURCE_EXHAUSTED")
+    max_batch_size: Int = _opt(1, "requests joined into one predict call (1: no batching)")
+    max_batch_delay: Float = _opt(
+        0.0,
+        "seconds a batch's first request waits for more (0: batch only what is already waiting)",
     )
-    model_repository: str = _opt(
-        "", "folder of models, one subfolder with a model-settings.yaml/json each (V2 routes)"
-    )
-    default_model: str = _opt(
-        "", "with a repository and no MODEL: the model the Seldon routes call (default: first)"
-    )
-    parameters: str = _opt(
-        "",
-        "constructor arguments, Seldon style: JSON list of {name, value, type}",
-        "PREDICTIVE_UNIT_PARAMETERS",
-    )
-    raw_arrays: str = _opt(
+    raw_arrays: Literal["numpy", "list"] = _opt(
         "numpy", "arrays in predict_raw's dict: numpy (no copy) or list (as Seldon's REST)"
     )
-    auth_tokens: str = _opt(
-        "",
-        "file of bearer tokens, one per line: NAME SCOPES SHA256 (inferwire auth token); set "
-        "with auth_users or alone to require a token on every route but health and metrics",
-    )
-    auth_users: str = _opt(
-        "",
-        "file of users for POST /login, one per line: NAME SCOPES ARGON2-HASH "
-        "(inferwire auth user)",
-    )
-    auth_secret: str = _opt(
-        "",
-        "key that signs login tokens (16+ characters); empty: a random one per start, so "
-        "tokens end with the server",
-    )
-    auth_token_ttl: float = _opt(3600.0, "seconds a login token stays valid")
-    auth_secret_file: str = _opt(
-        "",
-        "file holding auth_secret (trimmed; 16+ characters): keeps the key off the command "
-        "line, where ps shows it",
-    )
-    allow_unauthenticated_repository: bool = _opt(
-        False,
-        "without auth, serve the repository API anyway (publish, delete, load, unload, index): "
-        "anyone who can reach the port can then run code in the server; trusted networks only",
-    )
-    login_user_failures: int = _opt(
-        5, "failed logins per username within login_window before POST /login answers 429"
-    )
-    login_client_failures: int = _opt(
-        20, "failed logins per client address (IPv6: per /64) within login_window before 429"
-    )
-    login_window: float = _opt(
-        60.0, "seconds failed logins are counted for, from the first; then the count restarts"
-    )
-    tls_cert: str = _opt(
-        "", "PEM certificate chain: serve REST and gRPC over TLS (empty: plaintext)"
-    )
-    tls_key: str = _opt("", "PEM private key of tls_cert")
-    tls_client_ca: str = _opt(
-        "", "PEM CA certificates: require client certificates signed by them (mutual TLS)"
-    )
-    runtime: str = _opt(
+    runtime: Literal["auto", "native", "python"] = _opt(
         "auto",
         "for a trained model file: native (tree models scored in Rust), python (the library's "
         "own predict), or auto (native when it can score the model)",
     )
-    output_names: str = _opt(
+    output_names: Str = _opt(
         "{class}",
         "native tree models: the name of each output, {class} replaced by the class label "
         "(e.g. {class}_Pred)",
     )
-    max_body_bytes: int = _opt(
+
+    @model_validator(mode="after")
+    def _check_serving(self) -> ModelServing:
+        for name in ("max_queue", "model_threads", "max_batch_size"):
+            if getattr(self, name) < 1:
+                raise SettingsError(f"{name}: must be at least 1, got {getattr(self, name)}")
+        for name in ("max_batch_delay", "max_concurrency"):
+            if getattr(self, name) < 0:
+                raise SettingsError(f"{name}: must not be negative, got {getattr(self, name)}")
+        if 0 < self.max_concurrency < self.max_batch_size:
+            raise SettingsError(
+                f"max_concurrency {self.max_concurrency} admits fewer requests than "
+                f"max_batch_size {self.max_batch_size}, so batches could never fill: raise it "
+                "or leave it 0 (model_threads x max_batch_size)"
+            )
+        if self.max_batch_delay > 0 and self.max_batch_size == 1:
+            raise SettingsError(
+                "max_batch_delay is set but max_batch_size is 1 (no batching): set "
+                "max_batch_size above 1 or leave max_batch_delay 0"
+            )
+        return self
+
+    def runner(self) -> dict[str, Any]:
+        """How the model's runner admits, queues and batches: the core's keys."""
+        return {
+            "model_threads": self.model_threads,
+            # Derived here only: 0 means enough to keep every model thread's batch full.
+            "max_concurrency": self.max_concurrency or self.model_threads * self.max_batch_size,
+            "max_queue": self.max_queue,
+            "max_batch_size": self.max_batch_size,
+            "max_batch_delay": self.max_batch_delay,
+        }
+
+
+class Settings(BaseSettings, ModelServing):
+    """Every setting of ``inferwire serve``. ``Settings(max_batch_size=4)`` validates what
+    it is given (and reads no environment); ``from_sources`` reads flags, environment and
+    a settings file as the command line does. A bad value raises ``SettingsError``."""
+
+    model_config = SettingsConfigDict(
+        extra="forbid",
+        validate_assignment=True,
+        env_prefix=ENV_PREFIX,
+        env_ignore_empty=True,
+        case_sensitive=False,
+    )
+
+    host: Str = _opt("0.0.0.0", "address to listen on")
+    http_port: Int = _opt(9000, "REST port (HTTP/1.1 and h2c)", "PREDICTIVE_UNIT_HTTP_SERVICE_PORT")
+    grpc_port: Int = _opt(5000, "gRPC port", "PREDICTIVE_UNIT_GRPC_SERVICE_PORT")
+    model_name: Str = _opt(
+        "",
+        "model name in replies' meta.requestPath and V2 routes",
+        "PREDICTIVE_UNIT_ID",
+        shown="the class name, or the model file's name without its suffix",
+    )
+    model_image: Str = _opt(
+        "",
+        "value beside the name in meta.requestPath (Seldon puts the image there)",
+        "PREDICTIVE_UNIT_IMAGE",
+    )
+    model_version: Str = _opt(
+        "", "the model's version on V2 routes (/v2/models/NAME/versions/VERSION); empty: none"
+    )
+    model_repository: Str = _opt(
+        "", "folder of models, one subfolder with a model-settings.yaml/json each (V2 routes)"
+    )
+    default_model: Str = _opt(
+        "",
+        "with a repository and no MODEL: the model the Seldon routes call",
+        shown="the first",
+    )
+    parameters: Str = _opt(
+        "",
+        "constructor arguments, Seldon style: JSON list of {name, value, type}",
+        "PREDICTIVE_UNIT_PARAMETERS",
+    )
+    auth_tokens: Str = _opt(
+        "",
+        "file of bearer tokens, one per line: NAME SCOPES SHA256 (inferwire auth token); set "
+        "with auth_users or alone to require a token on every route but health and metrics",
+    )
+    auth_users: Str = _opt(
+        "",
+        "file of users for POST /login, one per line: NAME SCOPES ARGON2-HASH "
+        "(inferwire auth user)",
+    )
+    auth_secret: Str = _opt(
+        "",
+        "key that signs login tokens (16+ characters); empty: a random one per start, so "
+        "tokens end with the server",
+    )
+    auth_token_ttl: Float = _opt(3600.0, "seconds a login token stays valid")
+    auth_secret_file: Str = _opt(
+        "",
+        "file holding auth_secret (trimmed; 16+ characters): keeps the key off the command "
+        "line, where ps shows it",
+    )
+    allow_unauthenticated_repository: Bool = _opt(
+        False,
+        "without auth, serve the repository API anyway (publish, delete, load, unload, index): "
+        "anyone who can reach the port can then run code in the server; trusted networks only",
+    )
+    login_user_failures: Int = _opt(
+        5, "failed logins per username within login_window before POST /login answers 429"
+    )
+    login_client_failures: Int = _opt(
+        20, "failed logins per client address (IPv6: per /64) within login_window before 429"
+    )
+    login_window: Float = _opt(
+        60.0, "seconds failed logins are counted for, from the first; then the count restarts"
+    )
+    tls_cert: Str = _opt(
+        "", "PEM certificate chain: serve REST and gRPC over TLS (empty: plaintext)"
+    )
+    tls_key: Str = _opt("", "PEM private key of tls_cert")
+    tls_client_ca: Str = _opt(
+        "", "PEM CA certificates: require client certificates signed by them (mutual TLS)"
+    )
+    max_body_bytes: Int = _opt(
         64 * 1024 * 1024,
         "largest REST body or gRPC message, bytes, before and after inflating (Content-Encoding "
         "gzip/deflate, grpc-encoding gzip)",
     )
-    body_timeout: float = _opt(
+    body_timeout: Float = _opt(
         30.0,
         "seconds a request body (REST) or each request message (gRPC) has to arrive after the "
         "head or the previous message; past it 408 (the connection closes) / DEADLINE_EXCEEDED",
     )
-    max_body_bytes_in_flight: int = _opt(
+    max_body_bytes_in_flight: Int = _opt(
         256 * 1024 * 1024,
         "request-body bytes a worker holds at once while receiving and inflating them (counted "
         "by Content-Length or gRPC's message length when given); a body that would exceed it "
         "gets 503 + Retry-After / RESOURCE_EXHAUSTED at once",
     )
-    max_elements: int = _opt(64 * 1024 * 1024, "largest number of elements in one tensor")
-    max_json_depth: int = _opt(32, "deepest nesting of ndarray lists")
-    max_connections: int = _opt(
+    max_elements: Int = _opt(64 * 1024 * 1024, "largest number of elements in one tensor")
+    max_json_depth: Int = _opt(32, "deepest nesting of ndarray lists")
+    max_connections: Int = _opt(
         10000,
         "open connections per worker, REST and gRPC together; past it, new ones wait in the "
         "kernel's backlog until one closes",
     )
-    header_timeout: float = _opt(
+    header_timeout: Float = _opt(
         30.0,
         "seconds an HTTP/1.1 connection has to send a whole request head, counted from its "
         "start or its previous response: slow senders and idle keep-alive connections are "
         "closed",
     )
-    max_streams: int = _opt(
+    max_streams: Int = _opt(
         200, "HTTP/2 streams (REST h2 and gRPC calls) open at once per connection"
     )
-    workers: int = _opt(
+    workers: Int = _opt(
         1,
         "worker processes forked after the model is loaded, taking connections from one "
         "shared accept queue",
     )
-    model_threads: int = _opt(
-        1, "model calls that may run at once (more than 1 helps models that release the GIL)"
-    )
-    max_concurrency: int = _opt(
-        0,
-        "requests admitted to the model at once, running or gathered into a batch "
-        "(0: model_threads x max_batch_size)",
-    )
-    max_queue: int = _opt(1024, "requests waiting for admission before 503 / RESOURCE_EXHAUSTED")
-    max_batch_size: int = _opt(1, "requests joined into one predict call (1: no batching)")
-    max_batch_delay: float = _opt(
-        0.0,
-        "seconds a batch's first request waits for more (0: batch only what is already waiting)",
-    )
-    timeout: float = _opt(
+    timeout: Float = _opt(
         60.0,
         "seconds a request may take before 504 / DEADLINE_EXCEEDED; queued requests past it "
         "are dropped, not computed (0: no limit; a shorter gRPC deadline always applies)",
     )
-    io_threads: int = _opt(2, "threads doing networking, parsing and encoding, per worker")
-    grace_period: float = _opt(30.0, "seconds open requests may take to finish after SIGTERM")
-    stuck_after: float = _opt(
+    io_threads: Int = _opt(2, "threads doing networking, parsing and encoding, per worker")
+    grace_period: Float = _opt(30.0, "seconds open requests may take to finish after SIGTERM")
+    stuck_after: Float = _opt(
         120.0,
         "seconds after which a model call that has not returned counts as stuck: /live "
         "answers 503, and the worker drains and is replaced (0: never)",
     )
-    supervisor: str = _opt(
+    supervisor: Literal["on", "off"] = _opt(
         "on",
         "on: even one worker runs forked under a supervisor that replaces it if it dies or "
         "is recycled; off: one process, nothing restarts it (only with --workers 1)",
     )
-    max_requests: int = _opt(
+    max_requests: Int = _opt(
         0,
         "a worker that has answered this many requests (plus its share of "
         "max_requests_jitter) drains and is replaced, nothing lost (0: never)",
     )
-    max_requests_jitter: int = _opt(
+    max_requests_jitter: Int = _opt(
         0,
         "up to this many requests more, drawn per worker, so that workers are not all "
         "replaced at once (0: a tenth of max_requests)",
     )
-    max_worker_memory: int = _opt(
+    max_worker_memory: Int = _opt(
         0,
         "MiB of resident memory past which a worker drains and is replaced, checked every "
         "second (0: no limit)",
     )
-    access_log: str = _opt("off", "one line per request on stderr: off, text or json")
-    log_level: str = _opt("info", "debug, info, warning or error")
-    log_repeats_every: float = _opt(
+    access_log: Literal["off", "text", "json"] = _opt(
+        "off", "one line per request on stderr: off, text or json"
+    )
+    log_level: Annotated[Literal["debug", "info", "warning", "error"], BeforeValidator(_lower)] = (
+        _opt("info", "debug, info, warning or error")
+    )
+    log_repeats_every: Float = _opt(
         60.0,
         "seconds between summary lines for a model error that repeats: the first error of a "
         "kind (call, exception type, raising line) is logged with its traceback, repeats are "
         "counted (0: a traceback every time)",
     )
 
-    def validate(self) -> Settings:
+    def __init__(self, **values: Any) -> None:
+        try:
+            super().__init__(**values)
+        except ValidationError as e:
+            raise explain(e) from None
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # Only from_sources reads the environment and a file: Settings(...) in Python code
+        # is what it says.
+        if _READING.get() is None:
+            return (init_settings,)
+        return (init_settings, env_settings, SeldonEnv(settings_cls), SettingsFile(settings_cls))
+
+    @model_validator(mode="after")
+    def _check(self) -> Settings:
         for port in ("http_port", "grpc_port"):
             value = getattr(self, port)
             if not 0 <= value <= 65535:
@@ -220,11 +356,10 @@ class Settings:
             "max_json_depth",
             "max_connections",
             "max_streams",
-            "max_queue",
             "io_threads",
             "workers",
-            "model_threads",
-            "max_batch_size",
+            "login_user_failures",
+            "login_client_failures",
         )
         for name in at_least_one:
             if getattr(self, name) < 1:
@@ -243,9 +378,7 @@ class Settings:
             )
         for name in (
             "grace_period",
-            "max_batch_delay",
             "timeout",
-            "max_concurrency",
             "stuck_after",
             "max_requests",
             "max_requests_jitter",
@@ -253,19 +386,6 @@ class Settings:
         ):
             if getattr(self, name) < 0:
                 raise SettingsError(f"{name}: must not be negative, got {getattr(self, name)}")
-        if 0 < self.max_concurrency < self.max_batch_size:
-            raise SettingsError(
-                f"max_concurrency {self.max_concurrency} admits fewer requests than "
-                f"max_batch_size {self.max_batch_size}, so batches could never fill: raise it "
-                "or leave it 0 (model_threads x max_batch_size)"
-            )
-        if self.max_batch_delay > 0 and self.max_batch_size == 1:
-            raise SettingsError(
-                "max_batch_delay is set but max_batch_size is 1 (no batching): set "
-                "max_batch_size above 1 or leave max_batch_delay 0"
-            )
-        if self.supervisor not in ("on", "off"):
-            raise SettingsError(f"supervisor: {self.supervisor!r} is not on or off")
         if self.supervisor == "off" and self.workers > 1:
             raise SettingsError(
                 f"supervisor: off serves from one process, but workers is {self.workers}"
@@ -275,10 +395,6 @@ class Settings:
                 "supervisor: off leaves nothing to replace a recycled worker: drop "
                 "max_requests and max_worker_memory, or turn the supervisor on"
             )
-        if self.access_log not in ("off", "text", "json"):
-            raise SettingsError(f"access_log: {self.access_log!r} is not off, text or json")
-        if self.raw_arrays not in ("numpy", "list"):
-            raise SettingsError(f"raw_arrays: {self.raw_arrays!r} is not numpy or list")
         if self.auth_secret and len(self.auth_secret) < 16:
             raise SettingsError("auth_secret: at least 16 characters")
         if self.auth_token_ttl <= 0:
@@ -287,9 +403,6 @@ class Settings:
             if self.auth_secret:
                 raise SettingsError("auth_secret and auth_secret_file: give one of them, not both")
             self.signing_key()
-        for name in ("login_user_failures", "login_client_failures"):
-            if getattr(self, name) < 1:
-                raise SettingsError(f"{name}: must be at least 1, got {getattr(self, name)}")
         if self.login_window <= 0:
             raise SettingsError("login_window: must be above 0 seconds")
         for key in ("auth_tokens", "auth_users"):
@@ -304,12 +417,6 @@ class Settings:
             path = getattr(self, key)
             if path and not os.path.isfile(path):
                 raise SettingsError(f"{key}: {path} is not a file")
-        if self.runtime not in ("auto", "native", "python"):
-            raise SettingsError(f"runtime: {self.runtime!r} is not auto, native or python")
-        if self.log_level.lower() not in ("debug", "info", "warning", "error"):
-            raise SettingsError(
-                f"log_level: {self.log_level!r} is not debug, info, warning or error"
-            )
         if self.log_repeats_every < 0:
             raise SettingsError("log_repeats_every: must be 0 (off) or more seconds")
         self.constructor_parameters()
@@ -317,35 +424,7 @@ class Settings:
 
     def constructor_parameters(self) -> dict[str, Any]:
         """``parameters`` as keyword arguments, typed as the Seldon wrapper types them."""
-        if not self.parameters:
-            return {}
-        try:
-            items = json.loads(self.parameters)
-        except json.JSONDecodeError as e:
-            raise SettingsError(f"parameters: not JSON: {e}") from e
-        if not isinstance(items, list):
-            raise SettingsError("parameters: must be a JSON list of {name, value, type}")
-        kinds: dict[str, Callable[[Any], Any]] = {
-            "INT": int,
-            "FLOAT": float,
-            "DOUBLE": float,
-            "STRING": str,
-            "BOOL": _bool,
-        }
-        out: dict[str, Any] = {}
-        for i, p in enumerate(items):
-            if not isinstance(p, dict) or "name" not in p or "value" not in p:
-                raise SettingsError(f"parameters[{i}]: needs name and value")
-            kind = str(p.get("type", "STRING")).upper()
-            if kind not in kinds:
-                raise SettingsError(
-                    f"parameters[{i}].type: {kind} is not one of {', '.join(kinds)}"
-                )
-            try:
-                out[p["name"]] = kinds[kind](p["value"])
-            except (TypeError, ValueError) as e:
-                raise SettingsError(f"parameters[{i}].value: {e}") from e
-        return out
+        return parse_parameters(self.parameters) if self.parameters else {}
 
     def signing_key(self) -> str:
         """The key that signs login tokens: auth_secret, the contents of auth_secret_file,
@@ -367,30 +446,71 @@ class Settings:
             )
         return key
 
-    def to_core(self) -> dict[str, Any]:
-        """The dict the Rust core reads (it crosses the boundary once)."""
-        d = asdict(self)
-        for key in (
-            "parameters",
-            "raw_arrays",
-            "model_repository",
-            "default_model",
-            "runtime",
-            "output_names",
-            "log_repeats_every",
-        ):
-            d.pop(key)
+    def to_core(self, serving: ModelServing | None = None, **given: Any) -> Any:
+        """The Rust core's config (``inferwire._core.CoreConfig``), built once: every key
+        is a keyword argument there, so a missing or misspelt one is a TypeError. The
+        runner settings are ``serving``'s when given (a repository's default model), and
+        ``given`` supplies what the server works out (the model's name and image)."""
+        from . import _core
+
+        d = self.model_dump(exclude=PYTHON_ONLY)
+        d.update((serving or self).runner())
         # The core's filter (tracing) spells it "warn"; "warning" would be ignored with a
         # complaint on stderr at every start.
-        level = self.log_level.lower()
-        d["log_level"] = "warn" if level == "warning" else level
+        d["log_level"] = "warn" if self.log_level == "warning" else self.log_level
+        d["supervised"] = self.supervisor == "on"
         d["max_requests_jitter"] = self.max_requests_jitter or self.max_requests // 10
         d["max_worker_memory"] = self.max_worker_memory * 1024 * 1024
         # Made once here, before workers fork, so every worker accepts the same logins.
-        d.pop("auth_secret")
-        d.pop("auth_secret_file")
         d["auth_key"] = self.signing_key() or secrets.token_hex(32)
-        return d
+        d.setdefault("repository_sync_dir", "")
+        d.update(given)
+        return _core.CoreConfig(**d)
+
+
+# Settings the Python side acts on; the rest cross to the core (Settings.to_core).
+PYTHON_ONLY = {
+    "parameters",
+    "raw_arrays",
+    "model_repository",
+    "default_model",
+    "runtime",
+    "output_names",
+    "log_repeats_every",
+    "auth_secret",
+    "auth_secret_file",
+    "supervisor",
+}
+
+
+def parse_parameters(text: str) -> dict[str, Any]:
+    """Seldon's constructor parameters (a JSON list of {name, value, type}) as keyword
+    arguments, typed as the Seldon wrapper types them."""
+    try:
+        items = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise SettingsError(f"parameters: not JSON: {e}") from e
+    if not isinstance(items, list):
+        raise SettingsError("parameters: must be a JSON list of {name, value, type}")
+    kinds: dict[str, Callable[[Any], Any]] = {
+        "INT": int,
+        "FLOAT": float,
+        "DOUBLE": float,
+        "STRING": str,
+        "BOOL": _bool,
+    }
+    out: dict[str, Any] = {}
+    for i, p in enumerate(items):
+        if not isinstance(p, dict) or "name" not in p or "value" not in p:
+            raise SettingsError(f"parameters[{i}]: needs name and value")
+        kind = str(p.get("type", "STRING")).upper()
+        if kind not in kinds:
+            raise SettingsError(f"parameters[{i}].type: {kind} is not one of {', '.join(kinds)}")
+        try:
+            out[p["name"]] = kinds[kind](p["value"])
+        except (TypeError, ValueError) as e:
+            raise SettingsError(f"parameters[{i}].value: {e}") from e
+    return out
 
 
 def _bool(v: Any) -> bool:
@@ -399,27 +519,104 @@ def _bool(v: Any) -> bool:
     return bool(v)
 
 
-def _strict_bool(v: Any, source: str) -> bool:
-    """A yes/no setting: true/false, yes/no, on/off, 1/0; anything else is an error (so
-    that a misspelt "flase" does not turn a safety switch on)."""
-    if isinstance(v, bool):
-        return v
-    text = str(v).strip().lower()
-    if text in ("1", "true", "yes", "on"):
-        return True
-    if text in ("0", "false", "no", "off"):
-        return False
-    raise SettingsError(f"{source}: {v!r} is not true or false")
+# -- what the schema says about each field -------------------------------------------------
 
 
 def env_name(name: str) -> str:
-    return "INFERWIRE_" + name.upper()
+    return ENV_PREFIX + name.upper()
 
 
-# The shared metrics memory has a slot per worker (crates/inferwire-server/src/metrics.rs).
-MAX_WORKERS = 64
+def flag_name(name: str) -> str:
+    return "--" + name.replace("_", "-")
 
-SETTINGS_ENV = "INFERWIRE_SETTINGS"
+
+def seldon_env(field: FieldInfo) -> list[str]:
+    extra = field.json_schema_extra
+    return list(extra["seldon_env"]) if isinstance(extra, dict) else []  # type: ignore[arg-type]
+
+
+def env_names(name: str) -> list[str]:
+    """The variables that set ``name``, the first found winning."""
+    return [env_name(name), *seldon_env(Settings.model_fields[name])]
+
+
+def choices(field: FieldInfo) -> tuple[str, ...]:
+    """A setting's allowed values, when it has a fixed set."""
+    kind = field.annotation
+    return tuple(get_args(kind)) if get_origin(kind) is Literal else ()
+
+
+def type_name(field: FieldInfo) -> str:
+    kind = field.annotation
+    return getattr(kind, "__name__", "str") if not choices(field) else "str"
+
+
+def shown_default(field: FieldInfo) -> str:
+    """The default as --help and the docs show it: in words where the empty value stands
+    for something the server works out, else its Python literal."""
+    extra = field.json_schema_extra
+    words = extra.get("shown") if isinstance(extra, dict) else None
+    return str(words) if words else repr(field.default)
+
+
+def _or(values: tuple[str, ...]) -> str:
+    return f"{', '.join(values[:-1])} or {values[-1]}"
+
+
+def unknown(key: str, known: list[str]) -> str:
+    """The message for a key a file does not know: the close match, then every key."""
+    near = difflib.get_close_matches(key, known, n=1)
+    hint = f"; did you mean {near[0]!r}?" if near else ""
+    return f"unknown setting {key!r}{hint} (known: {', '.join(sorted(known))})"
+
+
+# -- sources (pydantic-settings), in order of precedence after the flags ----------------------
+
+
+@dataclass(frozen=True)
+class _Reading:
+    """A from_sources call under way: the settings file's values, and where a setting's
+    value came from (for messages)."""
+
+    from_file: dict[str, Any]
+    where: Callable[[str], str]
+
+
+# None outside from_sources: Settings(...) then reads its arguments only.
+_READING: ContextVar[_Reading | None] = ContextVar("reading", default=None)
+
+
+def _from_file() -> dict[str, Any]:
+    reading = _READING.get()
+    return reading.from_file if reading else {}
+
+
+class SeldonEnv(PydanticBaseSettingsSource):
+    """The Seldon Python wrapper's variables (``PREDICTIVE_UNIT_*``), below ``INFERWIRE_*``."""
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        for var in seldon_env(field):
+            if os.environ.get(var, "") != "":
+                return os.environ[var], var, False
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        out = {}
+        for name, field in self.settings_cls.model_fields.items():
+            value, _, _ = self.get_field_value(field, name)
+            if value is not None:
+                out[name] = value
+        return out
+
+
+class SettingsFile(PydanticBaseSettingsSource):
+    """The ``--settings`` file (read by ``from_sources``), below every variable."""
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return _from_file().get(field_name), field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        return dict(_from_file())
 
 
 def read_file(path: str) -> dict[str, Any]:
@@ -443,64 +640,93 @@ def read_file(path: str) -> dict[str, Any]:
         return {}
     if not isinstance(data, dict):
         raise SettingsError(f"settings file {path}: must be a mapping of setting names to values")
-    known = {f.name for f in fields(Settings)}
+    known = list(Settings.model_fields)
     out: dict[str, Any] = {}
     for key, value in data.items():
         name = str(key).replace("-", "_")
-        if name not in known:
-            raise SettingsError(
-                f"settings file {path}: unknown setting {key!r} (known: {', '.join(sorted(known))})"
-            )
+        if name not in Settings.model_fields:
+            raise SettingsError(f"settings file {path}: {unknown(str(key), known)}")
         if name == "parameters" and not isinstance(value, str):
             value = json.dumps(value)
         out[name] = value
     return out
 
 
-def from_sources(
-    flags: dict[str, Any],
-    environ: dict[str, str] | None = None,
-    settings_file: str | None = None,
-) -> Settings:
+def from_sources(flags: dict[str, Any], settings_file: str | None = None) -> Settings:
     """Flags (non-None), then INFERWIRE_* env vars, then Seldon's env vars, then the
     settings file (``settings_file`` or ``$INFERWIRE_SETTINGS``), then defaults."""
-    environ = dict(os.environ) if environ is None else environ
-    path = settings_file or environ.get(SETTINGS_ENV) or None
+    path = settings_file or os.environ.get(SETTINGS_ENV) or None
     from_file = read_file(path) if path else {}
-    values: dict[str, Any] = {}
-    for f in fields(Settings):
-        option: Option = f.metadata["option"]
-        raw: Any = flags.get(f.name)
-        source = f"--{f.name.replace('_', '-')}"
-        if raw is None:
-            for var in (env_name(f.name), *option.env):
-                if var in environ and environ[var] != "":
-                    raw, source = environ[var], var
-                    break
-        if raw is None and f.name in from_file:
-            raw, source = from_file[f.name], f"{f.name} in {path}"
-        if raw is None:
-            continue
-        kind: type = type(f.default)
-        if kind is bool:
-            values[f.name] = _strict_bool(raw, source)
-            continue
-        if isinstance(raw, bool) or (kind is int and isinstance(raw, float)):
-            raise SettingsError(f"{source}: {raw!r} is not a valid {kind.__name__}")
-        try:
-            values[f.name] = kind(raw)
-        except (TypeError, ValueError) as e:
-            raise SettingsError(f"{source}: {raw!r} is not a valid {kind.__name__}") from e
-    return Settings(**values).validate()
+    given = {k: v for k, v in flags.items() if v is not None}
+
+    def where(name: str) -> str:
+        """Which source gave ``name`` its value (for a message about it)."""
+        if name in given:
+            return flag_name(name)
+        for var in env_names(name):
+            if os.environ.get(var, "") != "":
+                return var
+        return f"{name} in {path}" if name in from_file else name
+
+    token = _READING.set(_Reading(from_file, where))
+    try:
+        return Settings(**given)
+    finally:
+        _READING.reset(token)
+
+
+def explain(e: ValidationError, schema: type[BaseModel] | None = None) -> SettingsError:
+    """pydantic's first complaint, worded as the rest of inferwire's messages."""
+    fields = (schema or Settings).model_fields
+    err = e.errors()[0]
+    cause = (err.get("ctx") or {}).get("error")
+    if isinstance(cause, SettingsError):  # a check of ours, already worded
+        return cause
+    name = str(err["loc"][0]) if err["loc"] else ""
+    field = fields.get(name)
+    if field is None:
+        return SettingsError(unknown(name, list(fields)))
+    value = err.get("input")
+    allowed = choices(field)
+    if allowed:
+        return SettingsError(f"{name}: {value!r} is not {_or(allowed)}")
+    reading = _READING.get()
+    where = reading.where(name) if reading else name
+    if field.annotation is bool:
+        return SettingsError(f"{where}: {value!r} is not true or false")
+    return SettingsError(f"{where}: {value!r} is not a valid {type_name(field)}")
+
+
+def flag_help(name: str) -> str:
+    """A setting's --help text: its meaning, default and variables."""
+    field = Settings.model_fields[name]
+    allowed = choices(field)
+    one_of = (
+        f"one of {', '.join(allowed)}; "
+        if allowed and _or(allowed) not in (field.description or "")
+        else ""
+    )
+    return (
+        f"{field.description} ({one_of}default: {shown_default(field)}; "
+        f"env: {', '.join(env_names(name))})"
+    )
 
 
 def markdown_table() -> str:
     """The settings reference table (docs/reference/configuration.md embeds it; a test
     checks the two agree)."""
-    rows = ["| flag | environment | default | meaning |", "|---|---|---|---|"]
-    for f in fields(Settings):
-        option: Option = f.metadata["option"]
-        envs = ", ".join(f"`{e}`" for e in (env_name(f.name), *option.env))
-        flag = f"`--{f.name.replace('_', '-')}`"
-        rows.append(f"| {flag} | {envs} | `{f.default!r}` | {option.help} |")
+    rows = [
+        "| flag | environment | default | per model | meaning |",
+        "|---|---|---|---|---|",
+    ]
+    for name, field in Settings.model_fields.items():
+        envs = ", ".join(f"`{e}`" for e in env_names(name))
+        extra = field.json_schema_extra
+        words = extra.get("shown") if isinstance(extra, dict) else None
+        default = str(words) if words else f"`{field.default!r}`"
+        # A model in a repository may set it in its model-settings file.
+        per_model = "yes" if name in ModelServing.model_fields else ""
+        rows.append(
+            f"| `{flag_name(name)}` | {envs} | {default} | {per_model} | {field.description} |"
+        )
     return "\n".join(rows) + "\n"

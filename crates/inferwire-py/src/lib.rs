@@ -25,6 +25,8 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<server::Server>()?;
+    m.add_class::<config::CoreConfig>()?;
+    m.add_class::<config::CoreModelSpec>()?;
     m.add_class::<trees::TreeEnsemble>()?;
     m.add_function(wrap_pyfunction!(bench::bench_main, m)?)?;
     m.add_function(wrap_pyfunction!(auth::token_digest, m)?)?;

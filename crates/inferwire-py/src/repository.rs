@@ -4,9 +4,9 @@ use std::sync::Arc;
 
 use inferwire_server::{Model, ModelSpec, Repository};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyTuple};
+use pyo3::types::PyTuple;
 
-use crate::config::spec_from_dict;
+use crate::config::CoreModelSpec;
 use crate::model::PyModel;
 use crate::trees::TreeEnsemble;
 
@@ -24,11 +24,11 @@ pub fn model_of(adapter: Bound<'_, PyAny>) -> PyResult<Arc<dyn Model>> {
     Ok(Arc::new(PyModel::new(adapter)?))
 }
 
-/// A model built by Python: its adapter and its settings dict.
+/// A model built by Python: its adapter and its `CoreModelSpec`.
 pub fn built(pair: &Bound<'_, PyAny>) -> PyResult<(Arc<dyn Model>, ModelSpec)> {
     let pair = pair.cast::<PyTuple>()?;
     let model = model_of(pair.get_item(0)?)?;
-    let spec = spec_from_dict(pair.get_item(1)?.cast::<PyDict>()?)?;
+    let spec = pair.get_item(1)?.cast::<CoreModelSpec>()?.get().0.clone();
     Ok((model, spec))
 }
 

@@ -6,8 +6,8 @@ use inferwire_server::{
 };
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
 
+use crate::config::CoreConfig;
 use crate::repository::{built, model_of, PyRepository};
 
 #[pyclass(module = "inferwire._core", frozen)]
@@ -27,24 +27,20 @@ pub struct Server {
 
 #[pymethods]
 impl Server {
-    /// `models`: `(adapter, settings dict)` of other models already built; `repository`:
-    /// an `inferwire.repository.Repository` the repository API loads from.
+    /// `config`: `inferwire.Settings.to_core()`; `models`: `(adapter, CoreModelSpec)` of
+    /// other models already built; `repository`: an `inferwire.repository.Repository` the
+    /// repository API loads from.
     #[new]
     #[pyo3(signature = (config, adapter, models=Vec::new(), repository=None))]
     fn new(
-        config: &Bound<'_, PyDict>,
+        config: PyRef<'_, CoreConfig>,
         adapter: Bound<'_, PyAny>,
         models: Vec<Bound<'_, PyAny>>,
         repository: Option<Py<PyAny>>,
     ) -> PyResult<Self> {
-        let level: String = config
-            .get_item("log_level")?
-            .map(|v| v.extract())
-            .transpose()?
-            .unwrap_or_else(|| "info".to_owned());
-        init_logging(&level);
+        init_logging(&config.log_level);
         Ok(Self {
-            config: crate::config::from_dict(config)?,
+            config: config.config.clone(),
             model: model_of(adapter)?,
             others: models.iter().map(built).collect::<PyResult<_>>()?,
             repository: repository.map(|r| Arc::new(PyRepository(r)) as Arc<dyn Repository>),

@@ -1,4 +1,5 @@
-//! Server settings: built once by the Python side and handed over as one struct.
+//! Server settings: built once by the Python side (whose schema, `inferwire.settings`,
+//! holds the served defaults) and handed over as one struct.
 use std::time::Duration;
 
 use inferwire_codec::Limits;
@@ -44,7 +45,7 @@ pub struct ServerConfig {
     /// Bearer-token auth on every route but health and metrics; `None`: open.
     pub auth: Option<std::sync::Arc<crate::auth::Auth>>,
     /// TLS on both ports; `None`: plaintext.
-    pub tls: Option<std::sync::Arc<rustls::ServerConfig>>,
+    pub tls: Option<std::sync::Arc<crate::tls::TlsConfig>>,
     /// Connections open at once (REST and gRPC); past it, accepting waits for one to close.
     pub max_connections: usize,
     /// HTTP/1.1: the time to send a whole request head (from the connection's start or
@@ -97,6 +98,7 @@ impl ServerConfig {
     }
 }
 
+/// For Rust tests and embedding; `inferwire serve` takes every value from the Python schema.
 impl Default for ServerConfig {
     fn default() -> Self {
         Self {

@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use rustls::server::WebPkiClientVerifier;
 use rustls::RootCertStore;
-pub use rustls::ServerConfig;
+/// rustls' server settings, named apart from this crate's `ServerConfig`.
+pub use rustls::ServerConfig as TlsConfig;
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 
@@ -20,12 +21,12 @@ pub fn server_config(
     cert: &Path,
     key: &Path,
     client_ca: Option<&Path>,
-) -> Result<Arc<rustls::ServerConfig>, String> {
+) -> Result<Arc<TlsConfig>, String> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let certs = read_certs(cert)?;
     let key = PrivateKeyDer::from_pem_reader(BufReader::new(open(key)?))
         .map_err(|e| format!("{}: no private key in PEM form ({e})", key.display()))?;
-    let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
+    let builder = TlsConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .map_err(|e| e.to_string())?;
     let builder = match client_ca {
