@@ -4,6 +4,7 @@
 //! GIL, and maps errors. Python holds the user-facing API (CLI, settings, model loading,
 //! Seldon method semantics); Rust holds everything on the request path.
 mod auth;
+#[cfg(feature = "bench")]
 mod bench;
 mod config;
 mod convert;
@@ -26,6 +27,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<server::Server>()?;
     m.add_class::<trees::TreeEnsemble>()?;
+    #[cfg(feature = "bench")]
     m.add_function(wrap_pyfunction!(bench::bench_main, m)?)?;
     m.add_function(wrap_pyfunction!(auth::token_digest, m)?)?;
     m.add_function(wrap_pyfunction!(auth::hash_password, m)?)?;
