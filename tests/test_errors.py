@@ -64,6 +64,7 @@ def test_a_models_bad_request_is_its_message_alone() -> None:
     e = inferwire.BadRequest("feature 'age' must be positive")
     assert str(e) == "feature 'age' must be positive"
     assert (e.status, e.message) == (400, "feature 'age' must be positive")
+    assert str(inferwire.BadRequest()) == "" and str(inferwire.BadRequest(3)) == "3"
 
 
 def test_earlier_names_still_import() -> None:

@@ -64,10 +64,10 @@ class BadRequest(ClientError, ValueError):
 
     status = 400
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: object = "") -> None:
         # Raised by a model: the text is the message alone, as the server sends it.
         InferwireError.__init__(self, message)
-        self.message = message
+        self.message = str(message)
 
 
 class AuthError(ClientError):
