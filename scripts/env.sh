@@ -28,7 +28,9 @@ ensure_venv() {
     fi
 }
 
-# Builds the Rust extension into the virtualenv (editable: python/ is used in place).
+# Builds the Rust extension into the virtualenv (editable: python/ is used in place),
+# with the load generator (`inferwire bench`, the `bench` feature) the tests and
+# benchmarks run; a wheel built without the feature leaves it out.
 # Cargo's crate lines become a progress count; maturin's banners and pip's notes about
 # optional extras (which read like warnings) are left out; errors and warnings pass.
 build_extension() {
@@ -38,7 +40,7 @@ build_extension() {
         what="release: about 2 to 3 minutes on 2 cores the first time, seconds after"
     fi
     log "building the inferwire extension ($what)"
-    (cd "$ROOT" && "$VENV/bin/maturin" develop "${profile[@]}" --pip-path "$VENV/bin/pip" 2>&1 \
+    (cd "$ROOT" && "$VENV/bin/maturin" develop "${profile[@]}" --features bench --pip-path "$VENV/bin/pip" 2>&1 \
         | build_progress) || { echo "maturin develop failed" >&2; exit 1; }
     "$VENV/bin/python" -c "import inferwire._core" \
         || { echo "the extension did not build" >&2; exit 1; }

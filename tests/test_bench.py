@@ -146,6 +146,17 @@ def test_attack_unreachable_and_bad_arguments() -> None:
     assert r.returncode == 2 and "--rate" in r.stderr
 
 
+def test_a_build_without_the_bench_feature_says_how_to_get_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from inferwire import _core, cli
+
+    monkeypatch.delattr(_core, "bench_main", raising=False)
+    assert cli.main(["bench", "attack", "--help"]) == 2
+    err = capsys.readouterr().err
+    assert "--features bench" in err and "inferwire-bench" in err
+
+
 def children(pid: int) -> list[int]:
     with open(f"/proc/{pid}/task/{pid}/children") as f:
         return [int(p) for p in f.read().split()]

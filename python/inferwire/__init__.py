@@ -3,21 +3,25 @@
 from __future__ import annotations
 
 from ._core import __version__
-from .client import (
-    AsyncClient,
+from .client import AsyncClient, Client
+from .errors import (
     AuthError,
+    BadRequest,
     BadRequestError,
-    Client,
     ClientError,
+    InferwireError,
+    ModelLoadError,
     NotFoundError,
     OverloadedError,
+    PublishError,
     ServerError,
+    SettingsError,
     UnreachableError,
+    UnsupportedModel,
 )
-from .errors import BadRequest, InferwireError, ModelLoadError, SettingsError
 from .local import local
 from .model import Model
-from .publishing import PublishError, publish
+from .publishing import publish
 from .server import serve
 from .settings import Settings
 
@@ -38,6 +42,7 @@ __all__ = [
     "Settings",
     "SettingsError",
     "UnreachableError",
+    "UnsupportedModel",
     "__version__",
     "local",
     "publish",

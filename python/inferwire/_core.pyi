@@ -156,7 +156,7 @@ class TreeEnsemble:
 
 def bench_main(args: list[str]) -> int:
     """Run ``inferwire bench`` with ``args`` (the first is the program name), without the
-    GIL; return the exit status."""
+    GIL; return the exit status. Only in builds with the ``bench`` cargo feature."""
 
 def token_digest(token: str) -> str:
     """The SHA-256 hex digest of a token, as a token file line holds it."""

@@ -52,9 +52,19 @@ def _bench(args: list[str]) -> int:
     """``inferwire bench ...``: the Rust load generator parses its own arguments."""
     from . import _core
 
+    bench_main = getattr(_core, "bench_main", None)
+    if bench_main is None:
+        print(
+            "inferwire bench: this build of inferwire leaves the load generator out. "
+            "Rebuild the extension with the `bench` feature (maturin develop --release "
+            "--features bench, as scripts/quickstart.sh does), or run the standalone one "
+            "from a checkout: cargo run --release -p inferwire-bench -- ARGS",
+            file=sys.stderr,
+        )
+        return 2
     # The run happens in Rust without the GIL: let Ctrl-C stop the process at once.
     signal.signal(signal.SIGINT, signal.SIG_DFL)
-    return _core.bench_main(["inferwire bench", *args])
+    return int(bench_main(["inferwire bench", *args]))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,45 +16,21 @@ from typing import Any
 
 import numpy as np
 
-from .errors import InferwireError
+from .errors import (  # noqa: F401 - the error names stay importable from here
+    AuthError,
+    BadRequest,
+    BadRequestError,
+    ClientError,
+    InferwireError,
+    NotFoundError,
+    OverloadedError,
+    ServerError,
+    UnreachableError,
+)
 
 SELDON_PREDICT = "/api/v1.0/predictions"
 # Request encodings: Seldon's three, then the array bodies (docs/reference/encodings.md).
 ENCODINGS = ("ndarray", "tensor", "tftensor", "npy", "msgpack", "json", "base64")
-
-
-class ClientError(InferwireError):
-    """The server answered with an error; ``status`` is its HTTP status and the message
-    is the server's own."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(f"HTTP {status}: {message}")
-        self.status = status
-        self.message = message
-
-
-class BadRequestError(ClientError):
-    """400, 406, 413, 415: the request was refused as it was sent."""
-
-
-class AuthError(ClientError):
-    """401 (no valid token) or 403 (a token without the route's scope)."""
-
-
-class NotFoundError(ClientError):
-    """404: no such model, version or route."""
-
-
-class OverloadedError(ClientError):
-    """503: the server's queue is full or it is shutting down (retried first)."""
-
-
-class ServerError(ClientError):
-    """500 and other 5xx: the model failed (its message is here) or the server did."""
-
-
-class UnreachableError(InferwireError):
-    """No answer: the connection failed or timed out (after the retries)."""
 
 
 def server_message(body: bytes) -> str:
@@ -68,19 +44,7 @@ def server_message(body: bytes) -> str:
 
 
 def _error(status: int, body: bytes) -> ClientError:
-    message = server_message(body)
-    kind: type[ClientError]
-    if status in (401, 403):
-        kind = AuthError
-    elif status == 404:
-        kind = NotFoundError
-    elif status == 503:
-        kind = OverloadedError
-    elif status >= 500:
-        kind = ServerError
-    else:
-        kind = BadRequestError
-    return kind(status, message)
+    return ClientError.reply(status, server_message(body))
 
 
 def _dtype_v2(a: np.ndarray) -> str:

@@ -16,11 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .client import server_message
-from .errors import InferwireError
-
-
-class PublishError(InferwireError):
-    """The server refused the call; the message is the server's."""
+from .errors import ClientError, InferwireError, PublishError, UnreachableError  # noqa: F401
 
 
 def _call(
@@ -41,10 +37,9 @@ def _call(
         with urllib.request.urlopen(req, timeout=timeout) as r:
             return json.loads(r.read() or b"null")
     except urllib.error.HTTPError as e:
-        message = server_message(e.read())
-        raise PublishError(f"{method} {path}: HTTP {e.code}: {message}") from None
+        raise ClientError.reply(e.code, server_message(e.read()), f"{method} {path}") from None
     except urllib.error.URLError as e:
-        raise PublishError(f"cannot reach {server}: {e.reason}") from None
+        raise UnreachableError(f"cannot reach {server}: {e.reason}") from None
 
 
 def publish(
@@ -134,6 +129,6 @@ def run(args: dict[str, Any]) -> int:
         out = publish(args["file"], args["name"], args["model_version"], server, token)
         print(f"published {args['name']} {args['model_version']}: " + ", ".join(out["routes"]))
         return 0
-    except (PublishError, argparse.ArgumentTypeError, OSError) as e:
+    except (InferwireError, argparse.ArgumentTypeError, OSError) as e:
         print(f"inferwire: {e}", file=sys.stderr)
         return 1

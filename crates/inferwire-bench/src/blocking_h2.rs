@@ -240,7 +240,7 @@ impl Conn {
                     let data = unpad(&payload, flags)?;
                     s.bytes_in += data.len() as u64;
                     if s.status.is_some_and(|c| c >= 400) {
-                        crate::transport::keep_head(&mut s.head_of_body, data);
+                        crate::error_body::keep_head(&mut s.head_of_body, data);
                     }
                     s.ended |= flags & END_STREAM != 0;
                 }
@@ -378,7 +378,7 @@ impl Stream {
             self.grpc_message
                 .or_else(|| Some(format!("HTTP status {status}")))
         } else {
-            Some(crate::transport::body_message(
+            Some(crate::error_body::body_message(
                 &self.head_of_body,
                 self.bytes_in,
             ))

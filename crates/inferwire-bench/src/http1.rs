@@ -145,7 +145,7 @@ impl Parser {
 
     fn count(&mut self, data: &[u8]) {
         if self.status >= 400 {
-            crate::transport::keep_head(&mut self.head_of_body, data);
+            crate::error_body::keep_head(&mut self.head_of_body, data);
         }
         self.body_len += data.len() as u64;
     }
@@ -229,12 +229,12 @@ fn line(buf: &mut BytesMut) -> Result<Option<String>, String> {
 
 /// A connection driven by the async (tokio) workers.
 pub struct Conn {
-    stream: Box<dyn crate::transport::Io>,
+    stream: Box<dyn crate::stream::Io>,
     buf: BytesMut,
 }
 
 impl Conn {
-    pub fn new(stream: Box<dyn crate::transport::Io>) -> Self {
+    pub fn new(stream: Box<dyn crate::stream::Io>) -> Self {
         Self {
             stream,
             buf: BytesMut::with_capacity(16 * 1024),

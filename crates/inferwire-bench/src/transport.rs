@@ -3,9 +3,9 @@
 //! owns every connection. With h2 itself (not hyper's client on top of it) a request's
 //! HEADERS and DATA frames are queued together and leave in one `writev`.
 use bytes::Bytes;
-use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 
+use crate::error_body::{body_message, keep_head};
 use crate::target::{Target, Transport};
 
 /// HTTP/2 windows large enough for a large tensor in one go (as the server's).
@@ -33,9 +33,7 @@ pub(crate) fn connect_error(addr: &str, e: std::io::Error) -> String {
     format!("connect {addr}: {e} (is a server listening there?)")
 }
 
-/// A connection's byte stream: plain TCP, or TLS over it.
-pub trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
-impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
+pub use crate::stream::Io;
 
 async fn tcp(t: &Target) -> Result<Box<dyn Io>, String> {
     let tcp = TcpStream::connect(&t.authority)
@@ -91,34 +89,6 @@ pub struct Outcome {
     pub bytes_in: u64,
     /// The server's message for a failed request (HTTP body start, grpc-message).
     pub message: Option<String>,
-}
-
-/// How much of a failed response's body is kept for the report's error set.
-const ERROR_HEAD: usize = 200;
-
-/// Keeps what `head` still has room for of `data`, the next part of an error body.
-pub(crate) fn keep_head(head: &mut Vec<u8>, data: &[u8]) {
-    let room = ERROR_HEAD.saturating_sub(head.len()).min(data.len());
-    head.extend_from_slice(&data[..room]);
-}
-
-/// The error message from `head`, the start of a body of `body_len` bytes: trimmed, and
-/// when the body went on, ended with "…" so a cut message does not pass for a whole one.
-pub(crate) fn body_message(head: &[u8], body_len: u64) -> String {
-    if body_len <= head.len() as u64 {
-        return String::from_utf8_lossy(head).trim().to_string();
-    }
-    let head = whole_chars(head);
-    format!("{}…", String::from_utf8_lossy(head).trim())
-}
-
-/// `b` without a UTF-8 character the cut split at its end (it would show as U+FFFD):
-/// from_utf8 reports an incomplete last character as an error without a length.
-fn whole_chars(b: &[u8]) -> &[u8] {
-    match std::str::from_utf8(b) {
-        Err(e) if e.error_len().is_none() => &b[..e.valid_up_to()],
-        _ => b,
-    }
 }
 
 pub async fn connect(t: &Target) -> Result<Sender, String> {
@@ -262,24 +232,11 @@ fn header_text(h: &http::HeaderMap, name: &str) -> Option<String> {
     Some(percent_decode(raw))
 }
 
-/// grpc-message is percent-encoded.
+/// grpc-message is percent-encoded; a `%` without two hex digits after it stays as it is.
 pub(crate) fn percent_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' && i + 2 < b.len() {
-            let hex = std::str::from_utf8(&b[i + 1..i + 3]).unwrap_or("");
-            if let Ok(v) = u8::from_str_radix(hex, 16) {
-                out.push(v);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(b[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    percent_encoding::percent_decode_str(s)
+        .decode_utf8_lossy()
+        .into_owned()
 }
 
 /// The names ghz and grpc-go print for status codes.
@@ -315,31 +272,7 @@ mod tests {
         assert_eq!(percent_decode("bad%20input%3A x"), "bad input: x");
         assert_eq!(percent_decode("100%"), "100%");
         assert_eq!(percent_decode("%zz"), "%zz");
-    }
-
-    #[test]
-    fn error_bodies_are_kept_to_a_head_and_a_cut_says_so() {
-        let mut head = Vec::new();
-        keep_head(&mut head, &[b'x'; 150]);
-        keep_head(&mut head, &[b'y'; 150]);
-        assert_eq!(head.len(), ERROR_HEAD);
-        assert!(head[..150] == [b'x'; 150] && head[150..] == [b'y'; 50]);
-        // The whole body: as it is, trimmed.
-        assert_eq!(body_message(b" {\"error\": 1}\n", 14), "{\"error\": 1}");
-        // A longer one: the ellipsis, after the last whole character.
-        let body = format!("{{\"reason\": \"{}é\"}}", "a".repeat(187));
-        let mut head = Vec::new();
-        keep_head(&mut head, body.as_bytes());
-        assert_eq!(head.len(), 200);
-        assert_eq!(head[199], 0xC3); // é's first byte, cut from its second
-        let m = body_message(&head, body.len() as u64);
-        assert_eq!(m, format!("{{\"reason\": \"{}…", "a".repeat(187)));
-        // Cut right after a whole character: it stays.
-        assert_eq!(body_message("ab€".as_bytes(), 10), "ab€…");
-        assert_eq!(body_message(&"ab€".as_bytes()[..4], 10), "ab…");
-        assert_eq!(body_message(&"ab😀".as_bytes()[..5], 10), "ab…");
-        assert_eq!(body_message(b"", 10), "…");
-        // Invalid bytes inside the kept part still show as U+FFFD.
-        assert_eq!(body_message(b"a\xffb", 3), "a\u{fffd}b");
+        assert_eq!(percent_decode("%+1 %4"), "%+1 %4");
+        assert_eq!(percent_decode("caf%C3%A9 %FF"), "café \u{fffd}");
     }
 }

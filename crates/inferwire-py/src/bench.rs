@@ -1,4 +1,5 @@
-//! `inferwire bench ...`: the load generator's command line, run without the GIL.
+//! `inferwire bench ...`: the load generator's command line, run without the GIL. Built
+//! only with the `bench` feature, so the production extension does not carry it.
 use pyo3::prelude::*;
 
 /// Runs `inferwire bench` with `args` (the first is the program name); returns the exit

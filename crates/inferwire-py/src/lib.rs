@@ -4,6 +4,7 @@
 //! GIL, and maps errors. Python holds the user-facing API (CLI, settings, model loading,
 //! Seldon method semantics); Rust holds everything on the request path.
 mod auth;
+#[cfg(feature = "bench")]
 mod bench;
 mod config;
 mod convert;
@@ -28,6 +29,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<config::CoreConfig>()?;
     m.add_class::<config::CoreModelSpec>()?;
     m.add_class::<trees::TreeEnsemble>()?;
+    #[cfg(feature = "bench")]
     m.add_function(wrap_pyfunction!(bench::bench_main, m)?)?;
     m.add_function(wrap_pyfunction!(auth::token_digest, m)?)?;
     m.add_function(wrap_pyfunction!(auth::hash_password, m)?)?;

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .sklearn import UnsupportedModel, convert_sklearn
+from ..errors import UnsupportedModel
+from .sklearn import convert_sklearn
 
 __all__ = ["UnsupportedModel", "convert"]
 

@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from .sklearn import FORMAT, UnsupportedModel, floats
+from ..errors import UnsupportedModel
+from .sklearn import FORMAT, floats
 
 _CATEGORICAL, _DEFAULT_LEFT = 1, 2
 

@@ -12,11 +12,9 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import UnsupportedModel
+
 FORMAT = {"format": "inferwire-trees", "version": 1}
-
-
-class UnsupportedModel(ValueError):
-    """The model, or one of its options, is outside what the native runtime scores."""
 
 
 def _name(model: Any) -> str:

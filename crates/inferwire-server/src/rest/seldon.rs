@@ -234,26 +234,14 @@ async fn json_body(app: &App, req: Request<Incoming>) -> Result<Bytes, ServeErro
     }
 }
 
+/// A form-encoded value (`application/x-www-form-urlencoded`, as a query string too): up
+/// to the next `&` (other fields follow), `+` a space, then %XX escapes decoded; a `%`
+/// without two hex digits after it stays as it is.
 fn percent_decode(s: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(s.len());
-    let mut i = 0;
-    while i < s.len() {
-        match s[i] {
-            b'+' => out.push(b' '),
-            b'%' if i + 2 < s.len() => {
-                let hex = std::str::from_utf8(&s[i + 1..i + 3]).ok();
-                match hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
-                    Some(b) => {
-                        out.push(b);
-                        i += 2;
-                    }
-                    None => out.push(b'%'),
-                }
-            }
-            b'&' => break, // other form fields follow
-            c => out.push(c),
-        }
-        i += 1;
-    }
-    out
+    let value = s.split(|&b| b == b'&').next().unwrap_or_default();
+    let spaced: Vec<u8> = value
+        .iter()
+        .map(|&b| if b == b'+' { b' ' } else { b })
+        .collect();
+    percent_encoding::percent_decode(&spaced).collect()
 }

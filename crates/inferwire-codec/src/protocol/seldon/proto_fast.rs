@@ -2,14 +2,14 @@
 //! rectangular numeric `ndarray` or a `tftensor`, read straight into typed buffers.
 //! prost would build one `Value` message per `ndarray` element and push packed doubles one
 //! at a time. Anything else (other payloads, repeated or out-of-order oneof fields, strings
-//! or ragged lists) returns `None` and takes prost's path (`proto::from_pb`), so there is
+//! or ragged lists) returns `None` and takes prost's path (`from_pb`), so there is
 //! one definition of the protocol's semantics and this reader only has to agree with it.
 use bytes::Bytes;
 use prost::encoding::decode_varint;
 use prost::Message;
 
+use super::from_pb::from_pb;
 use super::message::*;
-use super::proto::from_pb;
 use super::tftensor;
 use crate::error::Result;
 use crate::limits::Limits;

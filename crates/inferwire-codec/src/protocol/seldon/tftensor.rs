@@ -99,51 +99,36 @@ fn fill<T: Clone + Default>(mut v: Vec<T>, n: usize, field: &str) -> Result<Vec<
     Ok(v)
 }
 
+/// `fill`, then each value converted to the tensor's type: narrow integers travel widened
+/// in `int_val`, halves as the low bits of `half_val`.
+fn fill_as<T: Clone + Default, U>(
+    v: Vec<T>,
+    n: usize,
+    field: &str,
+    to: impl Fn(T) -> U,
+) -> Result<Vec<U>> {
+    Ok(fill(v, n, field)?.into_iter().map(to).collect())
+}
+
 fn from_vals(dtype: DataType, p: TensorProto, n: usize) -> Result<TensorData> {
     Ok(match dtype {
         DataType::DtFloat => TensorData::F32(fill(p.float_val, n, "float_val")?),
         DataType::DtDouble => TensorData::F64(fill(p.double_val, n, "double_val")?),
         DataType::DtInt32 => TensorData::I32(fill(p.int_val, n, "int_val")?),
-        DataType::DtInt16 => TensorData::I16(
-            fill(p.int_val, n, "int_val")?
-                .into_iter()
-                .map(|x| x as i16)
-                .collect(),
-        ),
-        DataType::DtInt8 => TensorData::I8(
-            fill(p.int_val, n, "int_val")?
-                .into_iter()
-                .map(|x| x as i8)
-                .collect(),
-        ),
-        DataType::DtUint8 => TensorData::U8(
-            fill(p.int_val, n, "int_val")?
-                .into_iter()
-                .map(|x| x as u8)
-                .collect(),
-        ),
-        DataType::DtUint16 => TensorData::U16(
-            fill(p.int_val, n, "int_val")?
-                .into_iter()
-                .map(|x| x as u16)
-                .collect(),
-        ),
+        DataType::DtInt16 => TensorData::I16(fill_as(p.int_val, n, "int_val", |x| x as i16)?),
+        DataType::DtInt8 => TensorData::I8(fill_as(p.int_val, n, "int_val", |x| x as i8)?),
+        DataType::DtUint8 => TensorData::U8(fill_as(p.int_val, n, "int_val", |x| x as u8)?),
+        DataType::DtUint16 => TensorData::U16(fill_as(p.int_val, n, "int_val", |x| x as u16)?),
         DataType::DtInt64 => TensorData::I64(fill(p.int64_val, n, "int64_val")?),
         DataType::DtUint32 => TensorData::U32(fill(p.uint32_val, n, "uint32_val")?),
         DataType::DtUint64 => TensorData::U64(fill(p.uint64_val, n, "uint64_val")?),
         DataType::DtBool => TensorData::Bool(fill(p.bool_val, n, "bool_val")?),
-        DataType::DtHalf => TensorData::F16(
-            fill(p.half_val, n, "half_val")?
-                .into_iter()
-                .map(|b| f16::from_bits(b as u16))
-                .collect(),
-        ),
-        DataType::DtBfloat16 => TensorData::F32(
-            fill(p.half_val, n, "half_val")?
-                .into_iter()
-                .map(|b| bf16::from_bits(b as u16).to_f32())
-                .collect(),
-        ),
+        DataType::DtHalf => TensorData::F16(fill_as(p.half_val, n, "half_val", |b| {
+            f16::from_bits(b as u16)
+        })?),
+        DataType::DtBfloat16 => TensorData::F32(fill_as(p.half_val, n, "half_val", |b| {
+            bf16::from_bits(b as u16).to_f32()
+        })?),
         DataType::DtString => TensorData::Bytes(fill(p.string_val, n, "string_val")?),
         other => return Err(unsupported(other)),
     })

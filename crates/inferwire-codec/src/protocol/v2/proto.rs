@@ -113,26 +113,14 @@ fn typed(
     field: &str,
 ) -> Result<Tensor> {
     let name = datatype_name(dtype);
-    let narrow = |x: &dyn std::fmt::Display| {
-        CodecError::bad_request(format!("{field}.contents: {x} does not fit in {name}"))
-    };
-    macro_rules! narrow {
-        ($v:expr, $t:ty, $variant:ident) => {
-            TensorData::$variant(
-                $v.into_iter()
-                    .map(|x| <$t>::try_from(x).map_err(|_| narrow(&x)))
-                    .collect::<Result<_>>()?,
-            )
-        };
-    }
     let data = match dtype {
         DType::Bool => TensorData::Bool(c.bool_contents),
-        DType::I8 => narrow!(c.int_contents, i8, I8),
-        DType::I16 => narrow!(c.int_contents, i16, I16),
+        DType::I8 => TensorData::I8(narrowed(c.int_contents, field, name)?),
+        DType::I16 => TensorData::I16(narrowed(c.int_contents, field, name)?),
         DType::I32 => TensorData::I32(c.int_contents),
         DType::I64 => TensorData::I64(c.int64_contents),
-        DType::U8 => narrow!(c.uint_contents, u8, U8),
-        DType::U16 => narrow!(c.uint_contents, u16, U16),
+        DType::U8 => TensorData::U8(narrowed(c.uint_contents, field, name)?),
+        DType::U16 => TensorData::U16(narrowed(c.uint_contents, field, name)?),
         DType::U32 => TensorData::U32(c.uint_contents),
         DType::U64 => TensorData::U64(c.uint64_contents),
         DType::F32 => TensorData::F32(c.fp32_contents),
@@ -151,6 +139,22 @@ fn typed(
         )));
     }
     Tensor::new(shape, data)
+}
+
+/// `v`, widened integers of `field`, as the narrow type `T` (`name`): an error names the
+/// first value that does not fit.
+fn narrowed<W: Copy + std::fmt::Display, T: TryFrom<W>>(
+    v: Vec<W>,
+    field: &str,
+    name: &str,
+) -> Result<Vec<T>> {
+    v.into_iter()
+        .map(|x| {
+            T::try_from(x).map_err(|_| {
+                CodecError::bad_request(format!("{field}.contents: {x} does not fit in {name}"))
+            })
+        })
+        .collect()
 }
 
 /// A request as a client sends it (load generators, tests): inputs in
