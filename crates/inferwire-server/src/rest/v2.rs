@@ -9,7 +9,6 @@ use super::body::{self, Reply};
 use crate::app::App;
 use crate::error::{Kind, ServeError};
 use crate::metrics;
-use crate::model::{Call, Reply as ModelReply};
 use crate::models::Served;
 use crate::observe::Observed;
 
@@ -183,10 +182,7 @@ pub fn error(e: &ServeError) -> Reply {
 /// The model's metadata in V2's shape: the model's `init_metadata()` supplies versions,
 /// platform, inputs and outputs; name and version come from the server.
 pub async fn model_metadata(model: &Served) -> Result<Value, ServeError> {
-    let meta = match model.runner.call(Call::Metadata, None).await? {
-        ModelReply::Metadata(v) => v,
-        _ => Value::Null,
-    };
+    let meta = model.runner.metadata(None).await?;
     let tensors = |key: &str| -> Vec<Value> {
         meta.get(key)
             .and_then(Value::as_array)
