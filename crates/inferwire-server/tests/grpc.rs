@@ -52,14 +52,10 @@ async fn seldon_predict_and_v2_infer_reach_the_model() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_busy_model_with_no_queue_answers_resource_exhausted() {
-    let stub = Arc::new(Stub::held());
-    let server = Server::start(
-        stub.clone(),
-        inferwire_server::ServerConfig {
-            max_queue: 0,
-            ..server_config()
-        },
-    );
+    let (stub, server) = Server::held(inferwire_server::ServerConfig {
+        max_queue: 0,
+        ..server_config()
+    });
     let addr = server.grpc;
     let first = tokio::spawn(async move {
         let mut client = grpc(addr).await;
@@ -84,14 +80,10 @@ async fn a_busy_model_with_no_queue_answers_resource_exhausted() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_past_the_server_timeout_answers_deadline_exceeded() {
-    let stub = Arc::new(Stub::held());
-    let server = Server::start(
-        stub.clone(),
-        inferwire_server::ServerConfig {
-            timeout: Some(Duration::from_millis(300)),
-            ..server_config()
-        },
-    );
+    let (stub, server) = Server::held(inferwire_server::ServerConfig {
+        timeout: Some(Duration::from_millis(300)),
+        ..server_config()
+    });
     let mut client = grpc(server.grpc).await;
     let request = v2proto::to_pb_request(infer_request(&[&[1.0]]), "model", false);
     let status = unary::<_, v2pb::ModelInferResponse>(&mut client, INFER, request)

@@ -58,14 +58,10 @@ async fn seldon_and_v2_requests_reach_the_model() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_busy_model_with_no_queue_answers_503() {
-    let stub = Arc::new(Stub::held());
-    let server = Server::start(
-        stub.clone(),
-        inferwire_server::ServerConfig {
-            max_queue: 0,
-            ..server_config()
-        },
-    );
+    let (stub, server) = Server::held(inferwire_server::ServerConfig {
+        max_queue: 0,
+        ..server_config()
+    });
     let addr = server.http;
     let body = r#"{"data": {"ndarray": [[1]]}}"#;
     let first =
@@ -89,14 +85,10 @@ async fn a_busy_model_with_no_queue_answers_503() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_past_the_server_timeout_answers_504() {
-    let stub = Arc::new(Stub::held());
-    let server = Server::start(
-        stub.clone(),
-        inferwire_server::ServerConfig {
-            timeout: Some(Duration::from_millis(300)),
-            ..server_config()
-        },
-    );
+    let (stub, server) = Server::held(inferwire_server::ServerConfig {
+        timeout: Some(Duration::from_millis(300)),
+        ..server_config()
+    });
     let (status, reply) = http(
         server.http,
         "POST",

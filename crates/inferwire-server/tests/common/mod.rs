@@ -343,6 +343,13 @@ pub fn server_config() -> ServerConfig {
 }
 
 impl Server {
+    /// A server whose stub model holds every call until `Stub::release`.
+    pub fn held(config: ServerConfig) -> (Arc<Stub>, Self) {
+        let stub = Arc::new(Stub::held());
+        let server = Self::start(stub.clone(), config);
+        (stub, server)
+    }
+
     pub fn start(model: Arc<dyn Model>, config: ServerConfig) -> Self {
         let stop = StopHandle::new();
         let (bound_tx, bound_rx) = std::sync::mpsc::channel::<Bound>();
