@@ -2,6 +2,7 @@
 //! bodies a client sees for predictions, V2 inference, overload and deadlines.
 mod common;
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -54,6 +55,12 @@ async fn seldon_and_v2_requests_reach_the_model() {
 
     assert_eq!(stub.predicts(), 1);
     assert_eq!(stub.infers(), vec![1]);
+
+    // Every server thread that may call the model (the one I/O thread, the one model
+    // thread) told it when it started and when it stopped.
+    drop(server);
+    assert_eq!(stub.started.load(Ordering::SeqCst), 2);
+    assert_eq!(stub.stopped.load(Ordering::SeqCst), 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -102,4 +109,29 @@ async fn a_request_past_the_server_timeout_answers_504() {
         "the request's deadline passed before the model answered (see --timeout)"
     );
     stub.release();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operations_the_model_lacks_answer_with_the_trait_defaults() {
+    let server = Server::start(Arc::new(Stub::new()), server_config());
+    let (status, body) = http(
+        server.http,
+        "POST",
+        "/api/v1.0/feedback",
+        r#"{"request": {"data": {"ndarray": [[1]]}}, "reward": 1}"#,
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    let status_field = &parse(&body)["status"];
+    assert_eq!(
+        status_field["info"],
+        "this model does not implement send_feedback"
+    );
+    assert_eq!(status_field["reason"], "BAD_REQUEST");
+
+    let (status, body) = http(server.http, "GET", "/v2/models/model", "").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let meta = parse(&body);
+    assert_eq!(meta["name"], "model");
+    assert_eq!(meta["inputs"], json!([]));
 }
