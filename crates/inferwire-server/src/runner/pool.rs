@@ -57,7 +57,8 @@ pub enum Queued {
     Alone(Box<dyn Job>),
 }
 
-/// A call that always runs alone, whatever its operation.
+/// A queued call of any operation, as the model threads see it when they do not batch
+/// it: whether it is still wanted, and how to answer or run it.
 pub trait Job: Send {
     fn wanted(&self) -> bool;
     fn expired(&self, now: Instant) -> bool;
