@@ -1,7 +1,9 @@
 //! `Model` for a Python model: the executor thread takes the GIL here, and only here.
-use inferwire_codec::protocol::seldon::{Meta, Metric, MetricType, Payload, SeldonMessage};
-use inferwire_codec::protocol::v2::InferOutput;
-use inferwire_server::{Answer, Call, Model, ModelError, ModelErrorKind, Reply};
+use inferwire_codec::protocol::seldon::{
+    Feedback, Meta, Metric, MetricType, Payload, SeldonMessage,
+};
+use inferwire_codec::protocol::v2::{InferOutput, InferRequest};
+use inferwire_server::{Answer, Model, ModelError, ModelErrorKind, Prediction};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
@@ -101,7 +103,7 @@ impl PyModel {
     }
 
     /// `predict(X, names, meta)` through the adapter.
-    fn predict<'py>(
+    fn call_predict<'py>(
         &self,
         py: Python<'py>,
         msg: &mut SeldonMessage,
@@ -119,98 +121,9 @@ impl PyModel {
         self.predict.bind(py).call1((x, names, meta))
     }
 
-    fn run(&self, py: Python<'_>, call: Call) -> PyResult<Reply> {
-        let adapter = self.adapter.bind(py);
-        match call {
-            Call::Predict(mut msg) => {
-                if let Some(raw) = &self.predict_raw {
-                    let request = message_to_py(py, msg, self.raw_lists)?;
-                    let out = raw.bind(py).call1((request,))?;
-                    return Ok(Reply::Raw(py_to_output(&out)?));
-                }
-                let result = self.predict(py, &mut msg)?;
-                Ok(Reply::Message(self.message(
-                    &msg.payload,
-                    &msg.meta,
-                    &result,
-                )?))
-            }
-            Call::PredictBatch(mut msg) => {
-                if self.predict_raw.is_some() {
-                    return Err(pyo3::exceptions::PyTypeError::new_err(
-                        "a model with predict_raw cannot be batched (max_batch_size must be 1)",
-                    ));
-                }
-                let result = self.predict(py, &mut msg)?;
-                Ok(Reply::Answer(self.answer(&result)?))
-            }
-            Call::Feedback(f) => {
-                let f = *f;
-                let mut request = f.request.unwrap_or_default();
-                let features = payload_to_py(py, &mut request.payload)?;
-                let names = match &request.payload {
-                    Payload::Data { names, .. } => PyList::new(py, names)?,
-                    _ => PyList::empty(py),
-                };
-                let truth = match f.truth {
-                    Some(mut t) => payload_to_py(py, &mut t.payload)?,
-                    None => py.None().into_bound(py),
-                };
-                let routing = PyDict::new(py);
-                if let Some(resp) = &f.response {
-                    for (k, v) in &resp.meta.routing {
-                        routing.set_item(k, v)?;
-                    }
-                }
-                let result = adapter
-                    .call_method1("send_feedback", (features, names, f.reward, truth, routing))?;
-                Ok(Reply::Message(self.message(
-                    &request.payload,
-                    &Meta::default(),
-                    &result,
-                )?))
-            }
-            Call::HealthStatus => {
-                let result = adapter.call_method0("health_status")?;
-                Ok(Reply::Message(self.message(
-                    &Payload::None,
-                    &Meta::default(),
-                    &result,
-                )?))
-            }
-            Call::Metadata => Ok(Reply::Metadata(py_to_json(
-                &adapter.call_method0("metadata")?,
-            )?)),
-            Call::Infer(req) => {
-                let req = *req;
-                let requested: Vec<String> = req.outputs.iter().map(|o| o.name.clone()).collect();
-                let inputs = PyDict::new(py);
-                let input_parameters = PyDict::new(py);
-                for input in req.inputs {
-                    if !input.parameters.is_empty() {
-                        let p = json_to_py(py, &serde_json::Value::Object(input.parameters))?;
-                        input_parameters.set_item(&input.name, p)?;
-                    }
-                    inputs.set_item(input.name, tensor_to_numpy(py, input.tensor)?)?;
-                }
-                let parameters = json_to_py(py, &serde_json::Value::Object(req.parameters))?;
-                let out = adapter
-                    .call_method1("infer", (inputs, parameters, requested, input_parameters))?;
-                let mut outputs = Vec::new();
-                for item in out.try_iter()? {
-                    let pair = item?;
-                    let pair = pair.cast::<PyTuple>()?;
-                    let name: String = pair.get_item(0)?.extract()?;
-                    let tensor = py_to_tensor(&pair.get_item(1)?, &name)?;
-                    outputs.push(InferOutput {
-                        name,
-                        tensor,
-                        parameters: Default::default(),
-                    });
-                }
-                Ok(Reply::Infer(outputs))
-            }
-        }
+    /// Runs `f` holding the GIL; a Python exception becomes the model's error.
+    fn with_gil<T>(&self, f: impl FnOnce(Python<'_>) -> PyResult<T>) -> Result<T, ModelError> {
+        Python::attach(|py| f(py).map_err(|e| self.error(py, e)))
     }
 }
 
@@ -254,8 +167,102 @@ fn metrics_from(obj: &Bound<'_, PyAny>) -> PyResult<Vec<Metric>> {
 }
 
 impl Model for PyModel {
-    fn call(&self, call: Call) -> Result<Reply, ModelError> {
-        Python::attach(|py| self.run(py, call).map_err(|e| self.error(py, e)))
+    fn predict(&self, mut msg: SeldonMessage) -> Result<Prediction, ModelError> {
+        self.with_gil(|py| {
+            if let Some(raw) = &self.predict_raw {
+                let request = message_to_py(py, msg, self.raw_lists)?;
+                let out = raw.bind(py).call1((request,))?;
+                return Ok(Prediction::Raw(py_to_output(&out)?));
+            }
+            let result = self.call_predict(py, &mut msg)?;
+            Ok(Prediction::Message(self.message(
+                &msg.payload,
+                &msg.meta,
+                &result,
+            )?))
+        })
+    }
+
+    fn predict_batch(&self, mut msg: SeldonMessage) -> Result<Answer, ModelError> {
+        self.with_gil(|py| {
+            if self.predict_raw.is_some() {
+                return Err(pyo3::exceptions::PyTypeError::new_err(
+                    "a model with predict_raw cannot be batched (max_batch_size must be 1)",
+                ));
+            }
+            let result = self.call_predict(py, &mut msg)?;
+            self.answer(&result)
+        })
+    }
+
+    fn send_feedback(&self, f: Feedback) -> Result<SeldonMessage, ModelError> {
+        self.with_gil(|py| {
+            let mut request = f.request.unwrap_or_default();
+            let features = payload_to_py(py, &mut request.payload)?;
+            let names = match &request.payload {
+                Payload::Data { names, .. } => PyList::new(py, names)?,
+                _ => PyList::empty(py),
+            };
+            let truth = match f.truth {
+                Some(mut t) => payload_to_py(py, &mut t.payload)?,
+                None => py.None().into_bound(py),
+            };
+            let routing = PyDict::new(py);
+            if let Some(resp) = &f.response {
+                for (k, v) in &resp.meta.routing {
+                    routing.set_item(k, v)?;
+                }
+            }
+            let result = self
+                .adapter
+                .bind(py)
+                .call_method1("send_feedback", (features, names, f.reward, truth, routing))?;
+            self.message(&request.payload, &Meta::default(), &result)
+        })
+    }
+
+    fn health_status(&self) -> Result<SeldonMessage, ModelError> {
+        self.with_gil(|py| {
+            let result = self.adapter.bind(py).call_method0("health_status")?;
+            self.message(&Payload::None, &Meta::default(), &result)
+        })
+    }
+
+    fn metadata(&self) -> Result<serde_json::Value, ModelError> {
+        self.with_gil(|py| py_to_json(&self.adapter.bind(py).call_method0("metadata")?))
+    }
+
+    fn infer(&self, req: InferRequest) -> Result<Vec<InferOutput>, ModelError> {
+        self.with_gil(|py| {
+            let requested: Vec<String> = req.outputs.iter().map(|o| o.name.clone()).collect();
+            let inputs = PyDict::new(py);
+            let input_parameters = PyDict::new(py);
+            for input in req.inputs {
+                if !input.parameters.is_empty() {
+                    let p = json_to_py(py, &serde_json::Value::Object(input.parameters))?;
+                    input_parameters.set_item(&input.name, p)?;
+                }
+                inputs.set_item(input.name, tensor_to_numpy(py, input.tensor)?)?;
+            }
+            let parameters = json_to_py(py, &serde_json::Value::Object(req.parameters))?;
+            let out = self
+                .adapter
+                .bind(py)
+                .call_method1("infer", (inputs, parameters, requested, input_parameters))?;
+            let mut outputs = Vec::new();
+            for item in out.try_iter()? {
+                let pair = item?;
+                let pair = pair.cast::<PyTuple>()?;
+                let name: String = pair.get_item(0)?.extract()?;
+                let tensor = py_to_tensor(&pair.get_item(1)?, &name)?;
+                outputs.push(InferOutput {
+                    name,
+                    tensor,
+                    parameters: Default::default(),
+                });
+            }
+            Ok(outputs)
+        })
     }
 
     fn thread_started(&self) {

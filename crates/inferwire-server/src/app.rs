@@ -11,7 +11,7 @@ use serde_json::Value;
 use crate::config::ServerConfig;
 use crate::error::{Kind, ServeError};
 use crate::metrics::Metrics;
-use crate::model::{Call, Reply};
+use crate::model::Prediction;
 use crate::models::{Models, Served};
 
 pub struct App {
@@ -61,16 +61,6 @@ impl App {
     /// The default model's metrics slot (for requests on the Seldon protocol's routes).
     pub fn default_slot(&self) -> usize {
         self.models.default_model().map_or(0, |m| m.slot)
-    }
-
-    /// A call to the default model (the Seldon protocol's).
-    async fn call_default(
-        &self,
-        call: Call,
-        deadline: Option<Instant>,
-    ) -> Result<Reply, ServeError> {
-        let model = self.models.default_model()?;
-        model.runner.call(call, deadline).await
     }
 
     /// When a request that arrived at `start` must be answered: the sooner of the
@@ -138,7 +128,7 @@ impl App {
         &self,
         msg: SeldonMessage,
         deadline: Option<Instant>,
-    ) -> Result<Reply, ServeError> {
+    ) -> Result<Prediction, ServeError> {
         self.predict_on(None, msg, deadline).await
     }
 
@@ -148,18 +138,21 @@ impl App {
         model: Option<&Served>,
         msg: SeldonMessage,
         deadline: Option<Instant>,
-    ) -> Result<Reply, ServeError> {
+    ) -> Result<Prediction, ServeError> {
         let puid = msg.meta.puid.clone();
         let reply = match model {
-            Some(m) => m.runner.call(Call::Predict(msg), deadline).await?,
-            None => self.call_default(Call::Predict(msg), deadline).await?,
+            Some(m) => m.runner.predict(msg, deadline).await?,
+            None => {
+                let m = self.models.default_model()?;
+                m.runner.predict(msg, deadline).await?
+            }
         };
         Ok(match reply {
-            Reply::Message(mut m) => {
+            Prediction::Message(mut m) => {
                 self.complete_meta(&mut m.meta, puid);
-                Reply::Message(m)
+                Prediction::Message(m)
             }
-            other => other,
+            raw @ Prediction::Raw(_) => raw,
         })
     }
 
@@ -183,9 +176,8 @@ impl App {
             payload,
         };
         let (payload, meta) = match self.predict_on(model, msg, deadline).await? {
-            Reply::Message(m) => (m.payload, m.meta),
-            Reply::Raw(out) => (media::output_payload(out), Meta::default()),
-            other => return Err(unexpected(other)),
+            Prediction::Message(m) => (m.payload, m.meta),
+            Prediction::Raw(out) => (media::output_payload(out), Meta::default()),
         };
         let target = media::negotiate(accept, &default, &payload)
             .map_err(|e| ServeError::new(Kind::NotAcceptable, e))?;
@@ -198,30 +190,21 @@ impl App {
             .as_ref()
             .map(|r| r.meta.puid.clone())
             .unwrap_or_default();
-        match self.call_default(Call::Feedback(Box::new(f)), None).await? {
-            Reply::Message(mut m) => {
-                self.complete_meta(&mut m.meta, puid);
-                Ok(m)
-            }
-            other => Err(unexpected(other)),
-        }
+        let model = self.models.default_model()?;
+        let mut m = model.runner.send_feedback(f, None).await?;
+        self.complete_meta(&mut m.meta, puid);
+        Ok(m)
     }
 
-    pub async fn health_status(&self) -> Result<Reply, ServeError> {
-        match self.call_default(Call::HealthStatus, None).await? {
-            Reply::Message(mut m) => {
-                self.complete_meta(&mut m.meta, String::new());
-                Ok(Reply::Message(m))
-            }
-            other => Ok(other),
-        }
+    pub async fn health_status(&self) -> Result<SeldonMessage, ServeError> {
+        let model = self.models.default_model()?;
+        let mut m = model.runner.health_status(None).await?;
+        self.complete_meta(&mut m.meta, String::new());
+        Ok(m)
     }
 
     pub async fn metadata(&self) -> Result<Value, ServeError> {
-        match self.call_default(Call::Metadata, None).await? {
-            Reply::Metadata(v) => Ok(v),
-            other => Err(unexpected(other)),
-        }
+        self.models.default_model()?.runner.metadata(None).await
     }
 
     /// Runs a V2 inference and keeps the outputs the request asked for, in its order.
@@ -233,14 +216,7 @@ impl App {
     ) -> Result<InferResponse, ServeError> {
         let id = req.id.clone();
         let wanted: Vec<String> = req.outputs.iter().map(|o| o.name.clone()).collect();
-        let outputs = match model
-            .runner
-            .call(Call::Infer(Box::new(req)), deadline)
-            .await?
-        {
-            Reply::Infer(outputs) => outputs,
-            other => return Err(unexpected(other)),
-        };
+        let outputs = model.runner.infer(req, deadline).await?;
         let outputs = if wanted.is_empty() {
             outputs
         } else {
@@ -286,12 +262,4 @@ impl App {
             .entry(self.models.default_name().to_string())
             .or_insert_with(|| self.config.model_image.clone());
     }
-}
-
-#[cold]
-fn unexpected(reply: Reply) -> ServeError {
-    ServeError::new(
-        Kind::Internal,
-        format!("the model runtime gave an unexpected reply: {reply:?}"),
-    )
 }

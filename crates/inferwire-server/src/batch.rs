@@ -7,25 +7,9 @@ use inferwire_codec::{rows, DType};
 use serde_json::{Map, Value};
 
 use crate::error::{Kind, ServeError};
-use crate::model::{Answer, Call};
+use crate::model::Answer;
 
 pub mod v2;
-
-/// Requests with equal keys may share a model call.
-#[derive(Debug, PartialEq)]
-pub enum GroupKey {
-    Seldon(Key),
-    V2(v2::Key),
-}
-
-/// The key of a call that may be batched, `None` for one that runs alone.
-pub fn group_key(call: &Call) -> Option<GroupKey> {
-    match call {
-        Call::Predict(msg) => key(msg).map(GroupKey::Seldon),
-        Call::Infer(req) => v2::key(req).map(GroupKey::V2),
-        _ => None,
-    }
-}
 
 /// Requests with equal keys can be joined: numeric arrays of one dtype, with the same
 /// dimensions after the first and the same column names.

@@ -5,16 +5,12 @@
 use serde_json::{json, Value};
 
 use crate::error::ServeError;
-use crate::model::{Call, Reply as ModelReply};
 use crate::models::Served;
 
 /// The model's metadata in V2's shape: the model's `init_metadata()` supplies versions,
 /// platform, inputs and outputs; name and version come from the server.
 pub async fn model_metadata(model: &Served) -> Result<Value, ServeError> {
-    let meta = match model.runner.call(Call::Metadata, None).await? {
-        ModelReply::Metadata(v) => v,
-        _ => Value::Null,
-    };
+    let meta = model.runner.metadata(None).await?;
     let tensors = |key: &str| -> Vec<Value> {
         meta.get(key)
             .and_then(Value::as_array)

@@ -28,6 +28,6 @@ pub mod tls;
 pub use config::{AccessLog, ServerConfig};
 pub use error::ServeError;
 pub use metrics::Metrics;
-pub use model::{Answer, Call, Model, ModelError, ModelErrorKind, Reply};
+pub use model::{Answer, Model, ModelError, ModelErrorKind, Prediction};
 pub use models::{ModelSpec, Repository};
 pub use run::{serve, Bound, Listeners, Serving, StopHandle};

@@ -1,42 +1,20 @@
-//! The contract between the server and a model runtime: the server hands it `Call`s
-//! through `runner::Runner`, which bounds how many run and wait.
+//! The contract between the server and a model runtime: one method per operation, each
+//! with its own request and answer types. The server calls them through
+//! `runner::Runner`, which bounds how many run and wait.
 use inferwire_codec::protocol::seldon::reply::{predict_payload, Output};
 use inferwire_codec::protocol::seldon::{Feedback, Meta, Metric, Payload, SeldonMessage};
 use inferwire_codec::protocol::v2::{InferOutput, InferRequest};
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 
-/// One request for the model.
-// `Predict` is the common case and the largest; see `Reply`.
-#[allow(clippy::large_enum_variant)]
-#[derive(Debug)]
-pub enum Call {
-    Predict(SeldonMessage),
-    /// Several requests' rows joined into one message (`batch::Batch`): the runtime
-    /// answers with `Reply::Answer`, which the batcher cuts back into one reply each.
-    PredictBatch(SeldonMessage),
-    /// Boxed: rare, and three messages large.
-    Feedback(Box<Feedback>),
-    HealthStatus,
-    Metadata,
-    /// A V2 inference request: the runtime answers with `Reply::Infer`.
-    Infer(Box<InferRequest>),
-}
-
-/// What the model answered.
+/// What `predict` answered.
 // `Message` is the common case and the largest: boxing it would cost an allocation per request.
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
-pub enum Reply {
+pub enum Prediction {
     /// A complete message, encoded in the request's protocol.
     Message(SeldonMessage),
     /// `predict_raw`'s result, returned as the model gave it.
     Raw(Output),
-    /// Metadata, as JSON.
-    Metadata(Value),
-    /// `predict`'s result before it is shaped into a reply (for `Call::PredictBatch`).
-    Answer(Answer),
-    /// A V2 request's outputs, every one the model produced, in its order.
-    Infer(Vec<InferOutput>),
 }
 
 /// What `predict` returned, with the tags and metrics the model gave alongside.
@@ -89,14 +67,68 @@ pub struct ModelError {
     pub message: String,
 }
 
-/// A model runtime. `call` runs on the I/O thread that received the request (see
-/// `runner`), never on two threads at once unless the runtime allows it.
-pub trait Model: Send + Sync + 'static {
-    fn call(&self, call: Call) -> Result<Reply, ModelError>;
+impl ModelError {
+    /// The request was wrong for this model (400 / INVALID_ARGUMENT).
+    pub fn bad_input(message: impl Into<String>) -> Self {
+        Self {
+            kind: ModelErrorKind::BadInput,
+            message: message.into(),
+        }
+    }
 
-    /// Called on each server thread when it starts, before any `call` on it. A Python
-    /// runtime creates the thread's interpreter state here, once, so that each `call`
-    /// only takes the GIL instead of creating and destroying a thread state.
+    /// An operation this model does not have.
+    #[cold]
+    fn unsupported(operation: &str) -> Self {
+        Self::bad_input(format!("this model does not implement {operation}"))
+    }
+}
+
+/// A model runtime: one method per operation, as MLServer's `MLModel`. Only `predict`
+/// is required; the others default to an error saying the model lacks them (or, for
+/// `metadata` and `health_status`, to an answer that says nothing about the model).
+///
+/// The methods run on the I/O thread that received the request or on a model thread
+/// (see `runner`), never on two threads at once unless the runtime allows it. A new
+/// operation (a Seldon component's `transform_input`, `route`, ...) is one more method
+/// here with a default, and one more entry point on the runner.
+pub trait Model: Send + Sync + 'static {
+    /// Seldon `predict` (or `predict_raw`) on one request.
+    fn predict(&self, msg: SeldonMessage) -> Result<Prediction, ModelError>;
+
+    /// `predict` on several requests' rows joined into one message (dynamic batching,
+    /// `batch::join`): the answer before it is shaped into a reply, which the batcher
+    /// cuts back into one reply per request. When it fails, each request runs alone
+    /// through `predict`.
+    fn predict_batch(&self, _msg: SeldonMessage) -> Result<Answer, ModelError> {
+        Err(ModelError::unsupported("batched predict"))
+    }
+
+    /// A V2 inference request: every output the model produced, in its order.
+    fn infer(&self, _request: InferRequest) -> Result<Vec<InferOutput>, ModelError> {
+        Err(ModelError::unsupported("V2 inference"))
+    }
+
+    /// The model's metadata, as JSON (Seldon's `init_metadata()`).
+    fn metadata(&self) -> Result<Value, ModelError> {
+        Ok(Value::Object(Map::new()))
+    }
+
+    /// Seldon `send_feedback`: the reply to a feedback message.
+    fn send_feedback(&self, _feedback: Feedback) -> Result<SeldonMessage, ModelError> {
+        Err(ModelError::unsupported("send_feedback"))
+    }
+
+    /// Seldon `health_status`.
+    fn health_status(&self) -> Result<SeldonMessage, ModelError> {
+        Ok(SeldonMessage {
+            payload: Payload::Json(json!({"status": "ok"})),
+            ..SeldonMessage::default()
+        })
+    }
+
+    /// Called on each server thread when it starts, before any operation on it. A Python
+    /// runtime creates the thread's interpreter state here, once, so that each call only
+    /// takes the GIL instead of creating and destroying a thread state.
     fn thread_started(&self) {}
 
     /// Called on each server thread when it stops.

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use inferwire_codec::protocol::seldon::reply::Output;
-use inferwire_codec::protocol::seldon::{Array, Meta, Payload, SeldonMessage};
+use inferwire_codec::protocol::seldon::{Array, Feedback, Meta, Payload, SeldonMessage};
 use inferwire_codec::protocol::v2::{InferInput, InferOutput, InferRequest};
 use inferwire_codec::{Tensor, TensorData};
 use inferwire_trees::forest::argmax_rows;
@@ -14,7 +14,7 @@ use inferwire_trees::format::Task;
 use inferwire_trees::Forest;
 use serde_json::{json, Map, Value};
 
-use crate::model::{Answer, Call, Model, ModelError, ModelErrorKind, Reply};
+use crate::model::{Answer, Model, ModelError, Prediction};
 
 pub struct TreeModel {
     forest: Arc<Forest>,
@@ -23,10 +23,7 @@ pub struct TreeModel {
 }
 
 fn bad(message: impl Into<String>) -> ModelError {
-    ModelError {
-        kind: ModelErrorKind::BadInput,
-        message: message.into(),
-    }
+    ModelError::bad_input(message)
 }
 
 fn label(v: &Value) -> String {
@@ -211,75 +208,6 @@ impl TreeModel {
         Value::Object(out)
     }
 
-    fn predict(&self, msg: SeldonMessage) -> Result<Reply, ModelError> {
-        let x = self.rows_of(&msg.payload)?;
-        let (values, rows) = self.score(&x)?;
-        if matches!(msg.payload, Payload::Json(_)) {
-            return Ok(Reply::Message(SeldonMessage {
-                status: None,
-                meta: Meta {
-                    tags: msg.meta.tags,
-                    ..Meta::default()
-                },
-                payload: Payload::Json(self.columns(&values)),
-            }));
-        }
-        let answer = Answer {
-            output: Some(Output::Array(Array::Numeric(self.matrix(values, rows)))),
-            names: self.output_names.clone(),
-            ..Answer::default()
-        };
-        Ok(Reply::Message(
-            answer.into_message(&msg.payload, &msg.meta.tags),
-        ))
-    }
-
-    /// V2: one input of `[rows, features]`, or one 1-D input per feature, named by
-    /// feature. Outputs: `predict_proba` and `predict` (class labels) for classifiers,
-    /// `predict` for regressors.
-    fn infer(&self, req: InferRequest) -> Result<Reply, ModelError> {
-        let x = match &req.inputs[..] {
-            [one] if one.tensor.shape.len() == 2 || self.n_features() == 1 => {
-                self.rows_from_tensor(&one.tensor, &[])?
-            }
-            inputs => self.rows_from_inputs(inputs)?,
-        };
-        let (values, rows) = self.score(&x)?;
-        let info = &self.forest.info;
-        let mut outputs = Vec::new();
-        match info.task {
-            Task::Classification => {
-                let picked = argmax_rows(&values, info.n_outputs);
-                outputs.push(InferOutput {
-                    name: "predict_proba".into(),
-                    tensor: self.matrix(values, rows),
-                    parameters: Map::new(),
-                });
-                outputs.push(InferOutput {
-                    name: "predict".into(),
-                    tensor: self.labels(&picked),
-                    parameters: Map::new(),
-                });
-            }
-            Task::Regression => {
-                let shape = if info.n_outputs == 1 {
-                    vec![rows]
-                } else {
-                    vec![rows, info.n_outputs]
-                };
-                outputs.push(InferOutput {
-                    name: "predict".into(),
-                    tensor: Tensor {
-                        shape,
-                        data: TensorData::F64(values),
-                    },
-                    parameters: Map::new(),
-                });
-            }
-        }
-        Ok(Reply::Infer(outputs))
-    }
-
     fn rows_from_inputs(&self, inputs: &[InferInput]) -> Result<Vec<f64>, ModelError> {
         self.rows_from_named(|name| {
             let input = inputs.iter().find(|i| i.name == name)?;
@@ -321,33 +249,6 @@ impl TreeModel {
             data,
         }
     }
-
-    fn metadata(&self) -> Value {
-        let info = &self.forest.info;
-        let inputs: Vec<Value> = if info.feature_names.is_empty() {
-            vec![json!({"name": "input-0", "datatype": "FP64", "shape": [-1, info.n_features]})]
-        } else {
-            info.feature_names
-                .iter()
-                .map(|n| json!({"name": n, "datatype": "FP64", "shape": [-1]}))
-                .collect()
-        };
-        let mut outputs = vec![];
-        if info.task == Task::Classification {
-            outputs.push(
-                json!({"name": "predict_proba", "datatype": "FP64", "shape": [-1, info.n_outputs]}),
-            );
-        }
-        outputs.push(json!({"name": "predict", "datatype": if info.task == Task::Classification { "BYTES" } else { "FP64" }, "shape": [-1]}));
-        json!({
-            "versions": [],
-            "platform": format!("inferwire-trees ({})", info.source),
-            "inputs": inputs,
-            "outputs": outputs,
-            "classes": info.classes,
-            "trees": info.n_trees,
-        })
-    }
 }
 
 /// A data frame's column: a list of numbers (`null` is missing, booleans are 0 and 1), or
@@ -366,28 +267,118 @@ fn json_column(name: &str, col: &Value) -> Result<Vec<f64>, ModelError> {
 }
 
 impl Model for TreeModel {
-    fn call(&self, call: Call) -> Result<Reply, ModelError> {
-        match call {
-            Call::Predict(msg) => self.predict(msg),
-            Call::PredictBatch(msg) => {
-                let x = self.rows_of(&msg.payload)?;
-                let (values, rows) = self.score(&x)?;
-                Ok(Reply::Answer(Answer {
-                    output: Some(Output::Array(Array::Numeric(self.matrix(values, rows)))),
-                    names: self.output_names.clone(),
-                    ..Answer::default()
-                }))
-            }
-            Call::Infer(req) => self.infer(*req),
-            Call::Metadata => Ok(Reply::Metadata(self.metadata())),
-            Call::HealthStatus => Ok(Reply::Message(SeldonMessage {
-                payload: Payload::Json(json!({"status": "ok"})),
-                ..SeldonMessage::default()
-            })),
-            Call::Feedback(_) => Err(bad(
-                "send_feedback is not supported by the native tree runtime",
-            )),
+    fn predict(&self, msg: SeldonMessage) -> Result<Prediction, ModelError> {
+        let x = self.rows_of(&msg.payload)?;
+        let (values, rows) = self.score(&x)?;
+        if matches!(msg.payload, Payload::Json(_)) {
+            return Ok(Prediction::Message(SeldonMessage {
+                status: None,
+                meta: Meta {
+                    tags: msg.meta.tags,
+                    ..Meta::default()
+                },
+                payload: Payload::Json(self.columns(&values)),
+            }));
         }
+        let answer = Answer {
+            output: Some(Output::Array(Array::Numeric(self.matrix(values, rows)))),
+            names: self.output_names.clone(),
+            ..Answer::default()
+        };
+        Ok(Prediction::Message(
+            answer.into_message(&msg.payload, &msg.meta.tags),
+        ))
+    }
+
+    fn predict_batch(&self, msg: SeldonMessage) -> Result<Answer, ModelError> {
+        let x = self.rows_of(&msg.payload)?;
+        let (values, rows) = self.score(&x)?;
+        Ok(Answer {
+            output: Some(Output::Array(Array::Numeric(self.matrix(values, rows)))),
+            names: self.output_names.clone(),
+            ..Answer::default()
+        })
+    }
+
+    /// V2: one input of `[rows, features]`, or one 1-D input per feature, named by
+    /// feature. Outputs: `predict_proba` and `predict` (class labels) for classifiers,
+    /// `predict` for regressors.
+    fn infer(&self, req: InferRequest) -> Result<Vec<InferOutput>, ModelError> {
+        let x = match &req.inputs[..] {
+            [one] if one.tensor.shape.len() == 2 || self.n_features() == 1 => {
+                self.rows_from_tensor(&one.tensor, &[])?
+            }
+            inputs => self.rows_from_inputs(inputs)?,
+        };
+        let (values, rows) = self.score(&x)?;
+        let info = &self.forest.info;
+        let mut outputs = Vec::new();
+        match info.task {
+            Task::Classification => {
+                let picked = argmax_rows(&values, info.n_outputs);
+                outputs.push(InferOutput {
+                    name: "predict_proba".into(),
+                    tensor: self.matrix(values, rows),
+                    parameters: Map::new(),
+                });
+                outputs.push(InferOutput {
+                    name: "predict".into(),
+                    tensor: self.labels(&picked),
+                    parameters: Map::new(),
+                });
+            }
+            Task::Regression => {
+                let shape = if info.n_outputs == 1 {
+                    vec![rows]
+                } else {
+                    vec![rows, info.n_outputs]
+                };
+                outputs.push(InferOutput {
+                    name: "predict".into(),
+                    tensor: Tensor {
+                        shape,
+                        data: TensorData::F64(values),
+                    },
+                    parameters: Map::new(),
+                });
+            }
+        }
+        Ok(outputs)
+    }
+
+    fn metadata(&self) -> Result<Value, ModelError> {
+        let info = &self.forest.info;
+        let inputs: Vec<Value> = if info.feature_names.is_empty() {
+            vec![json!({"name": "input-0", "datatype": "FP64", "shape": [-1, info.n_features]})]
+        } else {
+            info.feature_names
+                .iter()
+                .map(|n| json!({"name": n, "datatype": "FP64", "shape": [-1]}))
+                .collect()
+        };
+        let mut outputs = vec![];
+        if info.task == Task::Classification {
+            outputs.push(
+                json!({"name": "predict_proba", "datatype": "FP64", "shape": [-1, info.n_outputs]}),
+            );
+        }
+        outputs.push(json!({"name": "predict", "datatype": if info.task == Task::Classification { "BYTES" } else { "FP64" }, "shape": [-1]}));
+        Ok(json!({
+            "versions": [],
+            "platform": format!("inferwire-trees ({})", info.source),
+            "inputs": inputs,
+            "outputs": outputs,
+            "classes": info.classes,
+            "trees": info.n_trees,
+        }))
+    }
+
+    // health_status: the default, `{"status": "ok"}`.
+
+    fn send_feedback(&self, _feedback: Feedback) -> Result<SeldonMessage, ModelError> {
+        Err(bad(
+            "send_feedback is not supported by the native tree runtime",
+        ))
     }
 }
 
@@ -395,19 +386,42 @@ impl Model for TreeModel {
 /// to be published: every call says so.
 pub struct NoModel;
 
+impl NoModel {
+    #[cold]
+    fn none() -> ModelError {
+        bad(
+            "this server has no default model: call a published model on \
+             /api/NAME/VERSION or /v2/models/NAME, or publish one \
+             (POST /api/v1.0/publish/NAME/VERSION)",
+        )
+    }
+}
+
 impl Model for NoModel {
-    fn call(&self, call: Call) -> Result<Reply, ModelError> {
-        match call {
-            Call::HealthStatus => Ok(Reply::Message(SeldonMessage {
-                payload: Payload::Json(json!({"status": "ok", "models": 0})),
-                ..SeldonMessage::default()
-            })),
-            Call::Metadata => Ok(Reply::Metadata(json!({"platform": "inferwire"}))),
-            _ => Err(bad(
-                "this server has no default model: call a published model on \
-                 /api/NAME/VERSION or /v2/models/NAME, or publish one \
-                 (POST /api/v1.0/publish/NAME/VERSION)",
-            )),
-        }
+    fn predict(&self, _msg: SeldonMessage) -> Result<Prediction, ModelError> {
+        Err(Self::none())
+    }
+
+    fn predict_batch(&self, _msg: SeldonMessage) -> Result<Answer, ModelError> {
+        Err(Self::none())
+    }
+
+    fn infer(&self, _request: InferRequest) -> Result<Vec<InferOutput>, ModelError> {
+        Err(Self::none())
+    }
+
+    fn send_feedback(&self, _feedback: Feedback) -> Result<SeldonMessage, ModelError> {
+        Err(Self::none())
+    }
+
+    fn health_status(&self) -> Result<SeldonMessage, ModelError> {
+        Ok(SeldonMessage {
+            payload: Payload::Json(json!({"status": "ok", "models": 0})),
+            ..SeldonMessage::default()
+        })
+    }
+
+    fn metadata(&self) -> Result<Value, ModelError> {
+        Ok(json!({"platform": "inferwire"}))
     }
 }

@@ -10,6 +10,10 @@
 //! cross-thread wake-ups, which on a 2-core VM cost more than a small model call. Slow
 //! calls go to the model threads so the I/O thread keeps serving. With batching every
 //! predict goes to the model threads, which gather compatible requests into one call.
+//!
+//! One entry point per model operation (`predict`, `infer`, ...), each answering with
+//! its operation's own type; underneath, one generic path (`run`) for all of them.
+mod ops;
 mod pool;
 mod slots;
 
@@ -17,11 +21,15 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use inferwire_codec::protocol::seldon::{Feedback, SeldonMessage};
+use inferwire_codec::protocol::v2::{InferOutput, InferRequest};
+use serde_json::Value;
 use tokio::sync::{oneshot, Semaphore};
 
 use crate::error::{Kind, ServeError};
 use crate::metrics::Metrics;
-use crate::model::{Call, Model, Reply};
+use crate::model::{Model, Prediction};
+use ops::Op;
 use pool::{Pool, Waiter, Work};
 use slots::Slots;
 
@@ -99,41 +107,81 @@ impl Runner {
         })
     }
 
-    /// Runs `call`, giving up with `Kind::Deadline` once `deadline` has passed (the
-    /// request is then dropped wherever it waits).
-    pub async fn call(&self, call: Call, deadline: Option<Instant>) -> Result<Reply, ServeError> {
+    /// Seldon `predict` (or `predict_raw`) on one request. Every entry point gives up
+    /// with `Kind::Deadline` once `deadline` has passed (the request is then dropped
+    /// wherever it waits).
+    pub async fn predict(
+        &self,
+        msg: SeldonMessage,
+        deadline: Option<Instant>,
+    ) -> Result<Prediction, ServeError> {
+        self.run(ops::Predict(msg), deadline).await
+    }
+
+    /// A V2 inference: every output the model produced, in its order.
+    pub async fn infer(
+        &self,
+        request: InferRequest,
+        deadline: Option<Instant>,
+    ) -> Result<Vec<InferOutput>, ServeError> {
+        self.run(ops::Infer(request), deadline).await
+    }
+
+    /// The model's metadata, as the model gives it.
+    pub async fn metadata(&self, deadline: Option<Instant>) -> Result<Value, ServeError> {
+        self.run(ops::Metadata, deadline).await
+    }
+
+    /// Seldon `send_feedback`.
+    pub async fn send_feedback(
+        &self,
+        feedback: Feedback,
+        deadline: Option<Instant>,
+    ) -> Result<SeldonMessage, ServeError> {
+        self.run(ops::SendFeedback(Box::new(feedback)), deadline)
+            .await
+    }
+
+    /// Seldon `health_status`.
+    pub async fn health_status(
+        &self,
+        deadline: Option<Instant>,
+    ) -> Result<SeldonMessage, ServeError> {
+        self.run(ops::HealthStatus, deadline).await
+    }
+
+    async fn run<O: Op>(&self, op: O, deadline: Option<Instant>) -> Result<O::Output, ServeError> {
         // The usual case first, with no future built around it: a fast model, free now.
-        let call = match self.try_inline(call, deadline) {
+        let op = match self.try_inline(op, deadline) {
             Ok(answered) => return answered,
-            Err(call) => call,
+            Err(op) => op,
         };
         match deadline {
-            None => self.admitted(call, None).await,
-            Some(d) => tokio::time::timeout_at(d.into(), self.admitted(call, deadline))
+            None => self.admitted(op, None).await,
+            Some(d) => tokio::time::timeout_at(d.into(), self.admitted(op, deadline))
                 .await
                 .unwrap_or_else(|_| Err(deadline_exceeded())),
         }
     }
 
-    /// `admitted`'s inline case, taken before any waiting: runs `call` on this thread
+    /// `admitted`'s inline case, taken before any waiting: runs `op` on this thread
     /// when an admission and a model slot are free at once (and the model is fast, the
-    /// deadline far off); else gives the call back.
-    // The call is given back by value (no box) on the hot path: its size is the point.
+    /// deadline far off); else gives the operation back.
+    // The operation is given back by value (no box) on the hot path: its size is the point.
     #[allow(clippy::result_large_err)]
-    fn try_inline(
+    fn try_inline<O: Op>(
         &self,
-        call: Call,
+        op: O,
         deadline: Option<Instant>,
-    ) -> Result<Result<Reply, ServeError>, Call> {
-        let batchable = self.batching && matches!(call, Call::Predict(_) | Call::Infer(_));
-        if batchable || !inline_deadline(deadline) || !self.fast() {
-            return Err(call);
+    ) -> Result<Result<O::Output, ServeError>, O> {
+        if self.batchable::<O>() || !inline_deadline(deadline) || !self.fast() {
+            return Err(op);
         }
         let Ok(permit) = self.admit.clone().try_acquire_owned() else {
-            return Err(call);
+            return Err(op);
         };
         let Some(slot) = self.slots.try_take() else {
-            return Err(call);
+            return Err(op);
         };
         self.metrics.add_in_flight(1);
         let _in_flight = Gauge {
@@ -141,22 +189,27 @@ impl Runner {
             metrics: self.metrics,
             in_flight: true,
         };
-        Ok(self.run_here(call, slot, permit))
+        Ok(self.run_here(op, slot, permit))
     }
 
-    /// Runs `call` on this thread, holding a model slot and an admission.
-    fn run_here(
+    /// Whether the model threads may join calls of `O` with others.
+    fn batchable<O: Op>(&self) -> bool {
+        self.batching && O::BATCHABLE
+    }
+
+    /// Runs `op` on this thread, holding a model slot and an admission.
+    fn run_here<O: Op>(
         &self,
-        call: Call,
+        op: O,
         slot: slots::Slot<'_>,
         permit: tokio::sync::OwnedSemaphorePermit,
-    ) -> Result<Reply, ServeError> {
+    ) -> Result<O::Output, ServeError> {
         let start = Instant::now();
-        let result = self.model.call(call);
+        let result = op.run(&*self.model);
         let took = start.elapsed();
         drop(slot);
         drop(permit);
-        pool::record_custom(&self.metrics, &result);
+        pool::record_custom::<O>(&self.metrics, &result);
         self.observe(took, &result);
         Ok(result?)
     }
@@ -165,7 +218,11 @@ impl Runner {
         self.recent_micros.load(Ordering::Relaxed) < SLOW_CALL_MICROS
     }
 
-    async fn admitted(&self, call: Call, deadline: Option<Instant>) -> Result<Reply, ServeError> {
+    async fn admitted<O: Op>(
+        &self,
+        op: O,
+        deadline: Option<Instant>,
+    ) -> Result<O::Output, ServeError> {
         let permit = match self.admit.clone().try_acquire_owned() {
             Ok(p) => p,
             Err(_) => {
@@ -197,15 +254,15 @@ impl Runner {
             metrics: self.metrics,
             in_flight: true,
         };
-        let batchable = self.batching && matches!(call, Call::Predict(_) | Call::Infer(_));
+        let batchable = self.batchable::<O>();
         if !batchable && inline_deadline(deadline) && self.fast() {
             if let Some(slot) = self.slots.try_take() {
-                return self.run_here(call, slot, permit);
+                return self.run_here(op, slot, permit);
             }
         }
         let (done, reply) = oneshot::channel();
         let work = Work {
-            call,
+            op,
             deadline,
             batchable,
             waiter: Waiter { done, permit },

@@ -14,7 +14,7 @@ use super::timeout::client_timeout;
 use crate::app::App;
 use crate::error::{Kind, ServeError};
 use crate::metrics::{Code, Encoding};
-use crate::model::Reply;
+use crate::model::Prediction;
 use crate::observe::Observed;
 
 #[derive(Clone)]
@@ -129,10 +129,10 @@ impl SeldonService {
 
 /// `predict_raw` results become messages: a dict is read as a SeldonMessage, other
 /// values travel as `jsonData`, `strData` or `binData`.
-fn reply_to_pb(reply: Reply) -> std::result::Result<pb::SeldonMessage, ServeError> {
+fn reply_to_pb(reply: Prediction) -> std::result::Result<pb::SeldonMessage, ServeError> {
     let msg = match reply {
-        Reply::Message(m) => m,
-        Reply::Raw(Output::Json(Value::Object(o))) => {
+        Prediction::Message(m) => m,
+        Prediction::Raw(Output::Json(Value::Object(o))) => {
             proto::json_object_to_message(&o, &Default::default()).map_err(|e| {
                 ServeError::new(
                     crate::error::Kind::Model,
@@ -140,30 +140,22 @@ fn reply_to_pb(reply: Reply) -> std::result::Result<pb::SeldonMessage, ServeErro
                 )
             })?
         }
-        Reply::Raw(Output::Json(v)) | Reply::Raw(Output::Array(Array::Json(v))) => SeldonMessage {
-            payload: Payload::Json(v),
-            ..Default::default()
-        },
-        Reply::Raw(Output::Array(Array::Numeric(t))) => SeldonMessage {
+        Prediction::Raw(Output::Json(v)) | Prediction::Raw(Output::Array(Array::Json(v))) => {
+            SeldonMessage {
+                payload: Payload::Json(v),
+                ..Default::default()
+            }
+        }
+        Prediction::Raw(Output::Array(Array::Numeric(t))) => SeldonMessage {
             payload: Payload::Json(proto::tensor_to_json(&t)),
             ..Default::default()
         },
-        Reply::Raw(Output::Str(s)) => SeldonMessage {
+        Prediction::Raw(Output::Str(s)) => SeldonMessage {
             payload: Payload::Str(s),
             ..Default::default()
         },
-        Reply::Raw(Output::Bin(b)) => SeldonMessage {
+        Prediction::Raw(Output::Bin(b)) => SeldonMessage {
             payload: Payload::Bin(b),
-            ..Default::default()
-        },
-        Reply::Answer(_) | Reply::Infer(_) => {
-            return Err(ServeError::new(
-                crate::error::Kind::Internal,
-                "a batch or V2 answer reached the Seldon gRPC encoder",
-            ))
-        }
-        Reply::Metadata(v) => SeldonMessage {
-            payload: Payload::Json(v),
             ..Default::default()
         },
     };

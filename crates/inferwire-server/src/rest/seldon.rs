@@ -9,7 +9,7 @@ use super::body::{self, Reply};
 use crate::app::App;
 use crate::error::{Kind, ServeError};
 use crate::metrics::Encoding;
-use crate::model::Reply as ModelReply;
+use crate::model::Prediction;
 use crate::models::Served;
 use crate::observe::Observed;
 
@@ -85,7 +85,7 @@ async fn predict_message(
     // A Seldon client may ask for the array in another encoding (Accept:
     // application/x-npy); an Accept that fits nothing keeps the Seldon reply, as before.
     let wanted = match (&reply, accept) {
-        (ModelReply::Message(m), Some(a)) if a.trim() != "*/*" => {
+        (Prediction::Message(m), Some(a)) if a.trim() != "*/*" => {
             media::negotiate(Some(&a), &Media::Seldon, &m.payload)
                 .ok()
                 .filter(|media| *media != Media::Seldon)
@@ -93,7 +93,7 @@ async fn predict_message(
         _ => None,
     };
     match (reply, wanted) {
-        (ModelReply::Message(m), Some(media)) => encode_media(m.payload, &media),
+        (Prediction::Message(m), Some(media)) => encode_media(m.payload, &media),
         (reply, _) => encode_reply(reply),
     }
 }
@@ -147,11 +147,11 @@ pub async fn feedback(app: &App, req: Request<Incoming>) -> Result<Reply, ServeE
     let body = json_body(app, req).await?;
     let f = json::decode_feedback(&body, &app.config.limits)?;
     let reply = app.feedback(f).await?;
-    encode_reply(ModelReply::Message(reply))
+    encode_reply(Prediction::Message(reply))
 }
 
 pub async fn health_status(app: &App) -> Result<Reply, ServeError> {
-    encode_reply(app.health_status().await?)
+    encode_reply(Prediction::Message(app.health_status().await?))
 }
 
 pub async fn metadata(app: &App) -> Result<Reply, ServeError> {
@@ -162,36 +162,29 @@ pub async fn metadata(app: &App) -> Result<Reply, ServeError> {
     ))
 }
 
-fn encode_reply(reply: ModelReply) -> Result<Reply, ServeError> {
+fn encode_reply(reply: Prediction) -> Result<Reply, ServeError> {
     let out = match reply {
-        ModelReply::Message(m) => {
+        Prediction::Message(m) => {
             let mut out = Vec::with_capacity(256);
             json::encode_message(&m, &mut out)?;
             out
         }
         // predict_raw: the model's own value, as JSON.
-        ModelReply::Raw(Output::Json(v)) | ModelReply::Raw(Output::Array(Array::Json(v))) => {
+        Prediction::Raw(Output::Json(v)) | Prediction::Raw(Output::Array(Array::Json(v))) => {
             serde_json::to_vec(&v).unwrap_or_default()
         }
-        ModelReply::Raw(Output::Array(Array::Numeric(t))) => {
+        Prediction::Raw(Output::Array(Array::Numeric(t))) => {
             let mut out = Vec::new();
             inferwire_codec::json::write::tensor_nested(&t, &mut out);
             out
         }
-        ModelReply::Raw(Output::Str(s)) => serde_json::to_vec(&s).unwrap_or_default(),
-        ModelReply::Raw(Output::Bin(b)) => {
+        Prediction::Raw(Output::Str(s)) => serde_json::to_vec(&s).unwrap_or_default(),
+        Prediction::Raw(Output::Bin(b)) => {
             return Ok(body::with_type(
                 StatusCode::OK,
                 b,
                 "application/octet-stream",
             ));
-        }
-        ModelReply::Metadata(v) => serde_json::to_vec(&v).unwrap_or_default(),
-        ModelReply::Answer(_) | ModelReply::Infer(_) => {
-            return Err(ServeError::new(
-                Kind::Internal,
-                "a batch or V2 answer reached the Seldon REST encoder",
-            ))
         }
     };
     Ok(body::json(StatusCode::OK, out))

@@ -8,58 +8,126 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{oneshot, OwnedSemaphorePermit};
 
+use super::ops::{Infer, Op, Predict, PredictBatch};
 use super::slots::Slots;
 use super::{deadline_exceeded, RunnerConfig};
 use crate::batch;
 use crate::error::{Kind, ServeError};
 use crate::metrics::Metrics;
-use crate::model::{Call, Model, ModelError, Reply};
+use crate::model::{Model, ModelError, Prediction};
 
 /// A call's result, and how long the model took when it ran alone.
-pub type Done = (Result<Reply, ServeError>, Option<Duration>);
+pub type Done<T> = (Result<T, ServeError>, Option<Duration>);
 
-pub struct Work {
-    pub call: Call,
+/// One call waiting for a model thread.
+pub struct Work<O: Op> {
+    pub op: O,
     pub deadline: Option<Instant>,
+    /// Batching is on and the operation may be batched.
     pub batchable: bool,
-    pub waiter: Waiter,
+    pub waiter: Waiter<O::Output>,
 }
 
 /// Who waits for a call's reply.
-pub struct Waiter {
-    pub done: oneshot::Sender<Done>,
+pub struct Waiter<T> {
+    pub done: oneshot::Sender<Done<T>>,
     /// The request's admission: held until its reply is sent, so that a request whose
     /// client went away still counts until the model is done with it.
     pub permit: OwnedSemaphorePermit,
 }
 
-impl Waiter {
-    fn reply(self, done: Done) {
+impl<T> Waiter<T> {
+    fn reply(self, done: Done<T>) {
         let _ = self.done.send(done);
         drop(self.permit);
     }
-}
 
-impl Work {
     /// Whether anyone still waits for this reply (the client may have gone, or the
     /// deadline passed): work nobody waits for is dropped, not computed.
     fn wanted(&self) -> bool {
-        !self.waiter.done.is_closed()
+        !self.done.is_closed()
+    }
+}
+
+/// What the model threads take from their queue: the operations that may be batched,
+/// each in its own variant, and any other call.
+pub enum Queued {
+    Predict(Work<Predict>),
+    Infer(Work<Infer>),
+    Alone(Box<dyn Job>),
+}
+
+/// A queued call of any operation, as the model threads see it when they do not batch
+/// it: whether it is still wanted, and how to answer or run it.
+pub trait Job: Send {
+    fn wanted(&self) -> bool;
+    fn expired(&self, now: Instant) -> bool;
+    fn fail(self: Box<Self>, e: ServeError);
+    fn run(self: Box<Self>, on: &Shared);
+}
+
+impl<O: Op> Job for Work<O> {
+    fn wanted(&self) -> bool {
+        self.waiter.wanted()
     }
 
     fn expired(&self, now: Instant) -> bool {
         self.deadline.is_some_and(|d| d <= now)
     }
+
+    fn fail(self: Box<Self>, e: ServeError) {
+        self.waiter.reply((Err(e), None));
+    }
+
+    fn run(self: Box<Self>, on: &Shared) {
+        on.run_alone(self.op, self.waiter);
+    }
+}
+
+impl Queued {
+    fn job(&self) -> &dyn Job {
+        match self {
+            Queued::Predict(w) => w,
+            Queued::Infer(w) => w,
+            Queued::Alone(job) => job.as_ref(),
+        }
+    }
+
+    fn batchable(&self) -> bool {
+        match self {
+            Queued::Predict(w) => w.batchable,
+            Queued::Infer(w) => w.batchable,
+            Queued::Alone(_) => false,
+        }
+    }
+
+    fn fail(self, e: ServeError) {
+        match self {
+            Queued::Predict(w) => w.waiter.reply((Err(e), None)),
+            Queued::Infer(w) => w.waiter.reply((Err(e), None)),
+            Queued::Alone(job) => job.fail(e),
+        }
+    }
+}
+
+/// The calls of one gathering, in the order they came: requests with equal batch keys
+/// share a group.
+// Lone predicts are the common case: boxing them would cost an allocation per request.
+#[allow(clippy::large_enum_variant)]
+enum Group {
+    Alone(Queued),
+    Predicts(batch::Key, Vec<Work<Predict>>),
+    Infers(batch::v2::Key, Vec<Work<Infer>>),
 }
 
 pub struct Pool {
-    tx: Option<Sender<Work>>,
+    tx: Option<Sender<Queued>>,
     threads: Vec<JoinHandle<()>>,
 }
 
-struct Shared {
+pub struct Shared {
     model: Arc<dyn Model>,
-    queue: Mutex<Receiver<Work>>,
+    queue: Mutex<Receiver<Queued>>,
     slots: Arc<Slots>,
     metrics: Metrics,
     max_batch_size: usize,
@@ -96,12 +164,12 @@ impl Pool {
         })
     }
 
-    pub fn send(&self, work: Work) -> Result<(), ServeError> {
+    pub fn send<O: Op>(&self, work: Work<O>) -> Result<(), ServeError> {
         let stopped = || ServeError::new(Kind::ShuttingDown, "the model threads have stopped");
         self.tx
             .as_ref()
             .ok_or_else(stopped)?
-            .send(work)
+            .send(O::queued(work))
             .map_err(|_| stopped())
     }
 }
@@ -130,18 +198,18 @@ impl Drop for Pool {
 impl Shared {
     fn run(&self) {
         self.model.thread_started();
-        while let Some(work) = self.gather() {
-            self.serve(work);
+        while let Some(items) = self.gather() {
+            self.serve(items);
         }
         self.model.thread_stopping();
     }
 
     /// The next work: one item, or with batching a predict and whatever arrives within
     /// the batch delay (up to the batch size). `None` once the queue is closed.
-    fn gather(&self) -> Option<Vec<Work>> {
+    fn gather(&self) -> Option<Vec<Queued>> {
         let queue = self.queue.lock().unwrap_or_else(|e| e.into_inner());
         let first = queue.recv().ok()?;
-        if !first.batchable || self.max_batch_size == 1 {
+        if !first.batchable() || self.max_batch_size == 1 {
             return Some(vec![first]);
         }
         let until = Instant::now() + self.max_batch_delay;
@@ -156,7 +224,7 @@ impl Shared {
             };
             match next {
                 Ok(w) => {
-                    predicts += usize::from(w.batchable);
+                    predicts += usize::from(w.batchable());
                     items.push(w);
                 }
                 Err(_) => break,
@@ -165,103 +233,111 @@ impl Shared {
         Some(items)
     }
 
-    fn serve(&self, items: Vec<Work>) {
+    fn serve(&self, items: Vec<Queued>) {
         let now = Instant::now();
-        let mut groups: Vec<(Option<batch::GroupKey>, Vec<Work>)> = Vec::new();
-        for work in items {
-            if !work.wanted() {
+        let mut groups: Vec<Group> = Vec::new();
+        for item in items {
+            if !item.job().wanted() {
                 continue;
             }
-            if work.expired(now) {
-                work.waiter.reply((Err(deadline_exceeded()), None));
+            if item.job().expired(now) {
+                item.fail(deadline_exceeded());
                 continue;
             }
-            let key = if work.batchable {
-                batch::group_key(&work.call)
-            } else {
-                None
-            };
-            match groups.iter_mut().find(|(k, _)| key.is_some() && *k == key) {
-                Some((_, group)) => group.push(work),
-                None => groups.push((key, vec![work])),
+            match item {
+                Queued::Predict(w) if w.batchable => match batch::key(&w.op.0) {
+                    Some(key) => {
+                        let found = groups.iter_mut().find_map(|g| match g {
+                            Group::Predicts(k, group) if *k == key => Some(group),
+                            _ => None,
+                        });
+                        match found {
+                            Some(group) => group.push(w),
+                            None => groups.push(Group::Predicts(key, vec![w])),
+                        }
+                    }
+                    None => groups.push(Group::Alone(Queued::Predict(w))),
+                },
+                Queued::Infer(w) if w.batchable => match batch::v2::key(&w.op.0) {
+                    Some(key) => {
+                        let found = groups.iter_mut().find_map(|g| match g {
+                            Group::Infers(k, group) if *k == key => Some(group),
+                            _ => None,
+                        });
+                        match found {
+                            Some(group) => group.push(w),
+                            None => groups.push(Group::Infers(key, vec![w])),
+                        }
+                    }
+                    None => groups.push(Group::Alone(Queued::Infer(w))),
+                },
+                other => groups.push(Group::Alone(other)),
             }
         }
-        for (_, group) in groups {
-            if group.len() == 1 {
-                for work in group {
-                    self.alone(work);
-                }
-            } else {
-                self.batch(group);
+        for group in groups {
+            match group {
+                Group::Alone(Queued::Predict(w)) => self.run_alone(w.op, w.waiter),
+                Group::Alone(Queued::Infer(w)) => self.run_alone(w.op, w.waiter),
+                Group::Alone(Queued::Alone(job)) => job.run(self),
+                Group::Predicts(_, group) if group.len() > 1 => self.batch_predict(group),
+                Group::Infers(_, group) if group.len() > 1 => self.batch_infer(group),
+                Group::Predicts(_, group) => group
+                    .into_iter()
+                    .for_each(|w| self.run_alone(w.op, w.waiter)),
+                Group::Infers(_, group) => group
+                    .into_iter()
+                    .for_each(|w| self.run_alone(w.op, w.waiter)),
             }
         }
     }
 
-    fn call(&self, call: Call, requests: usize) -> (Result<Reply, ModelError>, Duration) {
+    /// Runs `op` on the model once a model slot is free; `requests`: how many requests
+    /// it answers (a batch's).
+    fn call<O: Op>(&self, op: O, requests: usize) -> (Result<O::Output, ModelError>, Duration) {
         let _slot = self.slots.take();
         let start = Instant::now();
-        let result = self.model.call(call);
+        let result = op.run(&*self.model);
         let took = start.elapsed();
         self.metrics.model_call(requests, took);
-        record_custom(&self.metrics, &result);
+        record_custom::<O>(&self.metrics, &result);
         (result, took)
     }
 
-    fn alone(&self, work: Work) {
-        self.run_alone(work.call, work.waiter);
-    }
-
-    fn run_alone(&self, call: Call, waiter: Waiter) {
-        let (result, took) = self.call(call, 1);
+    fn run_alone<O: Op>(&self, op: O, waiter: Waiter<O::Output>) {
+        let (result, took) = self.call(op, 1);
         let took = result.is_ok().then_some(took);
         waiter.reply((result.map_err(ServeError::from), took));
     }
 
     /// One call for the group; if the model fails on the batch, each request runs alone
     /// so that one bad request fails alone.
-    fn batch(&self, group: Vec<Work>) {
-        if matches!(group[0].call, Call::Infer(_)) {
-            return self.batch_infer(group);
-        }
+    fn batch_predict(&self, group: Vec<Work<Predict>>) {
         let mut msgs = Vec::with_capacity(group.len());
         let mut waiters = Vec::with_capacity(group.len());
         for work in group {
-            match work.call {
-                Call::Predict(m) => {
-                    msgs.push(m);
-                    waiters.push(work.waiter);
-                }
-                other => self.run_alone(other, work.waiter),
-            }
+            msgs.push(work.op.0);
+            waiters.push(work.waiter);
         }
         let (joined, members) = match batch::join(&msgs) {
             Ok(j) => j,
             Err(e) => return fail_all(waiters, e),
         };
         let n = waiters.len();
-        match self.call(Call::PredictBatch(joined), n).0 {
-            Ok(Reply::Answer(answer)) => {
+        match self.call(PredictBatch(joined), n).0 {
+            Ok(answer) => {
                 for (w, reply) in waiters.into_iter().zip(batch::split(answer, members)) {
-                    w.reply((reply.map(Reply::Message), None));
+                    w.reply((reply.map(Prediction::Message), None));
                 }
             }
-            Ok(other) => fail_all(
-                waiters,
-                ServeError::new(
-                    Kind::Internal,
-                    format!("the model runtime answered a batch with {other:?}"),
-                ),
-            ),
             Err(e) => {
                 tracing::debug!(
                     "a batch of {n} failed ({}); running each request alone",
                     e.message
                 );
-                for (msg, w) in msgs.into_iter().zip(waiters) {
-                    if w.done.is_closed() {
-                        continue;
+                for (msg, waiter) in msgs.into_iter().zip(waiters) {
+                    if waiter.wanted() {
+                        self.run_alone(Predict(msg), waiter);
                     }
-                    self.run_alone(Call::Predict(msg), w);
                 }
             }
         }
@@ -269,47 +345,35 @@ impl Shared {
 
     /// V2 requests: one call for the group; each output cut back by rows. If the model
     /// fails on the batch, each request runs alone.
-    fn batch_infer(&self, group: Vec<Work>) {
+    fn batch_infer(&self, group: Vec<Work<Infer>>) {
         let mut reqs = Vec::with_capacity(group.len());
         let mut waiters = Vec::with_capacity(group.len());
         for work in group {
-            match work.call {
-                Call::Infer(r) => {
-                    reqs.push(*r);
-                    waiters.push(work.waiter);
-                }
-                other => self.run_alone(other, work.waiter),
-            }
+            reqs.push(work.op.0);
+            waiters.push(work.waiter);
         }
         let (joined, counts) = match batch::v2::join(&reqs) {
             Ok(j) => j,
             Err(e) => return fail_all(waiters, e),
         };
         let n = waiters.len();
-        match self.call(Call::Infer(Box::new(joined)), n).0 {
-            Ok(Reply::Infer(outputs)) => match batch::v2::split(outputs, &counts) {
+        match self.call(Infer(joined), n).0 {
+            Ok(outputs) => match batch::v2::split(outputs, &counts) {
                 Ok(parts) => {
                     for (w, outputs) in waiters.into_iter().zip(parts) {
-                        w.reply((Ok(Reply::Infer(outputs)), None));
+                        w.reply((Ok(outputs), None));
                     }
                 }
                 Err(e) => fail_all(waiters, e),
             },
-            Ok(other) => fail_all(
-                waiters,
-                ServeError::new(
-                    Kind::Internal,
-                    format!("the model runtime answered a V2 batch with {other:?}"),
-                ),
-            ),
             Err(e) => {
                 tracing::debug!(
                     "a batch of {n} failed ({}); running each request alone",
                     e.message
                 );
-                for (req, w) in reqs.into_iter().zip(waiters) {
-                    if !w.done.is_closed() {
-                        self.run_alone(Call::Infer(Box::new(req)), w);
+                for (req, waiter) in reqs.into_iter().zip(waiters) {
+                    if waiter.wanted() {
+                        self.run_alone(Infer(req), waiter);
                     }
                 }
             }
@@ -318,20 +382,17 @@ impl Shared {
 }
 
 /// Every request of a batch gets the same error.
-fn fail_all(waiters: Vec<Waiter>, e: ServeError) {
+fn fail_all<T>(waiters: Vec<Waiter<T>>, e: ServeError) {
     for w in waiters {
         w.reply((Err(e.clone()), None));
     }
 }
 
 /// The model's own metrics (Seldon's `metrics()`), counted once per model call.
-pub(super) fn record_custom(metrics: &Metrics, result: &Result<Reply, ModelError>) {
-    let list = match result {
-        Ok(Reply::Message(m)) => &m.meta.metrics,
-        Ok(Reply::Answer(a)) => &a.metrics,
-        _ => return,
-    };
-    for m in list {
-        metrics.custom(m);
+pub(super) fn record_custom<O: Op>(metrics: &Metrics, result: &Result<O::Output, ModelError>) {
+    if let Ok(output) = result {
+        for m in O::custom(output) {
+            metrics.custom(m);
+        }
     }
 }

@@ -1,0 +1,120 @@
+//! The operations a runner runs, one type each with its answer's type, so that the
+//! queue, the inline path and the batcher hand every caller the answer of the operation
+//! it asked for.
+use inferwire_codec::protocol::seldon::{Feedback, Metric, SeldonMessage};
+use inferwire_codec::protocol::v2::{InferOutput, InferRequest};
+use serde_json::Value;
+
+use super::pool::{Queued, Work};
+use crate::model::{Answer, Model, ModelError, Prediction};
+
+/// One call of a model method.
+pub trait Op: Send + Sized + 'static {
+    type Output: Send + 'static;
+    /// With batching on: whether the model threads may join this call with others.
+    const BATCHABLE: bool = false;
+
+    fn run(self, model: &dyn Model) -> Result<Self::Output, ModelError>;
+
+    /// The model's own metrics given with the answer (Seldon's `metrics()`).
+    fn custom(_output: &Self::Output) -> &[Metric] {
+        &[]
+    }
+
+    /// How this call waits in the model threads' queue: the batchable operations each
+    /// have their own variant (no allocation); the others are boxed.
+    fn queued(work: Work<Self>) -> Queued {
+        Queued::Alone(Box::new(work))
+    }
+}
+
+pub struct Predict(pub SeldonMessage);
+
+impl Op for Predict {
+    type Output = Prediction;
+    const BATCHABLE: bool = true;
+
+    fn run(self, model: &dyn Model) -> Result<Prediction, ModelError> {
+        model.predict(self.0)
+    }
+
+    fn custom(output: &Prediction) -> &[Metric] {
+        match output {
+            Prediction::Message(m) => &m.meta.metrics,
+            Prediction::Raw(_) => &[],
+        }
+    }
+
+    fn queued(work: Work<Self>) -> Queued {
+        Queued::Predict(work)
+    }
+}
+
+/// Several requests' rows in one message (`batch::join`); only the batcher makes these.
+pub struct PredictBatch(pub SeldonMessage);
+
+impl Op for PredictBatch {
+    type Output = Answer;
+
+    fn run(self, model: &dyn Model) -> Result<Answer, ModelError> {
+        model.predict_batch(self.0)
+    }
+
+    fn custom(output: &Answer) -> &[Metric] {
+        &output.metrics
+    }
+}
+
+pub struct Infer(pub InferRequest);
+
+impl Op for Infer {
+    type Output = Vec<InferOutput>;
+    const BATCHABLE: bool = true;
+
+    fn run(self, model: &dyn Model) -> Result<Vec<InferOutput>, ModelError> {
+        model.infer(self.0)
+    }
+
+    fn queued(work: Work<Self>) -> Queued {
+        Queued::Infer(work)
+    }
+}
+
+pub struct Metadata;
+
+impl Op for Metadata {
+    type Output = Value;
+
+    fn run(self, model: &dyn Model) -> Result<Value, ModelError> {
+        model.metadata()
+    }
+}
+
+/// Boxed: rare, and three messages large.
+pub struct SendFeedback(pub Box<Feedback>);
+
+impl Op for SendFeedback {
+    type Output = SeldonMessage;
+
+    fn run(self, model: &dyn Model) -> Result<SeldonMessage, ModelError> {
+        model.send_feedback(*self.0)
+    }
+
+    fn custom(output: &SeldonMessage) -> &[Metric] {
+        &output.meta.metrics
+    }
+}
+
+pub struct HealthStatus;
+
+impl Op for HealthStatus {
+    type Output = SeldonMessage;
+
+    fn run(self, model: &dyn Model) -> Result<SeldonMessage, ModelError> {
+        model.health_status()
+    }
+
+    fn custom(output: &SeldonMessage) -> &[Metric] {
+        &output.meta.metrics
+    }
+}
