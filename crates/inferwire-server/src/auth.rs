@@ -108,6 +108,17 @@ impl Access {
         scope: Some(Scope::Publish),
         repository: true,
     };
+
+    /// How the route tables' tests and docs name it.
+    pub fn name(self) -> &'static str {
+        match (self.scope, self.repository) {
+            (None, _) => "open",
+            (Some(Scope::Predict), false) => "predict",
+            (Some(Scope::Predict), true) => "repository-read",
+            (Some(Scope::Publish), true) => "repository-write",
+            (Some(Scope::Publish), false) => "publish",
+        }
+    }
 }
 
 /// Whether a request for a route with `access` may go on. With auth, the token decides;

@@ -204,7 +204,7 @@ mod tests {
             .iter()
             .map(|m| {
                 let metric = m.metric.map_or("-", Route::label);
-                format!("{} {} {metric} {:?}", m.path, scope(m.access), m.handler)
+                format!("{} {} {metric} {:?}", m.path, m.access.name(), m.handler)
             })
             .collect();
         let expected = [
@@ -230,16 +230,6 @@ mod tests {
             "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo open - Reflection",
         ];
         assert_eq!(listed, expected);
-    }
-
-    fn scope(a: Access) -> &'static str {
-        match a {
-            Access::OPEN => "open",
-            Access::PREDICT => "predict",
-            Access::REPOSITORY_READ => "repository-read",
-            Access::REPOSITORY_WRITE => "repository-write",
-            _ => "other",
-        }
     }
 
     /// The table has exactly the methods of the services the server registers.

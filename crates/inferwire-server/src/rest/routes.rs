@@ -392,16 +392,6 @@ mod tests {
         super::access(find(path).as_ref())
     }
 
-    fn scope(a: Access) -> &'static str {
-        match a {
-            Access::OPEN => "open",
-            Access::PREDICT => "predict",
-            Access::REPOSITORY_READ => "repository-read",
-            Access::REPOSITORY_WRITE => "repository-write",
-            _ => "other",
-        }
-    }
-
     /// Every route with its methods, access and metrics route: a route cannot be added,
     /// nor its access changed, without this list changing.
     #[test]
@@ -417,7 +407,7 @@ mod tests {
                 listed.push(format!(
                     "{} {path} {} {}{}",
                     verbs.join(","),
-                    scope(r.access),
+                    r.access.name(),
                     r.metric.label(),
                     if r.default_model {
                         " default-model"
