@@ -172,3 +172,22 @@ def test_the_core_config_refuses_a_misspelt_or_missing_key() -> None:
 def test_max_concurrency_zero_is_worked_out_in_one_place() -> None:
     assert Settings(model_threads=3, max_batch_size=4).runner()["max_concurrency"] == 12
     assert Settings(max_concurrency=5, max_batch_size=4).runner()["max_concurrency"] == 5
+
+
+def test_a_client_only_program_does_not_import_the_schema() -> None:
+    """``import inferwire`` and the client leave pydantic out; ``inferwire.Settings`` and
+    ``inferwire.serve`` load it on first use."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, inferwire\n"
+        "inferwire.Client, inferwire.BadRequest, inferwire.local\n"
+        "print('pydantic' in sys.modules, end=' ')\n"
+        "inferwire.Settings\n"
+        "print('pydantic' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert out.stdout == "False True\n", out.stderr

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from ._core import __version__
 from .client import AsyncClient, Client
 from .errors import (
@@ -22,8 +24,25 @@ from .errors import (
 from .local import local
 from .model import Model
 from .publishing import publish
-from .server import serve
-from .settings import Settings
+
+if TYPE_CHECKING:
+    from .server import serve
+    from .settings import Settings
+
+
+def __getattr__(name: str) -> Any:
+    # The server side (the pydantic settings schema) loads on first use, so that a program
+    # that only uses the client does not pay for importing it.
+    if name == "serve":
+        from .server import serve
+
+        return serve
+    if name == "Settings":
+        from .settings import Settings
+
+        return Settings
+    raise AttributeError(f"module 'inferwire' has no attribute {name!r}")
+
 
 __all__ = [
     "AsyncClient",

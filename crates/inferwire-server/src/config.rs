@@ -98,7 +98,8 @@ impl ServerConfig {
     }
 }
 
-/// For Rust tests and embedding; `inferwire serve` takes every value from the Python schema.
+/// For Rust tests and embedding, with the schema's defaults; `inferwire serve` takes every
+/// value from the Python schema (python/inferwire/settings.py).
 impl Default for ServerConfig {
     fn default() -> Self {
         Self {
@@ -114,7 +115,7 @@ impl Default for ServerConfig {
             max_queue: 1024,
             model_threads: 1,
             max_batch_size: 1,
-            max_batch_delay: Duration::from_millis(5),
+            max_batch_delay: Duration::ZERO,
             timeout: Some(Duration::from_secs(60)),
             reuse_port: false,
             access_log: AccessLog::Off,
