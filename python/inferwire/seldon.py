@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -47,16 +48,21 @@ class SeldonAdapter:
         self.name = name
         # predict_raw's dict holds numpy arrays (no per-element objects) unless asked.
         self.raw_arrays_as_lists = raw_arrays == "list"
-        raw = getattr(model, "predict_raw", None)
-        predict = getattr(model, "predict", None)
+        raw = _own(model, "predict_raw")
+        predict = _own(model, "predict")
         self.has_predict_raw = callable(raw)
         if not self.has_predict_raw and not callable(predict):
             raise ModelLoadError(f"{type(model).__name__} has neither predict() nor predict_raw()")
         self._predict: Callable[..., Any] = predict if callable(predict) else _no_predict
         self.wants_meta = _accepts_meta(self._predict)
         self._positional = _positional_count(self._predict)
-        self._tags = getattr(model, "tags", None)
-        self._metrics = getattr(model, "metrics", None)
+        self._tags = _own(model, "tags")
+        self._metrics = _own(model, "metrics")
+        self._send_feedback = _own(model, "send_feedback")
+        self._health_status = _own(model, "health_status")
+        # Looked up per call (a model may set ``self.class_names`` in ``load()``); only
+        # whether it is SeldonComponent's stub is decided here.
+        self._class_names_stub = _own(model, "class_names") is None
         self._metadata = self._init_metadata()
         # `async def` methods run to completion on an event loop kept per model thread.
         self._loops = threading.local()
@@ -122,21 +128,30 @@ class SeldonAdapter:
     def send_feedback(
         self, features: Any, names: list[str], reward: float, truth: Any, routing: dict[str, int]
     ) -> Result:
-        fn = getattr(self.model, "send_feedback", None)
+        fn = self._send_feedback
         if not callable(fn):
             return None, None, None, None
         try:
             out = self._resolve(fn(features, names, reward, truth, routing=routing or None))
         except Exception as e:
+            if _not_implemented(e):
+                self._send_feedback = None
+                return None, None, None, None
             errors.error(f"{self.name}.send_feedback", e)
             raise
         return out, self._class_names(out), self._call_tags(), self._call_metrics()
 
     def health_status(self) -> Result:
-        fn = getattr(self.model, "health_status", None)
+        fn = self._health_status
+        if callable(fn):
+            try:
+                out = fn()
+            except Exception as e:
+                if not _not_implemented(e):
+                    raise
+                self._health_status = fn = None
         if not callable(fn):
             return {"status": "ok"}, None, None, None
-        out = fn()
         return out, self._class_names(out), None, None
 
     def metadata(self) -> dict[str, Any]:
@@ -153,7 +168,16 @@ class SeldonAdapter:
             return None
         names = getattr(self.model, "class_names", None)
         if callable(names):
-            names = names()
+            if self._class_names_stub:
+                names = None
+            else:
+                try:
+                    names = names()
+                except Exception as e:
+                    if not _not_implemented(e):
+                        raise
+                    self._class_names_stub = True
+                    names = None
         if names is not None:
             return [str(n) for n in names]
         return [f"t:{i}" for i in range(shape[1])]
@@ -161,7 +185,13 @@ class SeldonAdapter:
     def _call_tags(self) -> dict[str, Any] | None:
         if not callable(self._tags):
             return None
-        tags = self._tags()
+        try:
+            tags = self._tags()
+        except Exception as e:
+            if not _not_implemented(e):
+                raise
+            self._tags = None
+            return None
         if tags is not None and not isinstance(tags, dict):
             raise TypeError(f"tags() must return a dict, not {type(tags).__name__}")
         return tags
@@ -169,7 +199,13 @@ class SeldonAdapter:
     def _call_metrics(self) -> list[dict[str, Any]] | None:
         if not callable(self._metrics):
             return None
-        metrics = self._metrics()
+        try:
+            metrics = self._metrics()
+        except Exception as e:
+            if not _not_implemented(e):
+                raise
+            self._metrics = None
+            return None
         if metrics is not None and not isinstance(metrics, list):
             raise TypeError(f"metrics() must return a list of dicts, not {type(metrics).__name__}")
         return metrics
@@ -182,9 +218,14 @@ class SeldonAdapter:
             "inputs": [],
             "outputs": [],
         }
-        fn = getattr(self.model, "init_metadata", None)
+        fn = _own(self.model, "init_metadata")
         if callable(fn):
-            custom = fn()
+            try:
+                custom = fn()
+            except Exception as e:
+                if not _not_implemented(e):
+                    raise
+                return meta  # Seldon: no metadata of the model's own
             if not isinstance(custom, dict):
                 raise ModelLoadError(
                     f"init_metadata() must return a dict, not {type(custom).__name__}"
@@ -195,3 +236,60 @@ class SeldonAdapter:
 
 def _no_predict(*_args: Any, **_kwargs: Any) -> Any:
     raise NotImplementedError("this model defines only predict_raw()")
+
+
+# -- seldon_core's SeldonComponent and its exceptions -----------------------------------
+# Matched by class name, not imported: seldon_core pins old Python and Flask, and a class
+# written against it must also load where it is not installed (with a stand-in base).
+
+_STUB_BASE = "SeldonComponent"
+_NOT_IMPLEMENTED = "SeldonNotImplementedError"
+# A model's error body is its own JSON, answered as is; bounded as a request body would be
+# small: past this, the ordinary FAILURE message says the same thing.
+MAX_ERROR_BODY = 64 * 1024
+MAX_ERROR_MESSAGE = 4096
+
+
+def _own(model: Any, name: str) -> Any:
+    """``model.name``, or None where that is ``SeldonComponent``'s stub, which only
+    raises SeldonNotImplementedError: Seldon then falls back as if it were absent, so
+    inferwire decides that once here instead of catching the error on every call."""
+    value = getattr(model, name, None)
+    if value is None or not callable(value):
+        return value
+    for cls in type(model).__mro__:
+        if name in vars(cls):
+            return None if cls.__name__ == _STUB_BASE else value
+    return value
+
+
+def _not_implemented(exc: BaseException) -> bool:
+    """Whether ``exc`` is seldon_core's SeldonNotImplementedError (or a subclass): a method
+    that overrides the stub but still says it has nothing (e.g. by calling ``super()``)."""
+    return any(cls.__name__ == _NOT_IMPLEMENTED for cls in type(exc).__mro__)
+
+
+def error_reply(exc: BaseException) -> tuple[int, str, str | None] | None:
+    """The HTTP status and REST body of an exception that carries them, as Seldon's
+    wrapper answers it: ``SeldonMicroserviceException(message, status_code=...,
+    reason=...)`` (its ``to_dict()`` is the body) or any exception with an integer
+    ``status_code`` (with ``to_dict()``, the body a user's ``model_error_handler``
+    answers). Returns ``(status, message, body or None)``, or None for other exceptions;
+    the core answers a status outside 4xx/5xx as 500."""
+    status = getattr(exc, "status_code", None)
+    if not isinstance(status, int) or isinstance(status, bool) or not 0 <= status <= 65535:
+        return None
+    message = getattr(exc, "message", None)
+    text = f"{type(exc).__name__}: {message if isinstance(message, str) else exc}"
+    if len(text) > MAX_ERROR_MESSAGE:
+        text = text[: MAX_ERROR_MESSAGE - 1] + "…"
+    body = None
+    to_dict = getattr(exc, "to_dict", None)
+    if callable(to_dict):
+        try:
+            body = json.dumps(to_dict(), default=str)
+        except Exception:  # a broken to_dict(): the ordinary FAILURE body instead
+            body = None
+        if body is not None and len(body) > MAX_ERROR_BODY:
+            body = None
+    return status, text, body

@@ -23,6 +23,8 @@ pub struct PyModel {
     /// `predict_raw` gets lists instead of numpy arrays (`--raw-arrays list`).
     raw_lists: bool,
     bad_request: Py<PyAny>,
+    /// `inferwire.seldon.error_reply`: the HTTP status and body an exception carries.
+    error_reply: Py<PyAny>,
 }
 
 impl PyModel {
@@ -42,6 +44,10 @@ impl PyModel {
                 .import("inferwire.errors")?
                 .getattr("BadRequest")?
                 .unbind(),
+            error_reply: py
+                .import("inferwire.seldon")?
+                .getattr("error_reply")?
+                .unbind(),
             adapter: adapter.unbind(),
         })
     }
@@ -52,7 +58,11 @@ impl PyModel {
             return ModelError {
                 kind: ModelErrorKind::BadInput,
                 message: value.to_string(),
+                body: None,
             };
+        }
+        if let Some(e) = self.status_error(value) {
+            return e;
         }
         let name = value
             .get_type()
@@ -62,7 +72,21 @@ impl PyModel {
         ModelError {
             kind: ModelErrorKind::Raised,
             message: format!("{name}: {value}"),
+            body: None,
         }
+    }
+
+    /// An exception that carries its HTTP status (Seldon's convention), read by
+    /// `error_reply` as `(status, message, body or None)`; None for any other exception,
+    /// or when reading it fails (then it is an ordinary 500).
+    fn status_error(&self, value: &Bound<'_, PyAny>) -> Option<ModelError> {
+        let reply = self.error_reply.bind(value.py()).call1((value,)).ok()?;
+        let (status, message, body): (u16, String, Option<String>) = reply.extract().ok()?;
+        Some(ModelError {
+            kind: ModelErrorKind::Status(status),
+            message,
+            body: body.map(String::into_boxed_str),
+        })
     }
 
     /// Reads the adapter's `(output, names, tags, metrics)`.

@@ -106,6 +106,16 @@ impl Kind {
 pub struct ServeError {
     pub kind: Kind,
     pub message: String,
+    /// A model's own answer to its error (an exception with a `status_code`), which
+    /// replaces the kind's status, gRPC code and REST body. Boxed: errors stay small.
+    pub model_reply: Option<Box<ModelReply>>,
+}
+
+/// The status (4xx or 5xx) a model's exception carried, and its `to_dict()` as JSON.
+#[derive(Debug, Clone)]
+pub struct ModelReply {
+    pub status: u16,
+    pub body: Option<Box<str>>,
 }
 
 impl ServeError {
@@ -114,15 +124,28 @@ impl ServeError {
         Self {
             kind,
             message: message.into(),
+            model_reply: None,
         }
     }
 
-    pub const fn http_status(&self) -> u16 {
-        self.kind.http_status()
+    pub fn http_status(&self) -> u16 {
+        match &self.model_reply {
+            Some(r) => r.status,
+            None => self.kind.http_status(),
+        }
     }
 
-    pub const fn grpc_code(&self) -> tonic::Code {
-        self.kind.grpc_code()
+    pub fn grpc_code(&self) -> tonic::Code {
+        match &self.model_reply {
+            Some(r) => grpc_code_of_status(r.status),
+            None => self.kind.grpc_code(),
+        }
+    }
+
+    /// The JSON body the model chose for this error (Seldon answers an exception's
+    /// `to_dict()`), if any.
+    pub fn model_body(&self) -> Option<&str> {
+        self.model_reply.as_ref()?.body.as_deref()
     }
 
     /// Seldon's `status.reason` for this error.
@@ -150,23 +173,52 @@ impl From<CodecError> for ServeError {
             ErrorKind::BadRequest => Kind::BadRequest,
             ErrorKind::BadOutput => Kind::Model,
         };
-        Self {
-            kind,
-            message: e.message,
-        }
+        Self::new(kind, e.message)
     }
 }
 
 impl From<ModelError> for ServeError {
     fn from(e: ModelError) -> Self {
-        let kind = match e.kind {
-            ModelErrorKind::Raised => Kind::Model,
-            ModelErrorKind::BadInput => Kind::BadRequest,
-        };
+        match e.kind {
+            ModelErrorKind::Raised => Self::new(Kind::Model, e.message),
+            ModelErrorKind::BadInput => Self::new(Kind::BadRequest, e.message),
+            // Only error statuses are a model's to choose: 1xx-3xx (and nonsense) would
+            // tell a client that a failed call worked, or redirect it.
+            ModelErrorKind::Status(status @ 400..=499) => {
+                Self::with_reply(Kind::BadRequest, e.message, status, e.body)
+            }
+            ModelErrorKind::Status(status @ 500..=599) => {
+                Self::with_reply(Kind::Model, e.message, status, e.body)
+            }
+            ModelErrorKind::Status(_) => Self::new(Kind::Model, e.message),
+        }
+    }
+}
+
+impl ServeError {
+    #[cold]
+    fn with_reply(kind: Kind, message: String, status: u16, body: Option<Box<str>>) -> Self {
         Self {
             kind,
-            message: e.message,
+            message,
+            model_reply: Some(Box::new(ModelReply { status, body })),
         }
+    }
+}
+
+/// The gRPC code for an HTTP error status a model chose: the one its meaning has in gRPC
+/// (as inferwire's own errors map), else INVALID_ARGUMENT for a 4xx, INTERNAL for a 5xx.
+const fn grpc_code_of_status(status: u16) -> tonic::Code {
+    match status {
+        401 => tonic::Code::Unauthenticated,
+        403 => tonic::Code::PermissionDenied,
+        404 => tonic::Code::NotFound,
+        408 | 504 => tonic::Code::DeadlineExceeded,
+        413 | 429 => tonic::Code::ResourceExhausted,
+        501 => tonic::Code::Unimplemented,
+        503 => tonic::Code::Unavailable,
+        500..=599 => tonic::Code::Internal,
+        _ => tonic::Code::InvalidArgument,
     }
 }
 
@@ -177,3 +229,54 @@ impl std::fmt::Display for ServeError {
 }
 
 impl std::error::Error for ServeError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raised(status: u16, body: Option<&str>) -> ServeError {
+        ServeError::from(ModelError {
+            kind: ModelErrorKind::Status(status),
+            message: "E: no".into(),
+            body: body.map(Into::into),
+        })
+    }
+
+    #[test]
+    fn a_model_status_is_honoured_only_for_4xx_and_5xx() {
+        let e = raised(404, Some(r#"{"a":1}"#));
+        assert_eq!(
+            (e.http_status(), e.grpc_code(), e.model_body()),
+            (404, tonic::Code::NotFound, Some(r#"{"a":1}"#))
+        );
+        let e = raised(418, None);
+        assert_eq!(
+            (e.http_status(), e.grpc_code()),
+            (418, tonic::Code::InvalidArgument)
+        );
+        let e = raised(501, None);
+        assert_eq!(
+            (e.http_status(), e.grpc_code()),
+            (501, tonic::Code::Unimplemented)
+        );
+        let e = raised(503, None);
+        assert_eq!(
+            (e.http_status(), e.grpc_code()),
+            (503, tonic::Code::Unavailable)
+        );
+        let e = raised(500, None);
+        assert_eq!(
+            (e.http_status(), e.grpc_code()),
+            (500, tonic::Code::Internal)
+        );
+        for status in [0, 200, 302, 999] {
+            let e = raised(status, Some("{}"));
+            assert_eq!(
+                (e.http_status(), e.grpc_code()),
+                (500, tonic::Code::Internal)
+            );
+            assert_eq!((e.kind, e.model_body()), (Kind::Model, None));
+        }
+        assert_eq!(raised(400, None).to_status().message(), "E: no");
+    }
+}

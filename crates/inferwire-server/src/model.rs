@@ -59,12 +59,20 @@ pub enum ModelErrorKind {
     Raised,
     /// The model rejected its input (raised inferwire's BadRequest): 400 / INVALID_ARGUMENT.
     BadInput,
+    /// The model raised an exception that carries its HTTP status, as Seldon's wrapper
+    /// honours (`SeldonMicroserviceException(status_code=...)`, or a `status_code` and
+    /// `to_dict()`): that status (4xx or 5xx; any other is answered 500) and the gRPC
+    /// code nearest to it.
+    Status(u16),
 }
 
 #[derive(Debug, Clone)]
 pub struct ModelError {
     pub kind: ModelErrorKind,
     pub message: String,
+    /// The REST body Seldon answers for this error (the exception's `to_dict()` as JSON),
+    /// instead of inferwire's FAILURE message; only with `ModelErrorKind::Status`.
+    pub body: Option<Box<str>>,
 }
 
 impl ModelError {
@@ -73,6 +81,7 @@ impl ModelError {
         Self {
             kind: ModelErrorKind::BadInput,
             message: message.into(),
+            body: None,
         }
     }
 

@@ -50,6 +50,7 @@ async fn a_model_error_keeps_its_kind_and_message() {
             Err(inferwire_server::ModelError {
                 kind: inferwire_server::ModelErrorKind::Raised,
                 message: "ValueError: no".into(),
+                body: None,
             })
         }
     }

@@ -128,7 +128,14 @@ pub fn with_media(status: StatusCode, body: Bytes, content_type: &str) -> Reply 
 /// An error as a Seldon FAILURE message.
 pub fn error(e: &ServeError) -> Reply {
     let mut out = Vec::with_capacity(128);
-    let _ = inferwire_codec::protocol::seldon::json::encode_message(&e.to_message(), &mut out);
+    match e.model_body() {
+        // The model's exception chose its body (`to_dict()`), as Seldon answers it.
+        Some(body) => out.extend_from_slice(body.as_bytes()),
+        None => {
+            let _ =
+                inferwire_codec::protocol::seldon::json::encode_message(&e.to_message(), &mut out);
+        }
+    }
     let status = StatusCode::from_u16(e.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut r = json(status, out);
     for_kind(&mut r, e.kind);
