@@ -16,6 +16,7 @@
 mod ops;
 mod pool;
 mod slots;
+mod stats;
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -32,6 +33,7 @@ use crate::model::{Model, Prediction};
 use ops::Op;
 use pool::{Pool, Waiter, Work};
 use slots::Slots;
+pub use stats::Snapshot;
 
 /// Calls slower than this (moving average) go to the model threads.
 const SLOW_CALL_MICROS: u64 = 1_000;
@@ -64,6 +66,10 @@ pub struct Runner {
     recent_micros: AtomicU64,
     pool: Pool,
     metrics: Metrics,
+    stats: stats::Stats,
+    /// As configured, for the model configuration extension.
+    max_batch_size: usize,
+    max_batch_delay: Duration,
 }
 
 /// Counts a request out of a gauge however its wait ends (served, refused, dropped).
@@ -104,6 +110,9 @@ impl Runner {
             recent_micros: AtomicU64::new(FIRST_GUESS_MICROS),
             pool,
             metrics,
+            stats: stats::Stats::default(),
+            max_batch_size: config.max_batch_size,
+            max_batch_delay: config.max_batch_delay,
         })
     }
 
@@ -151,6 +160,21 @@ impl Runner {
     }
 
     async fn run<O: Op>(&self, op: O, deadline: Option<Instant>) -> Result<O::Output, ServeError> {
+        // Inferences (the batchable operations) are counted for the statistics extension.
+        if !O::BATCHABLE {
+            return self.run_uncounted(op, deadline).await;
+        }
+        let start = Instant::now();
+        let result = self.run_uncounted(op, deadline).await;
+        self.stats.finished(result.is_ok(), start.elapsed());
+        result
+    }
+
+    async fn run_uncounted<O: Op>(
+        &self,
+        op: O,
+        deadline: Option<Instant>,
+    ) -> Result<O::Output, ServeError> {
         // The usual case first, with no future built around it: a fast model, free now.
         let op = match self.try_inline(op, deadline) {
             Ok(answered) => return answered,
@@ -210,6 +234,9 @@ impl Runner {
         drop(slot);
         drop(permit);
         pool::record_custom::<O>(&self.metrics, &result);
+        if O::BATCHABLE {
+            self.stats.computed(took);
+        }
         self.observe(took, &result);
         Ok(result?)
     }
@@ -272,9 +299,23 @@ impl Runner {
             .await
             .map_err(|_| ServeError::new(Kind::ShuttingDown, "the model threads have stopped"))?;
         if let Some(took) = took {
+            if O::BATCHABLE {
+                self.stats.computed(took);
+            }
             self.update_recent(took);
         }
         result
+    }
+
+    /// The statistics extension's counts for this model.
+    pub fn stats(&self) -> Snapshot {
+        self.stats.snapshot()
+    }
+
+    /// Requests joined into one model call at most (1: no batching), and how long the
+    /// first waits for others.
+    pub fn batching(&self) -> (usize, Duration) {
+        (self.max_batch_size, self.max_batch_delay)
     }
 
     /// How long the oldest running call of this model has been running.
