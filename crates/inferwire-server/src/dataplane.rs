@@ -51,8 +51,7 @@ pub async fn model_metadata(model: &Served) -> Result<Value, ServeError> {
 /// Triton's statistics extension for the models given (all loaded ones, or one), in
 /// its JSON shape: `{"model_stats": [...]}`. An inference is one request (Seldon
 /// `predict` or V2 `infer`), also when batching joined it with others; an execution is
-/// one model call that ran for a request alone (batched calls are not split per
-/// request, so they count no execution and no compute time).
+/// one model call (a batch's joined call counts once).
 pub fn statistics(models: &[std::sync::Arc<Served>]) -> Value {
     let mut models: Vec<&Served> = models.iter().map(AsRef::as_ref).collect();
     models.sort_by(|a, b| a.name.cmp(&b.name));
@@ -68,7 +67,7 @@ fn model_statistics(model: &Served) -> Value {
         "version": model.version,
         "last_inference": s.last_inference_ms,
         "inference_count": s.success.0,
-        "execution_count": s.compute.0,
+        "execution_count": s.executions,
         "inference_stats": {
             "success": pair(s.success),
             "fail": pair(s.fail),

@@ -66,7 +66,7 @@ pub struct Runner {
     recent_micros: AtomicU64,
     pool: Pool,
     metrics: Metrics,
-    stats: stats::Stats,
+    stats: Arc<stats::Stats>,
     /// As configured, for the model configuration extension.
     max_batch_size: usize,
     max_batch_delay: Duration,
@@ -99,7 +99,8 @@ impl Runner {
         metrics: Metrics,
     ) -> std::io::Result<Self> {
         let slots = Arc::new(Slots::new(config.model_threads.max(1)));
-        let pool = Pool::start(model.clone(), config, slots.clone(), metrics)?;
+        let stats = Arc::new(stats::Stats::default());
+        let pool = Pool::start(model.clone(), config, slots.clone(), metrics, stats.clone())?;
         Ok(Self {
             model,
             admit: Arc::new(Semaphore::new(config.max_concurrency.max(1))),
@@ -110,7 +111,7 @@ impl Runner {
             recent_micros: AtomicU64::new(FIRST_GUESS_MICROS),
             pool,
             metrics,
-            stats: stats::Stats::default(),
+            stats,
             max_batch_size: config.max_batch_size,
             max_batch_delay: config.max_batch_delay,
         })
@@ -235,7 +236,7 @@ impl Runner {
         drop(permit);
         pool::record_custom::<O>(&self.metrics, &result);
         if O::BATCHABLE {
-            self.stats.computed(took);
+            self.stats.executed(1, took, result.is_ok());
         }
         self.observe(took, &result);
         Ok(result?)
@@ -299,9 +300,6 @@ impl Runner {
             .await
             .map_err(|_| ServeError::new(Kind::ShuttingDown, "the model threads have stopped"))?;
         if let Some(took) = took {
-            if O::BATCHABLE {
-                self.stats.computed(took);
-            }
             self.update_recent(took);
         }
         result

@@ -9,7 +9,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 pub struct Stats {
     success: Pair,
     fail: Pair,
-    /// Time inside the model's own call, for the calls that ran.
+    /// Model calls, a batch's joined call counting once.
+    executions: AtomicU64,
+    /// The successful requests' time inside the model's call (a batch's call counts its
+    /// whole time for each of its requests, as each waited that long).
     compute: Pair,
     /// Milliseconds since the epoch of the last inference's end; 0 before any.
     last_ms: AtomicU64,
@@ -40,6 +43,7 @@ impl Pair {
 pub struct Snapshot {
     pub success: (u64, u64),
     pub fail: (u64, u64),
+    pub executions: u64,
     pub compute: (u64, u64),
     /// The time successful requests spent before the model call: their total less the
     /// model's.
@@ -57,9 +61,16 @@ impl Stats {
         self.last_ms.store(now, Ordering::Relaxed);
     }
 
-    /// One model call of an inference took `took`.
-    pub fn computed(&self, took: Duration) {
-        self.compute.add(took);
+    /// One model call answering `requests` requests took `took`.
+    pub fn executed(&self, requests: usize, took: Duration, ok: bool) {
+        self.executions.fetch_add(1, Ordering::Relaxed);
+        if ok {
+            let n = u64::try_from(requests).unwrap_or(u64::MAX);
+            self.compute.count.fetch_add(n, Ordering::Relaxed);
+            self.compute
+                .ns
+                .fetch_add(nanos(took).saturating_mul(n), Ordering::Relaxed);
+        }
     }
 
     pub fn snapshot(&self) -> Snapshot {
@@ -68,6 +79,7 @@ impl Stats {
         Snapshot {
             success,
             fail: self.fail.get(),
+            executions: self.executions.load(Ordering::Relaxed),
             compute,
             queue_ns: success.1.saturating_sub(compute.1),
             last_inference_ms: self.last_ms.load(Ordering::Relaxed),
@@ -87,14 +99,21 @@ mod tests {
     fn counts_successes_failures_and_queue_time() {
         let s = Stats::default();
         assert_eq!(s.snapshot(), Snapshot::default());
-        s.computed(Duration::from_nanos(300));
+        s.executed(1, Duration::from_nanos(300), true);
+        s.executed(1, Duration::from_nanos(10), false);
         s.finished(true, Duration::from_nanos(1000));
         s.finished(false, Duration::from_nanos(50));
         let snap = s.snapshot();
         assert_eq!(snap.success, (1, 1000));
         assert_eq!(snap.fail, (1, 50));
+        assert_eq!(snap.executions, 2);
         assert_eq!(snap.compute, (1, 300));
         assert_eq!(snap.queue_ns, 700);
+        // A batch of three: one execution, each request's compute time the call's.
+        s.executed(3, Duration::from_nanos(100), true);
+        let snap = s.snapshot();
+        assert_eq!(snap.executions, 3);
+        assert_eq!(snap.compute, (4, 600));
         assert!(snap.last_inference_ms > 1_600_000_000_000);
     }
 }
