@@ -7,6 +7,9 @@ use serde_json::{json, Value};
 use crate::error::ServeError;
 use crate::models::Served;
 
+/// The protocol extensions `/v2` and `ServerMetadata` name, as Triton names them.
+pub const EXTENSIONS: [&str; 3] = ["binary_tensor_data", "statistics", "model_configuration"];
+
 /// The model's metadata in V2's shape: the model's `init_metadata()` supplies versions,
 /// platform, inputs and outputs; name and version come from the server.
 pub async fn model_metadata(model: &Served) -> Result<Value, ServeError> {
@@ -43,4 +46,124 @@ pub async fn model_metadata(model: &Served) -> Result<Value, ServeError> {
         "inputs": tensors("inputs"),
         "outputs": tensors("outputs"),
     }))
+}
+
+/// Triton's statistics extension for the models given (all loaded ones, or one), in
+/// its JSON shape: `{"model_stats": [...]}`. An inference is one request (Seldon
+/// `predict` or V2 `infer`), also when batching joined it with others; an execution is
+/// one model call (a batch's joined call counts once).
+pub fn statistics(models: &[std::sync::Arc<Served>]) -> Value {
+    let mut models: Vec<&Served> = models.iter().map(AsRef::as_ref).collect();
+    models.sort_by(|a, b| a.name.cmp(&b.name));
+    json!({"model_stats": models.iter().map(|m| model_statistics(m)).collect::<Vec<_>>()})
+}
+
+fn model_statistics(model: &Served) -> Value {
+    let s = model.runner.stats();
+    let pair = |(count, ns): (u64, u64)| json!({"count": count, "ns": ns});
+    let zero = pair((0, 0));
+    json!({
+        "name": model.name,
+        "version": model.version,
+        "last_inference": s.last_inference_ms,
+        "inference_count": s.success.0,
+        "execution_count": s.executions,
+        "inference_stats": {
+            "success": pair(s.success),
+            "fail": pair(s.fail),
+            "queue": pair((s.success.0, s.queue_ns)),
+            // inferwire decodes inputs and encodes outputs outside the model call, in
+            // the transport; it has no response cache.
+            "compute_input": zero,
+            "compute_infer": pair(s.compute),
+            "compute_output": zero,
+            "cache_hit": zero,
+            "cache_miss": zero,
+        },
+        "batch_stats": [],
+    })
+}
+
+/// Triton's model configuration extension, in its JSON shape: what the model's metadata
+/// says of its tensors, and the server's batching settings (`max_batch_size` 0 when not
+/// batching, as Triton says of a model without a batch dimension).
+pub async fn model_config(model: &Served) -> Result<Value, ServeError> {
+    let meta = model_metadata(model).await?;
+    let (max_batch, delay) = model.runner.batching();
+    let batching = max_batch > 1;
+    let tensors = |key: &str| -> Vec<Value> {
+        meta[key]
+            .as_array()
+            .map(|items| {
+                items
+                    .iter()
+                    .map(|t| {
+                        json!({
+                            "name": t["name"],
+                            "data_type": triton_type(t["datatype"].as_str().unwrap_or("BYTES")),
+                            "dims": config_dims(&t["shape"], batching),
+                        })
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut config = json!({
+        "name": model.name,
+        "platform": meta["platform"],
+        "backend": "inferwire",
+        "max_batch_size": if batching { max_batch } else { 0 },
+        "input": tensors("inputs"),
+        "output": tensors("outputs"),
+    });
+    if batching {
+        config["dynamic_batching"] = json!({
+            "max_queue_delay_microseconds": u64::try_from(delay.as_micros()).unwrap_or(u64::MAX),
+        });
+    }
+    Ok(config)
+}
+
+/// A V2 datatype as Triton's model configuration names it (`FP32` → `TYPE_FP32`).
+pub fn triton_type(datatype: &str) -> String {
+    match datatype {
+        "BYTES" => "TYPE_STRING".into(),
+        "BOOL" | "UINT8" | "UINT16" | "UINT32" | "UINT64" | "INT8" | "INT16" | "INT32"
+        | "INT64" | "FP16" | "FP32" | "FP64" | "BF16" => format!("TYPE_{datatype}"),
+        _ => "TYPE_INVALID".into(),
+    }
+}
+
+/// A tensor's dims for the configuration: its metadata shape (-1 where unknown), less
+/// the leading batch dimension when batching, as Triton leaves it out then.
+fn config_dims(shape: &Value, batching: bool) -> Vec<i64> {
+    let dims: Vec<i64> = shape
+        .as_array()
+        .map(|d| d.iter().map(|x| x.as_i64().unwrap_or(-1)).collect())
+        .unwrap_or_else(|| vec![-1]);
+    if batching && dims.len() > 1 {
+        dims[1..].to_vec()
+    } else {
+        dims
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_types_as_triton() {
+        assert_eq!(triton_type("FP32"), "TYPE_FP32");
+        assert_eq!(triton_type("BYTES"), "TYPE_STRING");
+        assert_eq!(triton_type("what"), "TYPE_INVALID");
+    }
+
+    #[test]
+    fn leaves_the_batch_dimension_out_when_batching() {
+        assert_eq!(config_dims(&json!([-1, 3]), true), vec![3]);
+        assert_eq!(config_dims(&json!([-1, 3]), false), vec![-1, 3]);
+        assert_eq!(config_dims(&json!([-1]), true), vec![-1]);
+        assert_eq!(config_dims(&Value::Null, false), vec![-1]);
+    }
 }

@@ -16,6 +16,7 @@
 mod ops;
 mod pool;
 mod slots;
+mod stats;
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -32,6 +33,7 @@ use crate::model::{Model, Prediction};
 use ops::Op;
 use pool::{Pool, Waiter, Work};
 use slots::Slots;
+pub use stats::Snapshot;
 
 /// Calls slower than this (moving average) go to the model threads.
 const SLOW_CALL_MICROS: u64 = 1_000;
@@ -64,6 +66,10 @@ pub struct Runner {
     recent_micros: AtomicU64,
     pool: Pool,
     metrics: Metrics,
+    stats: Arc<stats::Stats>,
+    /// As configured, for the model configuration extension.
+    max_batch_size: usize,
+    max_batch_delay: Duration,
 }
 
 /// Counts a request out of a gauge however its wait ends (served, refused, dropped).
@@ -93,7 +99,8 @@ impl Runner {
         metrics: Metrics,
     ) -> std::io::Result<Self> {
         let slots = Arc::new(Slots::new(config.model_threads.max(1)));
-        let pool = Pool::start(model.clone(), config, slots.clone(), metrics)?;
+        let stats = Arc::new(stats::Stats::default());
+        let pool = Pool::start(model.clone(), config, slots.clone(), metrics, stats.clone())?;
         Ok(Self {
             model,
             admit: Arc::new(Semaphore::new(config.max_concurrency.max(1))),
@@ -104,6 +111,9 @@ impl Runner {
             recent_micros: AtomicU64::new(FIRST_GUESS_MICROS),
             pool,
             metrics,
+            stats,
+            max_batch_size: config.max_batch_size,
+            max_batch_delay: config.max_batch_delay,
         })
     }
 
@@ -151,6 +161,21 @@ impl Runner {
     }
 
     async fn run<O: Op>(&self, op: O, deadline: Option<Instant>) -> Result<O::Output, ServeError> {
+        // Inferences (the batchable operations) are counted for the statistics extension.
+        if !O::BATCHABLE {
+            return self.run_uncounted(op, deadline).await;
+        }
+        let start = Instant::now();
+        let result = self.run_uncounted(op, deadline).await;
+        self.stats.finished(result.is_ok(), start.elapsed());
+        result
+    }
+
+    async fn run_uncounted<O: Op>(
+        &self,
+        op: O,
+        deadline: Option<Instant>,
+    ) -> Result<O::Output, ServeError> {
         // The usual case first, with no future built around it: a fast model, free now.
         let op = match self.try_inline(op, deadline) {
             Ok(answered) => return answered,
@@ -210,6 +235,9 @@ impl Runner {
         drop(slot);
         drop(permit);
         pool::record_custom::<O>(&self.metrics, &result);
+        if O::BATCHABLE {
+            self.stats.executed(1, took, result.is_ok());
+        }
         self.observe(took, &result);
         Ok(result?)
     }
@@ -275,6 +303,17 @@ impl Runner {
             self.update_recent(took);
         }
         result
+    }
+
+    /// The statistics extension's counts for this model.
+    pub fn stats(&self) -> Snapshot {
+        self.stats.snapshot()
+    }
+
+    /// Requests joined into one model call at most (1: no batching), and how long the
+    /// first waits for others.
+    pub fn batching(&self) -> (usize, Duration) {
+        (self.max_batch_size, self.max_batch_delay)
     }
 
     /// How long the oldest running call of this model has been running.

@@ -164,6 +164,18 @@ pub static METHODS: &[Rpc] = &[
         None,
         V2,
     ),
+    rpc(
+        "/inference.GRPCInferenceService/ModelStatistics",
+        Access::PREDICT,
+        None,
+        V2,
+    ),
+    rpc(
+        "/inference.GRPCInferenceService/ModelConfig",
+        Access::PREDICT,
+        None,
+        V2,
+    ),
     rpc("/grpc.health.v1.Health/Check", Access::OPEN, None, Health),
     rpc("/grpc.health.v1.Health/Watch", Access::OPEN, None, Health),
     rpc(
@@ -224,6 +236,8 @@ mod tests {
             "/inference.GRPCInferenceService/RepositoryIndex repository-read - V2",
             "/inference.GRPCInferenceService/RepositoryModelLoad repository-write - V2",
             "/inference.GRPCInferenceService/RepositoryModelUnload repository-write - V2",
+            "/inference.GRPCInferenceService/ModelStatistics predict - V2",
+            "/inference.GRPCInferenceService/ModelConfig predict - V2",
             "/grpc.health.v1.Health/Check open - Health",
             "/grpc.health.v1.Health/Watch open - Health",
             "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo open - Reflection",

@@ -60,7 +60,7 @@ impl GrpcInferenceService for V2Service {
         Ok(Response::new(pb::ServerMetadataResponse {
             name: "inferwire".into(),
             version: env!("CARGO_PKG_VERSION").into(),
-            extensions: vec![],
+            extensions: crate::dataplane::EXTENSIONS.map(String::from).to_vec(),
         }))
     }
 
@@ -138,6 +138,118 @@ impl GrpcInferenceService for V2Service {
         let result = run.await.map_err(|e| e.to_status());
         obs.finish(app, Code::of_grpc(&result), rpc.name());
         result.map(Response::new)
+    }
+
+    /// Triton's statistics extension: every loaded model when no name is given.
+    async fn model_statistics(
+        &self,
+        req: Request<pb::ModelStatisticsRequest>,
+    ) -> Result<pb::ModelStatisticsResponse> {
+        let r = req.into_inner();
+        let models = if r.name.is_empty() {
+            self.0.models.all()
+        } else {
+            vec![self
+                .0
+                .models
+                .get(&r.name, &r.version)
+                .map_err(|e| e.to_status())?]
+        };
+        let stats = crate::dataplane::statistics(&models);
+        let num = |v: &Value| v.as_u64().unwrap_or_default();
+        let duration = |v: &Value| {
+            Some(pb::StatisticDuration {
+                count: num(&v["count"]),
+                ns: num(&v["ns"]),
+            })
+        };
+        let model_stats = stats["model_stats"]
+            .as_array()
+            .map(|all| {
+                all.iter()
+                    .map(|m| {
+                        let i = &m["inference_stats"];
+                        pb::ModelStatistics {
+                            name: m["name"].as_str().unwrap_or_default().into(),
+                            version: m["version"].as_str().unwrap_or_default().into(),
+                            last_inference: num(&m["last_inference"]),
+                            inference_count: num(&m["inference_count"]),
+                            execution_count: num(&m["execution_count"]),
+                            inference_stats: Some(pb::InferStatistics {
+                                success: duration(&i["success"]),
+                                fail: duration(&i["fail"]),
+                                queue: duration(&i["queue"]),
+                                compute_input: duration(&i["compute_input"]),
+                                compute_infer: duration(&i["compute_infer"]),
+                                compute_output: duration(&i["compute_output"]),
+                                cache_hit: duration(&i["cache_hit"]),
+                                cache_miss: duration(&i["cache_miss"]),
+                            }),
+                            batch_stats: vec![],
+                        }
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok(Response::new(pb::ModelStatisticsResponse { model_stats }))
+    }
+
+    /// Triton's model configuration extension.
+    async fn model_config(
+        &self,
+        req: Request<pb::ModelConfigRequest>,
+    ) -> Result<pb::ModelConfigResponse> {
+        let r = req.into_inner();
+        let model = self
+            .0
+            .models
+            .get(&r.name, &r.version)
+            .map_err(|e| e.to_status())?;
+        let c = crate::dataplane::model_config(&model)
+            .await
+            .map_err(|e| e.to_status())?;
+        let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+        let data_type = |v: &Value| {
+            pb::DataType::from_str_name(v.as_str().unwrap_or_default())
+                .unwrap_or(pb::DataType::TypeInvalid) as i32
+        };
+        let dims = |v: &Value| -> Vec<i64> {
+            v.as_array()
+                .map(|d| d.iter().filter_map(Value::as_i64).collect())
+                .unwrap_or_default()
+        };
+        let each = |key: &str| c[key].as_array().cloned().unwrap_or_default();
+        Ok(Response::new(pb::ModelConfigResponse {
+            config: Some(pb::ModelConfig {
+                name: text(&c["name"]),
+                platform: text(&c["platform"]),
+                backend: text(&c["backend"]),
+                max_batch_size: i32::try_from(c["max_batch_size"].as_u64().unwrap_or_default())
+                    .unwrap_or(i32::MAX),
+                input: each("input")
+                    .iter()
+                    .map(|t| pb::ModelInput {
+                        name: text(&t["name"]),
+                        data_type: data_type(&t["data_type"]),
+                        dims: dims(&t["dims"]),
+                    })
+                    .collect(),
+                output: each("output")
+                    .iter()
+                    .map(|t| pb::ModelOutput {
+                        name: text(&t["name"]),
+                        data_type: data_type(&t["data_type"]),
+                        dims: dims(&t["dims"]),
+                    })
+                    .collect(),
+                dynamic_batching: c.get("dynamic_batching").map(|d| pb::ModelDynamicBatching {
+                    preferred_batch_size: vec![],
+                    max_queue_delay_microseconds: d["max_queue_delay_microseconds"]
+                        .as_u64()
+                        .unwrap_or_default(),
+                }),
+            }),
+        }))
     }
 
     async fn repository_index(

@@ -315,6 +315,26 @@ pub(super) static ROUTES: &[Route] = &[
             Box::pin(v2::infer(c.app, c.req, c.name, c.version, c.obs))
         })],
     ),
+    // Triton's statistics and model configuration extensions.
+    route(
+        &[
+            "/v2/models/stats",
+            "/v2/models/{name}/stats",
+            "/v2/models/{name}/versions/{version}/stats",
+        ],
+        A::PREDICT,
+        M::Metadata,
+        &[(Get, |c| Box::pin(v2::stats(c.app, c.name, c.version)))],
+    ),
+    route(
+        &[
+            "/v2/models/{name}/config",
+            "/v2/models/{name}/versions/{version}/config",
+        ],
+        A::PREDICT,
+        M::Metadata,
+        &[(Get, |c| Box::pin(v2::config(c.app, c.name, c.version)))],
+    ),
     route(
         &["/v2/repository/index"],
         A::REPOSITORY_READ,
@@ -458,6 +478,11 @@ mod tests {
             "GET /v2/models/{name}/versions/{version}/ready open health",
             "POST /v2/models/{name}/infer predict infer",
             "POST /v2/models/{name}/versions/{version}/infer predict infer",
+            "GET /v2/models/stats predict metadata",
+            "GET /v2/models/{name}/stats predict metadata",
+            "GET /v2/models/{name}/versions/{version}/stats predict metadata",
+            "GET /v2/models/{name}/config predict metadata",
+            "GET /v2/models/{name}/versions/{version}/config predict metadata",
             "POST /v2/repository/index repository-read other",
             "POST /v2/repository/models/{name}/load repository-write other",
             "POST /v2/repository/models/{name}/unload repository-write other",

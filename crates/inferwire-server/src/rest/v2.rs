@@ -18,7 +18,7 @@ pub async fn server() -> Result<Reply, ServeError> {
     Ok(ok(json!({
         "name": "inferwire",
         "version": env!("CARGO_PKG_VERSION"),
-        "extensions": ["binary_tensor_data"],
+        "extensions": crate::dataplane::EXTENSIONS,
     })))
 }
 
@@ -46,6 +46,24 @@ pub async fn model_ready(app: &App, name: &str, version: &str) -> Result<Reply, 
 pub async fn model(app: &App, name: &str, version: &str) -> Result<Reply, ServeError> {
     let model = app.models.get(name, version)?;
     crate::dataplane::model_metadata(&model).await.map(ok)
+}
+
+/// `GET /v2/models/stats`, or with a name (and version) one model's: Triton's
+/// statistics extension.
+pub async fn stats(app: &App, name: &str, version: &str) -> Result<Reply, ServeError> {
+    let models = if name.is_empty() {
+        app.models.all()
+    } else {
+        vec![app.models.get(name, version)?]
+    };
+    Ok(ok(crate::dataplane::statistics(&models)))
+}
+
+/// `GET /v2/models/NAME[/versions/VERSION]/config`: Triton's model configuration
+/// extension.
+pub async fn config(app: &App, name: &str, version: &str) -> Result<Reply, ServeError> {
+    let model = app.models.get(name, version)?;
+    crate::dataplane::model_config(&model).await.map(ok)
 }
 
 pub async fn load(app: &App, name: &str) -> Result<Reply, ServeError> {

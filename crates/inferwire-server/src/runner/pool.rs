@@ -10,6 +10,7 @@ use tokio::sync::{oneshot, OwnedSemaphorePermit};
 
 use super::ops::{Infer, Op, Predict, PredictBatch};
 use super::slots::Slots;
+use super::stats::Stats;
 use super::{deadline_exceeded, RunnerConfig};
 use crate::batch;
 use crate::error::{Kind, ServeError};
@@ -130,6 +131,7 @@ pub struct Shared {
     queue: Mutex<Receiver<Queued>>,
     slots: Arc<Slots>,
     metrics: Metrics,
+    stats: Arc<Stats>,
     max_batch_size: usize,
     max_batch_delay: Duration,
 }
@@ -140,6 +142,7 @@ impl Pool {
         config: &RunnerConfig,
         slots: Arc<Slots>,
         metrics: Metrics,
+        stats: Arc<Stats>,
     ) -> std::io::Result<Self> {
         let (tx, rx) = mpsc::channel();
         let shared = Arc::new(Shared {
@@ -147,6 +150,7 @@ impl Pool {
             queue: Mutex::new(rx),
             slots,
             metrics,
+            stats,
             max_batch_size: config.max_batch_size.max(1),
             max_batch_delay: config.max_batch_delay,
         });
@@ -300,6 +304,10 @@ impl Shared {
         let took = start.elapsed();
         self.metrics.model_call(requests, took);
         record_custom::<O>(&self.metrics, &result);
+        // Inferences: the batchable operations, and a batch's joined call.
+        if O::BATCHABLE || requests > 1 {
+            self.stats.executed(requests, took, result.is_ok());
+        }
         (result, took)
     }
 
