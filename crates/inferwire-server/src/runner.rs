@@ -161,8 +161,8 @@ impl Runner {
     }
 
     async fn run<O: Op>(&self, op: O, deadline: Option<Instant>) -> Result<O::Output, ServeError> {
-        // Inferences (the batchable operations) are counted for the statistics extension.
-        if !O::BATCHABLE {
+        // Inferences are counted for the statistics extension.
+        if !O::INFERENCE {
             return self.run_uncounted(op, deadline).await;
         }
         let start = Instant::now();
@@ -235,7 +235,7 @@ impl Runner {
         drop(slot);
         drop(permit);
         pool::record_custom::<O>(&self.metrics, &result);
-        if O::BATCHABLE {
+        if O::INFERENCE {
             self.stats.executed(1, took, result.is_ok());
         }
         self.observe(took, &result);

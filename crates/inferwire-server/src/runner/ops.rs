@@ -13,6 +13,8 @@ pub trait Op: Send + Sized + 'static {
     type Output: Send + 'static;
     /// With batching on: whether the model threads may join this call with others.
     const BATCHABLE: bool = false;
+    /// Whether it is an inference, counted by the statistics extension (`stats.rs`).
+    const INFERENCE: bool = false;
 
     fn run(self, model: &dyn Model) -> Result<Self::Output, ModelError>;
 
@@ -33,6 +35,7 @@ pub struct Predict(pub SeldonMessage);
 impl Op for Predict {
     type Output = Prediction;
     const BATCHABLE: bool = true;
+    const INFERENCE: bool = true;
 
     fn run(self, model: &dyn Model) -> Result<Prediction, ModelError> {
         model.predict(self.0)
@@ -55,6 +58,7 @@ pub struct PredictBatch(pub SeldonMessage);
 
 impl Op for PredictBatch {
     type Output = Answer;
+    const INFERENCE: bool = true;
 
     fn run(self, model: &dyn Model) -> Result<Answer, ModelError> {
         model.predict_batch(self.0)
@@ -70,6 +74,7 @@ pub struct Infer(pub InferRequest);
 impl Op for Infer {
     type Output = Vec<InferOutput>;
     const BATCHABLE: bool = true;
+    const INFERENCE: bool = true;
 
     fn run(self, model: &dyn Model) -> Result<Vec<InferOutput>, ModelError> {
         model.infer(self.0)

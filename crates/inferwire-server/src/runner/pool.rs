@@ -304,8 +304,7 @@ impl Shared {
         let took = start.elapsed();
         self.metrics.model_call(requests, took);
         record_custom::<O>(&self.metrics, &result);
-        // Inferences: the batchable operations, and a batch's joined call.
-        if O::BATCHABLE || requests > 1 {
+        if O::INFERENCE {
             self.stats.executed(requests, took, result.is_ok());
         }
         (result, took)
