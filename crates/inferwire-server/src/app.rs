@@ -196,6 +196,24 @@ impl App {
         Ok(m)
     }
 
+    /// A Seldon graph component's operation on the default model, its reply's meta
+    /// completed as predict's.
+    pub async fn component(
+        &self,
+        call: crate::runner::Component,
+        deadline: Option<Instant>,
+    ) -> Result<Prediction, ServeError> {
+        let puid = call.puid();
+        let model = self.models.default_model()?;
+        Ok(match model.runner.component(call, deadline).await? {
+            Prediction::Message(mut m) => {
+                self.complete_meta(&mut m.meta, puid);
+                Prediction::Message(m)
+            }
+            raw @ Prediction::Raw(_) => raw,
+        })
+    }
+
     pub async fn health_status(&self) -> Result<SeldonMessage, ServeError> {
         let model = self.models.default_model()?;
         let mut m = model.runner.health_status(None).await?;

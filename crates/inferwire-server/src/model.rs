@@ -85,6 +85,16 @@ impl ModelError {
         }
     }
 
+    /// A graph operation the class does not define, worded as Seldon's
+    /// SeldonNotImplementedError (400).
+    #[cold]
+    pub fn not_defined(operation: &str) -> Self {
+        Self::bad_input(format!(
+            "{operation} not defined: the model has no {}() method",
+            operation.to_ascii_lowercase()
+        ))
+    }
+
     /// An operation this model does not have.
     #[cold]
     fn unsupported(operation: &str) -> Self {
@@ -120,6 +130,28 @@ pub trait Model: Send + Sync + 'static {
     /// The model's metadata, as JSON (Seldon's `init_metadata()`).
     fn metadata(&self) -> Result<Value, ModelError> {
         Ok(Value::Object(Map::new()))
+    }
+
+    /// Seldon `transform_input` (a TRANSFORMER): without one, Seldon answers the input
+    /// unchanged, and so does this default.
+    fn transform_input(&self, msg: SeldonMessage) -> Result<Prediction, ModelError> {
+        Ok(Prediction::Message(msg))
+    }
+
+    /// Seldon `transform_output` (an OUTPUT_TRANSFORMER): the input unchanged by default.
+    fn transform_output(&self, msg: SeldonMessage) -> Result<Prediction, ModelError> {
+        Ok(Prediction::Message(msg))
+    }
+
+    /// Seldon `route` (a ROUTER): the reply's data is `[[child]]`, `-1` for every
+    /// child. Seldon has no default: 400, "Route not defined".
+    fn route(&self, _msg: SeldonMessage) -> Result<Prediction, ModelError> {
+        Err(ModelError::not_defined("Route"))
+    }
+
+    /// Seldon `aggregate` (a COMBINER) over its children's messages. No default either.
+    fn aggregate(&self, _msgs: Vec<SeldonMessage>) -> Result<Prediction, ModelError> {
+        Err(ModelError::not_defined("Aggregate"))
     }
 
     /// Seldon `send_feedback`: the reply to a feedback message.

@@ -104,7 +104,11 @@ impl SeldonService {
         self.predict_message(msg, deadline).await.map(Response::new)
     }
 
-    async fn feedback(&self, req: Request<pb::Feedback>, rpc: &Rpc) -> Result<pb::SeldonMessage> {
+    pub(super) async fn feedback(
+        &self,
+        req: Request<pb::Feedback>,
+        rpc: &Rpc,
+    ) -> Result<pb::SeldonMessage> {
         let app = &self.0;
         let mut obs = rpc.observe();
         obs.model = app.default_slot();
@@ -129,7 +133,7 @@ impl SeldonService {
 
 /// `predict_raw` results become messages: a dict is read as a SeldonMessage, other
 /// values travel as `jsonData`, `strData` or `binData`.
-fn reply_to_pb(reply: Prediction) -> std::result::Result<pb::SeldonMessage, ServeError> {
+pub(super) fn reply_to_pb(reply: Prediction) -> std::result::Result<pb::SeldonMessage, ServeError> {
     let msg = match reply {
         Prediction::Message(m) => m,
         Prediction::Raw(Output::Json(Value::Object(o))) => {
