@@ -170,6 +170,10 @@ def seldon_to_pb(body: bytes) -> bytes:
 def seldon_from_pb(pb: bytes) -> bytes:
     """A SeldonMessage's protobuf encoding as its JSON."""
 
+def seldon_descriptor_set() -> bytes:
+    """The compiled ``prediction.proto`` and its imports as a serialized
+    ``FileDescriptorSet`` (for the protobuf classes a Seldon ``*_grpc`` method takes)."""
+
 def v2_request_to_pb(body: bytes, header_len: int | None, model: str, version: str = "") -> bytes:
     """A V2 REST request body (JSON, then binary inputs after ``header_len`` bytes) as a
     ``ModelInferRequest`` with its inputs in ``raw_input_contents``."""

@@ -12,7 +12,7 @@ from . import _core, loader, modelfile
 from .error_log import errors
 from .errors import SettingsError
 from .repository import ModelSettings, Repository
-from .seldon import SeldonAdapter
+from .seldon import SeldonAdapter, announce_type
 from .settings import Settings
 from .workers import run_workers
 
@@ -25,8 +25,8 @@ def _describe(host: str, http_port: int, grpc_port: int, tls: bool = False) -> s
     return (
         f"REST  {scheme}://{shown}:{http_port}/api/v1.0/predictions  (HTTP/1.1 and {http2})\n"
         f"gRPC  {shown}:{grpc_port}{' (TLS)' if tls else ''}  "
-        "(seldon.protos.Seldon, seldon.protos.Model, inference.GRPCInferenceService, "
-        "health, reflection)"
+        "(seldon.protos.Seldon, seldon.protos.Model, the Seldon graph component services, "
+        "inference.GRPCInferenceService, health, reflection)"
     )
 
 
@@ -92,6 +92,7 @@ def serve(model: Any = None, settings: Settings | None = None, *, spec: str | No
         name = settings.model_name or type(model).__name__
         image = settings.model_image or type(model).__name__
         adapter = SeldonAdapter(model, name, settings.raw_arrays)
+        announce_type(adapter, settings.service_type)
         if adapter.has_predict_raw and settings.max_batch_size > 1:
             raise SettingsError(
                 f"max_batch_size: {type(model).__name__} defines predict_raw, whose requests "
