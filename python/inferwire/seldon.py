@@ -156,7 +156,7 @@ class SeldonAdapter:
         if not callable(fn):
             return None, None, None, None
         try:
-            out = self._resolve(fn(features, names, reward, truth, self._routing(routing)))
+            out = self._resolve(fn(features, names, reward, truth, routing=self._routing(routing)))
         except Exception as e:
             if _not_implemented(e):
                 self._send_feedback = None
