@@ -107,15 +107,6 @@ class ModelServing(BaseModel):
     raw_arrays: Literal["numpy", "list"] = _opt(
         "numpy", "arrays in predict_raw's dict: numpy (no copy) or list (as Seldon's REST)"
     )
-    service_type: Literal[
-        "", "MODEL", "ROUTER", "TRANSFORMER", "OUTPUT_TRANSFORMER", "COMBINER", "OUTLIER_DETECTOR"
-    ] = _opt(
-        "",
-        "the Seldon graph component type the class is (as seldon-core's --service-type); "
-        "every type's routes are served either way, as Seldon's wrapper does",
-        "SERVICE_TYPE",
-        shown="from the class's methods",
-    )
     runtime: Literal["auto", "native", "python"] = _opt(
         "auto",
         "for a trained model file: native (tree models scored in Rust), python (the library's "
@@ -181,6 +172,15 @@ class Settings(BaseSettings, ModelServing):
         "model name in replies' meta.requestPath and V2 routes",
         "PREDICTIVE_UNIT_ID",
         shown="the class name, or the model file's name without its suffix",
+    )
+    service_type: Literal[
+        "", "MODEL", "ROUTER", "TRANSFORMER", "OUTPUT_TRANSFORMER", "COMBINER", "OUTLIER_DETECTOR"
+    ] = _opt(
+        "",
+        "the Seldon graph component type the class is (as seldon-core's --service-type); "
+        "every type's routes are served either way, as Seldon's wrapper does",
+        "SERVICE_TYPE",
+        shown="from the class's methods",
     )
     model_image: Str = _opt(
         "",
