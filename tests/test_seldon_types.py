@@ -405,3 +405,23 @@ def test_each_type_is_counted_under_its_route(router: Any, pb: Any) -> None:
     lines = [line for line in text.splitlines() if 'route="route"' in line]
     assert any('protocol="rest"' in line for line in lines), text[:2000]
     assert any('protocol="grpc"' in line for line in lines), text[:2000]
+
+
+def test_every_component_service_is_healthy_and_listed(router: Any) -> None:
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+    from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+    services = [
+        f"seldon.protos.{s}"
+        for s in ("Generic", "Router", "Transformer", "OutputTransformer", "Combiner")
+    ]
+    with router.channel() as ch:
+        health = health_pb2_grpc.HealthStub(ch)
+        for service in services:
+            r = health.Check(health_pb2.HealthCheckRequest(service=service), timeout=10)
+            assert r.status == health_pb2.HealthCheckResponse.SERVING, service
+        stub = reflection_pb2_grpc.ServerReflectionStub(ch)
+        request = reflection_pb2.ServerReflectionRequest(list_services="")
+        replies = list(stub.ServerReflectionInfo(iter([request]), timeout=10))
+    listed = {s.name for s in replies[0].list_services_response.service}
+    assert set(services) <= listed

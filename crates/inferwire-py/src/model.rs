@@ -1,10 +1,10 @@
 //! `Model` for a Python model: the executor thread takes the GIL here, and only here.
+use inferwire_codec::protocol::seldon::proto;
+use inferwire_codec::protocol::seldon::reply::{predict_payload, Output};
 use inferwire_codec::protocol::seldon::{
     Feedback, Meta, Metric, MetricType, Payload, SeldonMessage,
 };
 use inferwire_codec::protocol::v2::{InferOutput, InferRequest};
-use inferwire_codec::protocol::seldon::proto;
-use inferwire_codec::protocol::seldon::reply::{predict_payload, Output};
 use inferwire_codec::Limits;
 use inferwire_server::{Answer, Model, ModelError, ModelErrorKind, Prediction};
 use pyo3::prelude::*;
@@ -331,7 +331,11 @@ impl Model for PyModel {
         self.with_gil(|py| {
             if self.is_raw("send_feedback") {
                 let request = PyDict::new(py);
-                for (key, m) in [("request", f.request), ("response", f.response), ("truth", f.truth)] {
+                for (key, m) in [
+                    ("request", f.request),
+                    ("response", f.response),
+                    ("truth", f.truth),
+                ] {
                     if let Some(m) = m {
                         request.set_item(key, message_to_py(py, m, self.raw_lists)?)?;
                     }
