@@ -116,6 +116,9 @@ class RawComponent:
     def send_feedback_raw(self, feedback: dict[str, Any]) -> dict[str, Any]:
         return {"jsonData": {"reward": feedback["reward"], "keys": sorted(feedback)}}
 
+    def health_status_raw(self) -> dict[str, Any]:
+        return {"strData": "raw health"}
+
 
 class RestComponent:
     """The deprecated ``*_rest`` forms, which take the REST request dict."""

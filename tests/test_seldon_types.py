@@ -342,6 +342,11 @@ def test_raw_methods_get_the_request_dict(protocol: str, raw: Any, pb: Any) -> N
     assert got["jsonData"] == {"reward": 0.25, "keys": ["request", "reward"]}
 
 
+def test_health_status_raw_is_the_reply(raw: Any) -> None:
+    r = httpx.get(raw.url + "/health/status")
+    assert r.status_code == 200 and r.json()["strData"] == "raw health"
+
+
 def test_rest_methods_get_the_request_dict(serve: Any, pb: Any) -> None:
     server = serve(M + "RestComponent")
     r = rest(server.url, body(1))

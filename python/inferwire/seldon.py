@@ -207,6 +207,8 @@ class SeldonAdapter:
         is read back as a dict."""
         kind, fn = self._low[op]
         try:
+            if op == "health_status":  # health_status_raw() takes nothing
+                return self._resolve(fn())
             if kind == "grpc":
                 from . import seldon_proto
 
@@ -377,6 +379,9 @@ def _low_level(model: Any) -> dict[str, tuple[str, Callable[..., Any]]]:
             if callable(fn):
                 found[op] = (kind, fn)
                 break
+    fn = _own(model, "health_status_raw")
+    if callable(fn):
+        found["health_status"] = ("raw", fn)
     return found
 
 

@@ -373,6 +373,13 @@ impl Model for PyModel {
 
     fn health_status(&self) -> Result<SeldonMessage, ModelError> {
         self.with_gil(|py| {
+            if self.is_raw("health_status") {
+                let out = self
+                    .adapter
+                    .bind(py)
+                    .call_method1("call_raw", ("health_status", py.None()))?;
+                return raw_message(py_to_output(&out)?);
+            }
             let result = self.adapter.bind(py).call_method0("health_status")?;
             self.message(&Payload::None, &Meta::default(), &result)
         })
