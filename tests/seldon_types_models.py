@@ -6,6 +6,7 @@ looks for, each written as a user of Seldon's wrapper writes it."""
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import numpy as np
@@ -128,6 +129,10 @@ class RestComponent:
 
     def transform_output_rest(self, request: dict[str, Any]) -> dict[str, Any]:
         return {"jsonData": {"rest_output": request.get("jsonData")}}
+
+    def send_feedback_rest(self, request: str) -> dict[str, Any]:
+        # Seldon gives send_feedback_rest the Feedback as JSON text.
+        return {"jsonData": {"reward": json.loads(request)["reward"]}}
 
 
 class GrpcComponent:

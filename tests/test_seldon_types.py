@@ -238,6 +238,16 @@ def test_aggregate_takes_both_json_forms_and_get(combiner: Any) -> None:
         assert r.json()["data"]["ndarray"] == [[3.0]]
     r = httpx.get(f"{combiner.url}/aggregate?json={quote(json.dumps(msgs))}")
     assert r.status_code == 200 and r.json()["data"]["ndarray"] == [[3.0]]
+    # As SeldonClient.microservice(method="aggregate") posts it: a `json` form field.
+    form = {"json": json.dumps({"seldonMessages": msgs})}
+    r = httpx.post(f"{combiner.url}/aggregate", data=form)
+    assert r.status_code == 200 and r.json()["data"]["ndarray"] == [[3.0]]
+
+
+def test_route_as_seldon_client_posts_it(router: Any) -> None:
+    r = httpx.post(f"{router.url}/route", data={"json": json.dumps(body(1, 3))})
+    assert r.status_code == 200, r.text
+    assert r.json()["data"]["ndarray"] == [[1]]
 
 
 @pytest.mark.parametrize(
@@ -353,6 +363,9 @@ def test_rest_methods_get_the_request_dict(serve: Any, pb: Any) -> None:
     assert r.status_code == 200 and r.json() == {"jsonData": {"rest": ["data"]}}
     r = rest(server.url, {"jsonData": {"k": 1}}, path="/transform-output")
     assert r.json() == {"jsonData": {"rest_output": {"k": 1}}}
+    r = rest(server.url, {"request": body(1), "reward": 2}, path="/send-feedback")
+    assert r.status_code == 200, r.text
+    assert r.json()["jsonData"] == {"reward": 2.0}
 
 
 @pytest.mark.parametrize("protocol", ["rest", "grpc"])

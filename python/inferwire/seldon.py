@@ -214,6 +214,11 @@ class SeldonAdapter:
 
                 reply = self._resolve(fn(seldon_proto.to_message(op, request)))
                 return seldon_proto.to_dict(reply)
+            if op == "send_feedback" and kind == "rest":
+                # Seldon hands send_feedback_rest the Feedback as a JSON string.
+                from .seldon_proto import as_json
+
+                return self._resolve(fn(as_json(request)))
             return self._resolve(fn(request))
         except Exception as e:
             errors.error(f"{self.name}.{op}_{kind}", e)

@@ -41,7 +41,12 @@ def to_message(op: str, request: dict[str, Any]) -> Any:
     from google.protobuf import json_format  # type: ignore[import-untyped,unused-ignore]
 
     cls = message_class(_REQUEST.get(op, "SeldonMessage"))
-    return json_format.ParseDict(json.loads(json.dumps(request, default=_plain)), cls())
+    return json_format.ParseDict(json.loads(as_json(request)), cls())
+
+
+def as_json(request: dict[str, Any]) -> str:
+    """A request dict (numpy arrays, bytes in it) as JSON text."""
+    return json.dumps(request, default=_plain)
 
 
 def to_dict(reply: Any) -> Any:
