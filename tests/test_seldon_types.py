@@ -256,6 +256,7 @@ def test_route_as_seldon_client_posts_it(router: Any) -> None:
         (body(1), "takes a SeldonMessageList"),
         ({"seldonMessages": 3}, "takes a SeldonMessageList"),
         ("5", "not a number"),
+        ("[1, null]", "seldonMessages[0] is a number"),
         ([], "is empty"),
         ([body(1), 7], "seldonMessages[1] is a number"),
         ([{"data": {"ndarray": "x"}}], "seldonMessages[0]"),
@@ -264,7 +265,7 @@ def test_route_as_seldon_client_posts_it(router: Any) -> None:
 def test_aggregate_bad_input_is_a_400_naming_it(sent: Any, said: str, combiner: Any) -> None:
     r = rest(combiner.url, sent, path="/aggregate")
     assert r.status_code == 400, r.text
-    assert said.replace("not a number", "not") in r.text, r.text
+    assert said in r.text, r.text
 
 
 def test_a_combiner_that_raises_is_a_500(combiner: Any, pb: Any) -> None:

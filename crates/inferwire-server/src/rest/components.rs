@@ -4,8 +4,10 @@
 use http::{Method, Request};
 use hyper::body::Incoming;
 use inferwire_codec::media::Media;
-use inferwire_codec::protocol::seldon::{json, proto, SeldonMessage};
-use serde_json::Value;
+use inferwire_codec::protocol::seldon::{json, SeldonMessage};
+use inferwire_codec::Limits;
+use serde::Deserialize;
+use serde_json::value::RawValue;
 
 use super::body::Reply;
 use super::seldon::{encode_reply, percent_decode, read_body};
@@ -40,7 +42,7 @@ pub async fn aggregate(
     obs: &mut Observed,
 ) -> Result<Reply, ServeError> {
     let body = message_body(app, req).await?;
-    let msgs = decode_list(&body, app)?;
+    let msgs = decode_list(&body, &app.config.limits)?;
     if let Some(first) = msgs.first() {
         obs.encoding = Encoding::of_payload(&first.payload);
         if obs.id.is_empty() {
@@ -51,21 +53,26 @@ pub async fn aggregate(
     encode_reply(app.component(Component::Aggregate(msgs), deadline).await?)
 }
 
-/// A SeldonMessageList in its JSON forms; every message decoded as a predict body is.
-fn decode_list(body: &[u8], app: &App) -> Result<Vec<SeldonMessage>, ServeError> {
-    let value: Value = serde_json::from_slice(body).map_err(|e| {
-        ServeError::new(
-            Kind::BadRequest,
-            format!("aggregate: the body is not JSON: {e}"),
-        )
-    })?;
-    let list = match value {
-        Value::Array(list) => list,
-        Value::Object(mut o) => match o.remove("seldonMessages") {
-            Some(Value::Array(list)) => list,
-            _ => return Err(not_a_list("an object without a `seldonMessages` list")),
-        },
-        other => return Err(not_a_list(kind_of(&other))),
+/// A SeldonMessageList in its JSON forms; every message decoded as a predict body is,
+/// from its own slice of the body (no generic JSON tree of the whole list is built, so
+/// the decoders' limits bound it as they bound a predict).
+fn decode_list(body: &[u8], limits: &Limits) -> Result<Vec<SeldonMessage>, ServeError> {
+    let bad = |e: serde_json::Error| not_a_list(&e.to_string());
+    let list: Vec<&RawValue> = match body.iter().find(|b| !b.is_ascii_whitespace()) {
+        Some(b'[') => serde_json::from_slice(body).map_err(bad)?,
+        Some(b'{') => {
+            let wrapped: Wrapped<'_> = serde_json::from_slice(body).map_err(bad)?;
+            wrapped
+                .seldon_messages
+                .ok_or_else(|| not_a_list("an object without a `seldonMessages` list"))?
+        }
+        Some(_) => {
+            let kind = serde_json::from_slice::<&RawValue>(body)
+                .map(|v| kind_of(v.get()))
+                .unwrap_or("text that is not JSON");
+            return Err(not_a_list(kind));
+        }
+        None => return Err(not_a_list("an empty body")),
     };
     if list.is_empty() {
         return Err(ServeError::new(
@@ -75,24 +82,32 @@ fn decode_list(body: &[u8], app: &App) -> Result<Vec<SeldonMessage>, ServeError>
     }
     list.into_iter()
         .enumerate()
-        .map(|(i, m)| match m {
-            Value::Object(o) => {
-                proto::json_object_to_message(&o, &app.config.limits).map_err(|e| {
-                    ServeError::new(
-                        Kind::BadRequest,
-                        format!("aggregate: seldonMessages[{i}]: {e}"),
-                    )
-                })
+        .map(|(i, m)| {
+            let text = m.get();
+            if !text.starts_with('{') {
+                return Err(ServeError::new(
+                    Kind::BadRequest,
+                    format!(
+                        "aggregate: seldonMessages[{i}] is {}, not a SeldonMessage object",
+                        kind_of(text)
+                    ),
+                ));
             }
-            other => Err(ServeError::new(
-                Kind::BadRequest,
-                format!(
-                    "aggregate: seldonMessages[{i}] is {}, not a SeldonMessage object",
-                    kind_of(&other)
-                ),
-            )),
+            json::decode_message(text.as_bytes(), limits).map_err(|e| {
+                ServeError::new(
+                    Kind::BadRequest,
+                    format!("aggregate: seldonMessages[{i}]: {e}"),
+                )
+            })
         })
         .collect()
+}
+
+/// `{"seldonMessages": [...]}`; other keys are ignored, as Seldon ignores them.
+#[derive(Deserialize)]
+struct Wrapped<'a> {
+    #[serde(rename = "seldonMessages", borrow)]
+    seldon_messages: Option<Vec<&'a RawValue>>,
 }
 
 #[cold]
@@ -106,14 +121,15 @@ fn not_a_list(what: &str) -> ServeError {
     )
 }
 
-fn kind_of(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "an object",
+/// What a JSON value is, from its first character.
+fn kind_of(text: &str) -> &'static str {
+    match text.as_bytes().first() {
+        Some(b'n') => "null",
+        Some(b't' | b'f') => "a boolean",
+        Some(b'"') => "a string",
+        Some(b'[') => "a list",
+        Some(b'{') => "an object",
+        _ => "a number",
     }
 }
 
@@ -143,5 +159,48 @@ async fn message_body(app: &App, req: Request<Incoming>) -> Result<Vec<u8>, Serv
                 other.content_type()
             ),
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn said(body: &str) -> String {
+        decode_list(body.as_bytes(), &Limits::default())
+            .unwrap_err()
+            .message
+    }
+
+    #[test]
+    fn both_json_forms() {
+        let one = r#"{"data": {"ndarray": [[1]]}}"#;
+        for body in [
+            format!("[{one}, {one}]"),
+            format!(r#" {{"meta": {{}}, "seldonMessages": [{one}, {one}]}}"#),
+        ] {
+            assert_eq!(
+                decode_list(body.as_bytes(), &Limits::default())
+                    .unwrap()
+                    .len(),
+                2
+            );
+        }
+    }
+
+    #[test]
+    fn bad_lists_say_what_they_got() {
+        assert!(said("5").ends_with("not a number"));
+        assert!(said(r#""x""#).ends_with("not a string"));
+        assert!(said("").ends_with("not an empty body"));
+        assert!(said("{nope").contains("not key must be a string"));
+        assert!(said(r#"{"data": {}}"#).contains("without a `seldonMessages` list"));
+        assert!(said(r#"{"seldonMessages": 3}"#).contains("invalid type: integer"));
+        assert!(said("[]").contains("is empty"));
+        assert!(said(r#"[{"data": {"ndarray": [[1]]}}, null]"#)
+            .contains("seldonMessages[1] is null, not a SeldonMessage"));
+        assert!(
+            said(r#"[{"data": {"ndarray": "x"}}]"#).starts_with("aggregate: seldonMessages[0]: ")
+        );
     }
 }
