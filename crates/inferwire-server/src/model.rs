@@ -108,8 +108,8 @@ impl ModelError {
 ///
 /// The methods run on the I/O thread that received the request or on a model thread
 /// (see `runner`), never on two threads at once unless the runtime allows it. A new
-/// operation (a Seldon component's `transform_input`, `route`, ...) is one more method
-/// here with a default, and one more entry point on the runner.
+/// operation is one more method here with a default, and one more `Op` for the runner
+/// (as Seldon's graph component operations, `transform_input` to `aggregate`, are).
 pub trait Model: Send + Sync + 'static {
     /// Seldon `predict` (or `predict_raw`) on one request.
     fn predict(&self, msg: SeldonMessage) -> Result<Prediction, ModelError>;
