@@ -152,3 +152,40 @@ class GrpcComponent:
         reply = type(request.seldonMessages[0])()
         reply.strData = f"{type(request).__name__}:{len(request.seldonMessages)}"
         return reply
+
+
+class DecliningRaw(SeldonComponent):
+    """``*_raw`` methods that defer to the base (which raises SeldonNotImplementedError):
+    as in Seldon, the ordinary method answers instead."""
+
+    def transform_input_raw(self, msg: Any) -> Any:
+        return super().transform_input_raw(msg)
+
+    def transform_input(self, X: Any, names: list[str]) -> Any:
+        return np.asarray(X) * 3
+
+    def route_raw(self, msg: Any) -> Any:
+        return super().route_raw(msg)
+
+    def route(self, X: Any, names: list[str]) -> int:
+        return 1
+
+    def aggregate_raw(self, msgs: Any) -> Any:
+        return super().aggregate_raw(msgs)
+
+    def aggregate(self, Xs: list[Any], names: list[list[str]]) -> Any:
+        return np.sum([np.asarray(x) for x in Xs], axis=0)
+
+    def send_feedback_raw(self, feedback: Any) -> Any:
+        return super().send_feedback_raw(feedback)
+
+    def send_feedback(
+        self, features: Any, names: list[str], reward: float, truth: Any, routing: Any = None
+    ) -> Any:
+        return np.array([[reward]])
+
+    def health_status_raw(self) -> Any:
+        return super().health_status_raw()
+
+    def health_status(self) -> Any:
+        return {"fallback": True}

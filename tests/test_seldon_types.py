@@ -353,6 +353,33 @@ def test_raw_methods_get_the_request_dict(protocol: str, raw: Any, pb: Any) -> N
     assert got["jsonData"] == {"reward": 0.25, "keys": ["request", "reward"]}
 
 
+@pytest.mark.parametrize("protocol", ["rest", "grpc"])
+def test_a_raw_method_that_declines_falls_back(protocol: str, serve: Any, pb: Any) -> None:
+    server = _declining(serve)
+    for _ in range(2):  # the second time, the method is known to decline
+        got = call(server, pb, protocol, "/transform-input", ("Generic", "TransformInput"), body(2))
+        assert got["data"]["ndarray"] == [[6.0]]
+        got = call(server, pb, protocol, "/route", ("Router", "Route"), body(2))
+        assert got["data"]["ndarray"] == [[1]]
+        msgs = [body(1, 2), body(3, 4)]
+        got = call(server, pb, protocol, "/aggregate", ("Combiner", "Aggregate"), msgs)
+        assert got["data"]["ndarray"] == [[4.0, 6.0]]
+        fb = {"request": body(1), "reward": 0.5}
+        got = call(server, pb, protocol, "/send-feedback", ("Router", "SendFeedback"), fb)
+        assert got["data"]["ndarray"] == [[0.5]]
+    health = httpx.get(server.url + "/health/status")
+    assert health.json()["jsonData"] == {"fallback": True}
+
+
+_DECLINING: list[Any] = []
+
+
+def _declining(serve: Any) -> Any:
+    if not _DECLINING:
+        _DECLINING.append(serve(M + "DecliningRaw"))
+    return _DECLINING[0]
+
+
 def test_health_status_raw_is_the_reply(raw: Any) -> None:
     r = httpx.get(raw.url + "/health/status")
     assert r.status_code == 200 and r.json()["strData"] == "raw health"

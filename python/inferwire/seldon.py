@@ -204,7 +204,11 @@ class SeldonAdapter:
         """``op``'s low-level method on the request dict: ``*_rest`` and ``*_raw`` get it
         as it is; ``*_grpc`` gets the protobuf message (``SeldonMessage``, or
         ``SeldonMessageList`` / ``Feedback`` for aggregate / send_feedback) and its reply
-        is read back as a dict."""
+        is read back as a dict. ``NotImplemented`` when a ``*_raw`` method raised
+        SeldonNotImplementedError (now or before): the caller then takes the ordinary
+        method, as Seldon falls back."""
+        if op not in self._low:
+            return NotImplemented
         kind, fn = self._low[op]
         try:
             if op == "health_status":  # health_status_raw() takes nothing
@@ -221,6 +225,9 @@ class SeldonAdapter:
                 return self._resolve(fn(as_json(request)))
             return self._resolve(fn(request))
         except Exception as e:
+            if kind == "raw" and _not_implemented(e):
+                del self._low[op]
+                return NotImplemented
             errors.error(f"{self.name}.{op}_{kind}", e)
             raise
 

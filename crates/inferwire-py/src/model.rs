@@ -163,9 +163,14 @@ impl PyModel {
         self.with_gil(|py| {
             let adapter = self.adapter.bind(py);
             if self.is_raw(op) {
+                // Kept for a `*_raw` that declines (SeldonNotImplementedError).
+                let kept = msg.clone();
                 let request = message_to_py(py, msg, self.raw_lists)?;
                 let out = adapter.call_method1("call_raw", (op, request))?;
-                return Ok(Prediction::Raw(py_to_output(&out)?));
+                if !declined(&out) {
+                    return Ok(Prediction::Raw(py_to_output(&out)?));
+                }
+                msg = kept;
             }
             let x = payload_to_py(py, &mut msg.payload)?;
             let names = payload_names(py, &msg.payload)?;
@@ -183,6 +188,11 @@ impl PyModel {
     fn with_gil<T>(&self, f: impl FnOnce(Python<'_>) -> PyResult<T>) -> Result<T, ModelError> {
         Python::attach(|py| f(py).map_err(|e| self.error(py, e)))
     }
+}
+
+/// Whether a low-level method declined (`call_raw` answered `NotImplemented`).
+fn declined(out: &Bound<'_, PyAny>) -> bool {
+    out.is(out.py().NotImplemented())
 }
 
 /// A message's column names (empty for payloads without them).
@@ -294,19 +304,21 @@ impl Model for PyModel {
     fn aggregate(&self, msgs: Vec<SeldonMessage>) -> Result<Prediction, ModelError> {
         self.with_gil(|py| {
             let adapter = self.adapter.bind(py);
+            let mut msgs = msgs;
             if self.is_raw("aggregate") {
                 let list = PyList::empty(py);
-                for m in msgs {
+                for m in msgs.iter().cloned() {
                     list.append(message_to_py(py, m, self.raw_lists)?)?;
                 }
                 let request = PyDict::new(py);
                 request.set_item("seldonMessages", list)?;
                 let out = adapter.call_method1("call_raw", ("aggregate", request))?;
-                return Ok(Prediction::Raw(py_to_output(&out)?));
+                if !declined(&out) {
+                    return Ok(Prediction::Raw(py_to_output(&out)?));
+                }
             }
             let xs = PyList::empty(py);
             let names = PyList::empty(py);
-            let mut msgs = msgs;
             for m in &mut msgs {
                 xs.append(payload_to_py(py, &mut m.payload)?)?;
                 names.append(payload_names(py, &m.payload)?)?;
@@ -332,11 +344,11 @@ impl Model for PyModel {
             if self.is_raw("send_feedback") {
                 let request = PyDict::new(py);
                 for (key, m) in [
-                    ("request", f.request),
-                    ("response", f.response),
-                    ("truth", f.truth),
+                    ("request", &f.request),
+                    ("response", &f.response),
+                    ("truth", &f.truth),
                 ] {
-                    if let Some(m) = m {
+                    if let Some(m) = m.clone() {
                         request.set_item(key, message_to_py(py, m, self.raw_lists)?)?;
                     }
                 }
@@ -345,7 +357,9 @@ impl Model for PyModel {
                     .adapter
                     .bind(py)
                     .call_method1("call_raw", ("send_feedback", request))?;
-                return raw_message(py_to_output(&out)?);
+                if !declined(&out) {
+                    return raw_message(py_to_output(&out)?);
+                }
             }
             let mut request = f.request.unwrap_or_default();
             let features = payload_to_py(py, &mut request.payload)?;
@@ -378,7 +392,9 @@ impl Model for PyModel {
                     .adapter
                     .bind(py)
                     .call_method1("call_raw", ("health_status", py.None()))?;
-                return raw_message(py_to_output(&out)?);
+                if !declined(&out) {
+                    return raw_message(py_to_output(&out)?);
+                }
             }
             let result = self.adapter.bind(py).call_method0("health_status")?;
             self.message(&Payload::None, &Meta::default(), &result)
