@@ -13,6 +13,7 @@ __all__ = [
     "__version__",
     "bench_main",
     "hash_password",
+    "seldon_descriptor_set",
     "seldon_from_pb",
     "seldon_to_pb",
     "token_digest",
