@@ -81,6 +81,7 @@ class SeldonAdapter:
         # Router feedback gets this unit's entry of the response's routing, as Seldon
         # reads it (the unit's id from PREDICTIVE_UNIT_ID, else the served name).
         self.unit_id = os.environ.get("PREDICTIVE_UNIT_ID") or name
+        self._forms: dict[str, str] = {}
         self._health_status = _own(model, "health_status")
         # Looked up per call (a model may set ``self.class_names`` in ``load()``); only
         # whether it is SeldonComponent's stub is decided here.
@@ -179,12 +180,12 @@ class SeldonAdapter:
         """A ROUTER: the child's index (``-1``: every child), answered as ``[[child]]``."""
         fn = self._route
         if not callable(fn):
-            raise _seldon_error("Route not defined", 400)
+            raise SeldonError("Route not defined")
         child = self._call_step("route", fn, X, names, meta)
         if isinstance(child, np.integer):
             child = int(child)
         if not isinstance(child, int) or isinstance(child, bool):
-            raise _seldon_error(f"Routing response must be int but got {child!r}", 400)
+            raise SeldonError(f"Routing response must be int but got {child!r}")
         out = np.array([[child]])
         return out, self._class_names(out), self._call_tags(), self._call_metrics()
 
@@ -192,7 +193,7 @@ class SeldonAdapter:
         """A COMBINER over its children's payloads and their column names."""
         fn = self._aggregate
         if not callable(fn):
-            raise _seldon_error("Aggregate not defined", 400)
+            raise SeldonError("Aggregate not defined")
         try:
             out = self._resolve(fn(Xs, names))
         except Exception as e:
@@ -250,10 +251,15 @@ class SeldonAdapter:
     ) -> Any:
         """``fn(X, names, meta=meta)`` where it takes meta, else ``fn(X, names)``, as
         Seldon calls transform_input, transform_output and route."""
+        form = self._forms.get(op)
+        if form is None:  # read once per method: a signature costs more than the call
+            form = self._forms[op] = (
+                "meta" if _accepts_meta(fn) else "names" if _positional_count(fn) >= 2 else "X"
+            )
         try:
-            if _accepts_meta(fn):
+            if form == "meta":
                 out = fn(X, names, meta=meta)
-            elif _positional_count(fn) >= 2:
+            elif form == "names":
                 out = fn(X, names)
             else:
                 out = fn(X)
@@ -437,14 +443,6 @@ def announce_type(adapter: SeldonAdapter, chosen: str) -> str:
             method,
         )
     return chosen
-
-
-def _seldon_error(message: str, status: int) -> Exception:
-    """An error answered with ``status`` and ``message``, as Seldon's
-    SeldonMicroserviceException is (read by ``error_reply``)."""
-    e = SeldonError(message)
-    e.status_code = status
-    return e
 
 
 class SeldonError(Exception):
