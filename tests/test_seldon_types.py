@@ -184,6 +184,17 @@ def test_router_feedback_gets_its_routing(protocol: str, rpc: Any, router: Any, 
     assert got["data"]["ndarray"] == [[-99.0, 1.0]]
 
 
+def test_feedback_by_get_as_seldon_takes_it(router: Any) -> None:
+    fb = {"request": body(1), "response": {"meta": {"routing": {"Router": 0}}}, "reward": 2}
+    r = httpx.get(f"{router.url}/send-feedback?json={quote(json.dumps(fb))}")
+    assert r.status_code == 200, r.text
+    assert r.json()["data"]["ndarray"] == [[0.0, 2.0]]
+    r = httpx.get(f"{router.url}/send-feedback")
+    assert r.status_code == 400 and "`json` query parameter" in r.text
+    # Seldon takes GET on /send-feedback only; /api/v1.0/feedback stays POST.
+    assert httpx.get(f"{router.url}/api/v1.0/feedback").status_code == 405
+
+
 def test_the_unit_id_comes_from_predictive_unit_id(serve: Any) -> None:
     server = serve(M + "Router", env={"PREDICTIVE_UNIT_ID": "router-a"})
     fb = {"request": body(1), "response": {"meta": {"routing": {"router-a": 2}}}, "reward": 1}

@@ -34,6 +34,13 @@ pub async fn one(
     encode_reply(app.component(call(msg), deadline).await?)
 }
 
+/// `GET /send-feedback?json=...`: the Feedback in the query, as Seldon's wrapper takes it.
+pub async fn feedback_query(app: &App, req: Request<Incoming>) -> Result<Reply, ServeError> {
+    let body = message_body(app, req).await?;
+    let f = json::decode_feedback(&body, &app.config.limits)?;
+    encode_reply(crate::model::Prediction::Message(app.feedback(f).await?))
+}
+
 /// `aggregate` over a SeldonMessageList: a JSON list of messages, or
 /// `{"seldonMessages": [...]}`, as Seldon's wrapper takes both.
 pub async fn aggregate(

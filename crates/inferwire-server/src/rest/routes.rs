@@ -154,10 +154,20 @@ pub(super) static ROUTES: &[Route] = &[
         ],
     ),
     seldon(
-        &["/api/v1.0/feedback", "/api/v0.1/feedback", "/send-feedback"],
+        &["/api/v1.0/feedback", "/api/v0.1/feedback"],
         A::PREDICT,
         M::Feedback,
         &[(Post, |c| Box::pin(seldon::feedback(c.app, c.req)))],
+    ),
+    // The component-level feedback route takes GET `?json=` too, as Seldon's wrapper does.
+    seldon(
+        &["/send-feedback"],
+        A::PREDICT,
+        M::Feedback,
+        &[
+            (Post, |c| Box::pin(seldon::feedback(c.app, c.req))),
+            (Get, |c| Box::pin(components::feedback_query(c.app, c.req))),
+        ],
     ),
     // The other graph component types' routes (seldon-core's wrapper serves them all on
     // every component, by GET or POST).
@@ -518,7 +528,7 @@ mod tests {
             "POST,GET /predict predict predict default-model",
             "POST /api/v1.0/feedback predict feedback default-model",
             "POST /api/v0.1/feedback predict feedback default-model",
-            "POST /send-feedback predict feedback default-model",
+            "POST,GET /send-feedback predict feedback default-model",
             "POST,GET /transform-input predict transform-input default-model",
             "POST,GET /transform-output predict transform-output default-model",
             "POST,GET /route predict route default-model",
