@@ -253,13 +253,17 @@ impl App {
         })
     }
 
-    /// Seldon's reply meta: the request's `puid` echoed, and this model in `requestPath`.
+    /// Seldon's reply meta: the request's `puid` echoed, and this model in `requestPath`
+    /// unless the model (a graph) listed the nodes it ran there.
     fn complete_meta(&self, meta: &mut Meta, puid: String) {
         if meta.puid.is_empty() {
             meta.puid = puid;
         }
-        meta.request_path
-            .entry(self.models.default_name().to_string())
-            .or_insert_with(|| self.config.model_image.clone());
+        if meta.request_path.is_empty() {
+            meta.request_path.insert(
+                self.models.default_name().to_string(),
+                self.config.model_image.clone(),
+            );
+        }
     }
 }
