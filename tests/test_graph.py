@@ -63,6 +63,12 @@ def test_transformer_model_output_transformer_run_in_order(
     assert got["data"]["ndarray"] == [[6.1, 9.0]]
     tags = got["meta"]["tags"]
     assert tags["client"] == "x" and tags["transformer"] == "ran" and tags["output"] == "rounded"
+    # Every node that ran, with its container's image, as Seldon's graph lists them.
+    assert got["meta"]["requestPath"] == {
+        "round": "example/round:1.0",
+        "add-one": "example/add-one:1.0",
+        "double": "example/double:1.0",
+    }
     # (protobuf's JSON mapping leaves out type COUNTER, the enum's zero)
     metrics = [(m["key"], m["value"]) for m in got["meta"]["metrics"]]
     assert ("double_calls", 1.0) in metrics
@@ -73,6 +79,8 @@ def test_each_node_is_served_on_its_own_routes(chain: Any) -> None:
     got = rest(chain.url, body([1, 2]), "/api/double/default").json()
     assert got["data"]["ndarray"] == [[3, 6]]
     assert got["data"]["names"] == ["c0", "c1"]
+    # A model on its own route names itself in requestPath, not the graph.
+    assert got["meta"]["requestPath"] == {"double": "double"}
     got = rest(chain.url, body([1, 2]), "/api/add-one/default").json()
     assert got["data"]["ndarray"] == [[2, 3]]
     v2 = {"inputs": [{"name": "x", "shape": [1, 2], "datatype": "FP64", "data": [1, 2]}]}

@@ -87,16 +87,16 @@ def serve(model: Any = None, settings: Settings | None = None, *, spec: str | No
         batch = settings.max_batch_size
     elif isinstance(model, str) and graph.is_deployment(model):
         spec = model
-        built = graph.build(
+        sdep = graph.build(
             graph.read(model, settings.graph_predictor, graph.parse_node_map(settings.graph_nodes))
         )
-        model = built
-        name = settings.model_name or built.spec.deployment
+        model = sdep
+        name = settings.model_name or sdep.spec.deployment
         image = settings.model_image or name
-        adapter = graph.GraphAdapter(built, name, settings.raw_arrays)
+        adapter = graph.GraphAdapter(sdep, name, settings.raw_arrays)
         batch = settings.max_batch_size
         # Each node on its own routes too, unless the graph itself has its name.
-        for node_name, node_adapter in graph.node_adapters(built):
+        for node_name, node_adapter in graph.node_adapters(sdep):
             if node_name == name:
                 log.warning(
                     "graph node %r is served inside the graph only: the graph has its name",
@@ -105,14 +105,14 @@ def serve(model: Any = None, settings: Settings | None = None, *, spec: str | No
                 continue
             # The predictor's name stands for the version on /api/NODE/VERSION.
             node_settings = ModelSettings(
-                name=node_name, implementation=f"{spec}#{node_name}", version=built.spec.predictor
+                name=node_name, implementation=f"{spec}#{node_name}", version=sdep.spec.predictor
             )
             others.append((node_adapter, node_settings))
         log.info(
             "graph %s (predictor %s): %s",
             name,
-            built.spec.predictor,
-            ", ".join(f"{n.name} ({n.spec.type})" for n in built.nodes),
+            sdep.spec.predictor,
+            ", ".join(f"{n.name} ({n.spec.type})" for n in sdep.nodes),
         )
     else:
         if isinstance(model, str):
