@@ -17,6 +17,9 @@ class AddOne:
     def tags(self) -> dict[str, Any]:
         return {"transformer": "ran"}
 
+    def init_metadata(self) -> dict[str, Any]:
+        return {"inputs": [{"name": "x", "datatype": "FP32"}]}
+
 
 class Double:
     """A model: 2 X, with its own class names."""
@@ -94,6 +97,9 @@ class Round:
 
     def tags(self) -> dict[str, Any]:
         return {"output": "rounded"}
+
+    def init_metadata(self) -> dict[str, Any]:
+        return {"outputs": [{"name": "rounded", "datatype": "FP64"}]}
 
 
 class Failing:

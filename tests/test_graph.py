@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 import pytest
 import yaml
+from google.protobuf import empty_pb2
 from seldon_client import rest, send
 
 HERE = Path(__file__).parent
@@ -88,10 +89,22 @@ def test_each_node_is_served_on_its_own_routes(chain: Any) -> None:
     assert got["outputs"][0]["data"] == [1.0, 2.0]
 
 
-def test_graph_metadata_describes_the_nodes(chain: Any) -> None:
+def test_graph_metadata_describes_the_nodes(chain: Any, pb: Any) -> None:
+    # Seldon's graph metadata: each node's, and the graph's edges (the transformer's
+    # inputs, the output transformer's outputs).
     got = httpx.get(f"{chain.url}/api/v1.0/metadata").json()
-    assert got["name"] == "chain"
-    assert "add-one" in got["custom"]["graph"] and "OUTPUT_TRANSFORMER" in got["custom"]["graph"]
+    assert got["name"] == "default"
+    assert set(got["models"]) == {"round", "add-one", "double"}
+    assert got["models"]["double"]["name"] == "double"
+    assert got["graphinputs"] == [{"name": "x", "datatype": "FP32"}]
+    assert got["graphoutputs"] == [{"name": "rounded", "datatype": "FP64"}]
+    with chain.channel() as ch:
+        stub = pb.grpc.SeldonStub(ch)
+        g = stub.GraphMetadata(empty_pb2.Empty(), timeout=10)
+        assert g.name == "default" and set(g.models) == {"round", "add-one", "double"}
+        assert [t.name for t in g.inputs] == ["x"] and [t.name for t in g.outputs] == ["rounded"]
+        node = stub.ModelMetadata(pb.msgs.SeldonModelMetadataRequest(name="add-one"), timeout=10)
+        assert node.name == "add-one" and [t.name for t in node.inputs] == ["x"]
 
 
 def test_router_sends_to_one_child_and_feedback_follows_the_route(

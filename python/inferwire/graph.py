@@ -475,12 +475,16 @@ class Graph:
         self._feedback(self.root, features, feature_names, reward, truth, routing or {})
         return None
 
-    def init_metadata(self) -> dict[str, Any]:
+    def metadata(self) -> dict[str, Any]:
+        """Seldon's graph metadata: every node's model metadata, and the graph's inputs
+        and outputs taken from its edge nodes as Seldon's executor takes them."""
+        models = {n.name: n.adapter.metadata() for n in self.nodes}
+        inputs, outputs = _edges(self.root, models)
         return {
-            "name": self.spec.deployment,
-            "platform": "inferwire-graph",
-            "versions": [self.spec.predictor],
-            "custom": {"graph": json.dumps(_describe(self.root))},
+            "name": self.spec.predictor,
+            "models": models,
+            "graphinputs": inputs,
+            "graphoutputs": outputs,
         }
 
     # The walk, as Seldon's executor does it, without encoding between nodes.
@@ -546,6 +550,22 @@ class Graph:
             node.adapter.send_feedback(features, names, reward, truth, routing)
 
 
+def _edges(node: Node, models: dict[str, Any]) -> tuple[Any, Any]:
+    """The graph's (inputs, outputs): a leaf's own; a MODEL or TRANSFORMER takes its
+    inputs and its first child's outputs; an OUTPUT_TRANSFORMER or COMBINER its first
+    child's inputs and its own outputs; a ROUTER its first child's."""
+    own = models[node.name]
+    if not node.children:
+        return own.get("inputs", []), own.get("outputs", [])
+    child_in, child_out = _edges(node.children[0], models)
+    kind = node.spec.type
+    if kind in ("MODEL", "TRANSFORMER"):
+        return own.get("inputs", []), child_out
+    if kind in ("OUTPUT_TRANSFORMER", "COMBINER"):
+        return child_in, own.get("outputs", [])
+    return child_in, child_out
+
+
 def _aggregate_call(call: _Call) -> _Call:
     """``aggregate(Xs, names_list)``: Seldon passes the lists positionally, never meta."""
     agg = _Call(call.fn)
@@ -581,6 +601,9 @@ class GraphAdapter(SeldonAdapter):
 
     def predict(self, X: Any, names: list[str], meta: dict[str, Any] | None) -> Any:
         return (*super().predict(X, names, meta), self.graph.walked())
+
+    def metadata(self) -> dict[str, Any]:
+        return self.graph.metadata()
 
 
 def build(spec: GraphSpec, version: str = "") -> Graph:
