@@ -282,3 +282,13 @@ def test_graph_nodes_flag_names_classes(serve: Any, tmp_path: Path, pb: Any) -> 
     path = deployment(tmp_path, graph, {})
     s = serve(path, "--graph-nodes", "t=graph_models.AddOne, m=graph_models:Square")
     assert send("rest", s, pb, body([1, 2]))["data"]["ndarray"] == [[4, 9]]
+
+
+def test_graph_with_workers_and_batching(serve: Any, pb: Any) -> None:
+    # Forked workers each walk their copy of the graph; batched requests walk it once
+    # together and each gets its own rows back.
+    s = serve(str(HERE / "graphs/chain.yaml"), "--workers", "2", "--max-batch-size", "4")
+    for i in range(8):
+        got = send("rest" if i % 2 else "grpc", s, pb, body([float(i), 1.0]))
+        assert got["data"]["ndarray"] == [[round((i + 1) * 3, 1), 6.0]]
+        assert set(got["meta"]["requestPath"]) == {"round", "add-one", "double"}
