@@ -203,6 +203,16 @@ class Settings(BaseSettings, ModelServing):
         "constructor arguments, Seldon style: JSON list of {name, value, type}",
         "PREDICTIVE_UNIT_PARAMETERS",
     )
+    graph_predictor: Str = _opt(
+        "",
+        "when MODEL is a SeldonDeployment file: the predictor whose graph is served",
+        shown="the first",
+    )
+    graph_nodes: Str = _opt(
+        "",
+        "when MODEL is a SeldonDeployment file: each graph node's class, name=module:Class "
+        "separated by commas (else the MODEL_NAME in its container's env)",
+    )
     auth_tokens: Str = _opt(
         "",
         "file of bearer tokens, one per line: NAME SCOPES SHA256 (inferwire auth token); set "
@@ -480,6 +490,8 @@ class Settings(BaseSettings, ModelServing):
 # Settings the Python side acts on; the rest cross to the core (Settings.to_core).
 PYTHON_ONLY = {
     "parameters",
+    "graph_predictor",
+    "graph_nodes",
     "raw_arrays",
     "service_type",
     "model_repository",

@@ -118,6 +118,16 @@ impl PyModel {
         if !metrics.is_none() {
             answer.metrics = metrics_from(&metrics)?;
         }
+        // A graph's adapter adds what its walk took: {"routing": .., "requestPath": ..}.
+        if t.len() > 4 {
+            let walk = t.get_item(4)?;
+            if let Some(routing) = walk.get_item("routing").ok().filter(|r| !r.is_none()) {
+                answer.routing = routing.extract()?;
+            }
+            if let Some(path) = walk.get_item("requestPath").ok().filter(|p| !p.is_none()) {
+                answer.request_path = path.extract()?;
+            }
+        }
         Ok(answer)
     }
 

@@ -149,7 +149,11 @@ impl App {
         };
         Ok(match reply {
             Prediction::Message(mut m) => {
-                self.complete_meta(&mut m.meta, puid);
+                match model {
+                    // A model on its own route names itself (it has no image of its own).
+                    Some(served) => complete_meta(&mut m.meta, puid, &served.name, &served.name),
+                    None => self.complete_meta(&mut m.meta, puid),
+                }
                 Prediction::Message(m)
             }
             raw @ Prediction::Raw(_) => raw,
@@ -271,13 +275,24 @@ impl App {
         })
     }
 
-    /// Seldon's reply meta: the request's `puid` echoed, and this model in `requestPath`.
+    /// Seldon's reply meta: the request's `puid` echoed, and this model in `requestPath`
+    /// unless the model (a graph) listed the nodes it ran there.
     fn complete_meta(&self, meta: &mut Meta, puid: String) {
-        if meta.puid.is_empty() {
-            meta.puid = puid;
-        }
+        complete_meta(
+            meta,
+            puid,
+            self.models.default_name(),
+            &self.config.model_image,
+        );
+    }
+}
+
+fn complete_meta(meta: &mut Meta, puid: String, name: &str, image: &str) {
+    if meta.puid.is_empty() {
+        meta.puid = puid;
+    }
+    if meta.request_path.is_empty() {
         meta.request_path
-            .entry(self.models.default_name().to_string())
-            .or_insert_with(|| self.config.model_image.clone());
+            .insert(name.to_string(), image.to_string());
     }
 }

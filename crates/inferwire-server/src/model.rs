@@ -1,6 +1,8 @@
 //! The contract between the server and a model runtime: one method per operation, each
 //! with its own request and answer types. The server calls them through
 //! `runner::Runner`, which bounds how many run and wait.
+use std::collections::BTreeMap;
+
 use inferwire_codec::protocol::seldon::reply::{predict_payload, Output};
 use inferwire_codec::protocol::seldon::{Feedback, Meta, Metric, Payload, SeldonMessage};
 use inferwire_codec::protocol::v2::{InferOutput, InferRequest};
@@ -25,6 +27,10 @@ pub struct Answer {
     pub names: Vec<String>,
     pub tags: Map<String, Value>,
     pub metrics: Vec<Metric>,
+    /// Set by a model that is a whole inference graph: the routes its routers took and
+    /// the nodes it ran (Seldon's `meta.routing` and `meta.requestPath`).
+    pub routing: BTreeMap<String, i32>,
+    pub request_path: BTreeMap<String, String>,
 }
 
 impl Answer {
@@ -46,6 +52,8 @@ impl Answer {
             meta: Meta {
                 tags,
                 metrics: self.metrics,
+                routing: self.routing,
+                request_path: self.request_path,
                 ..Meta::default()
             },
             payload,
