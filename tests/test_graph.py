@@ -228,7 +228,7 @@ def test_a_failing_node_answers_500_and_the_graph_keeps_serving(serve: Any, tmp_
     assert r.status_code == 200 and r.json()["data"]["ndarray"] == [[400, 4]]
 
 
-def test_a_router_answering_a_non_index_is_a_clear_500(serve: Any, tmp_path: Path) -> None:
+def test_a_router_answering_a_non_index_is_an_error_naming_it(serve: Any, tmp_path: Path) -> None:
     graph = {
         "name": "router",
         "type": "ROUTER",
@@ -237,7 +237,8 @@ def test_a_router_answering_a_non_index_is_a_clear_500(serve: Any, tmp_path: Pat
     classes = {"router": "graph_models.BadRouter", "square": "graph_models.Square"}
     s = serve(deployment(tmp_path, graph, classes))
     r = rest(s.url, body([1, 2]))
-    assert r.status_code == 500 and "route() must return an int" in r.text
+    # Seldon's status and words for it.
+    assert r.status_code == 400 and "Routing response must be int but got 'left'" in r.text
     assert httpx.get(f"{s.url}/health/ping").status_code == 200
 
 

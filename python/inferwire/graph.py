@@ -34,7 +34,7 @@ import numpy as np
 
 from . import loader, modelfile
 from .errors import ModelLoadError, SettingsError
-from .seldon import SeldonAdapter, _accepts_meta, _own, _positional_count
+from .seldon import SeldonAdapter, _own
 from .settings import parse_parameters
 
 log = logging.getLogger("inferwire")
@@ -248,33 +248,15 @@ def parse_node_map(text: str) -> dict[str, str]:
 # -- calling one node ---------------------------------------------------------------------
 
 
-class _Call:
-    """A user method called with Seldon's conventions: ``(X, names, meta=...)`` when it
-    takes ``meta``, ``(X, names)`` or ``(X)`` by its positional parameters."""
-
-    def __init__(self, fn: Any) -> None:
-        self.fn = fn
-        self.meta = _accepts_meta(fn)
-        self.positional = _positional_count(fn)
-
-    def __call__(self, adapter: SeldonAdapter, x: Any, names: list[str], meta: Any) -> Any:
-        if self.meta:
-            out = self.fn(x, names, meta=meta)
-        elif self.positional >= 2:
-            out = self.fn(x, names)
-        else:
-            out = self.fn(x)
-        return adapter._resolve(out)
-
-
 class _RawCall:
     """``predict_raw(message)`` inside a graph: the input is wrapped in a message dict and
     the reply's payload taken out again; arrays stay numpy arrays."""
 
-    def __init__(self, fn: Any) -> None:
+    def __init__(self, adapter: SeldonAdapter, fn: Any) -> None:
+        self.adapter = adapter
         self.fn = fn
 
-    def __call__(self, adapter: SeldonAdapter, x: Any, names: list[str], meta: Any) -> Any:
+    def __call__(self, x: Any, names: list[str], meta: Any) -> Any:
         msg: dict[str, Any] = {"meta": meta}
         if isinstance(x, str):
             msg["strData"] = x
@@ -284,7 +266,9 @@ class _RawCall:
             msg["jsonData"] = x
         else:
             msg["data"] = {"names": names, "ndarray": x}
-        return payload_of(adapter._resolve(self.fn(msg)))
+        out = payload_of(self.adapter._resolve(self.fn(msg)))
+        a = self.adapter
+        return out, a._class_names(out), a._call_tags(), a._call_metrics()
 
 
 def payload_of(reply: Any) -> Any:
@@ -310,14 +294,18 @@ def payload_of(reply: Any) -> Any:
 
 
 class Node:
-    """A built node: its spec, the user's object and the steps it takes."""
+    """A built node: its spec, the user's object behind a SeldonAdapter (Seldon's calling
+    conventions, fallbacks and low-level methods), and the steps it takes. Each step
+    returns the adapter's ``(output, names, tags, metrics)``."""
 
     def __init__(self, spec: NodeSpec, model: Any, version: str) -> None:
         self.spec = spec
         self.name = spec.name
         self.model = model
         self.version = version
-        self.adapter = SeldonAdapter(_Predictless(model), spec.name)
+        self.adapter: SeldonAdapter | None = None
+        if model is not None:
+            self.adapter = SeldonAdapter(model, spec.name)
         kind, methods = spec.type, spec.methods
         self.predicts = kind == "MODEL"
         self.transforms_input = kind == "TRANSFORMER" or "TRANSFORM_INPUT" in methods
@@ -330,81 +318,57 @@ class Node:
             self.ab_ratio = float(spec.parameters.get("ratioA", 0.5))
             if not 0.0 <= self.ab_ratio <= 1.0:
                 raise ModelLoadError(f"graph node {self.name!r}: ratioA must be in [0, 1]")
-        self._predict = self._predictor() if self.predicts else None
-        self._transform_input = self._method("transform_input") if self.transforms_input else None
-        self._transform_output = (
-            self._method("transform_output") if self.transforms_output else None
-        )
-        self._route = self._need("route") if self.routes and self.ab_ratio is None else None
-        self._aggregate = self._need("aggregate") if self.aggregates else None
+        # What Seldon's executor calls on this node; a missing route() or aggregate()
+        # fails here, at start, rather than on every request.
+        self.predict = self._predictor() if self.predicts else None
+        if self.routes and self.ab_ratio is None:
+            self._need("route")
+        if self.aggregates:
+            self._need("aggregate")
         self.children: list[Node] = []
 
     def _predictor(self) -> Any:
-        """``predict``, else ``predict_raw`` given the node's input as a message dict
-        (numpy arrays in it, as ``SeldonAdapter`` passes them)."""
-        call = self._method("predict")
-        if call is not None:
-            return call
-        raw = _own(self.model, "predict_raw")
-        if callable(raw):
-            return _RawCall(raw)
-        return self._need("predict")
+        """The adapter's ``predict``, else ``predict_raw`` given the node's input as a
+        message dict (numpy arrays in it, as ``SeldonAdapter`` passes them)."""
+        a = self._need("predict", "predict_raw")
+        if callable(_own(self.model, "predict")):
+            return a.predict
+        return _RawCall(a, _own(self.model, "predict_raw"))
 
-    def _method(self, name: str) -> _Call | None:
-        fn = _own(self.model, name)
-        return _Call(fn) if callable(fn) else None
-
-    def _need(self, name: str) -> _Call:
-        call = self._method(name)
-        if call is None:
+    def _need(self, *names: str) -> SeldonAdapter:
+        if self.adapter is None or not any(callable(_own(self.model, n)) for n in names):
+            what = " or ".join(f"{n}()" for n in names)
             raise ModelLoadError(
                 f"graph node {self.name!r} ({self.spec.type}): "
-                f"{type(self.model).__name__} has no {name}()"
+                f"{type(self.model).__name__} has no {what}"
             )
-        return call
+        return self.adapter
 
-    def tags(self) -> dict[str, Any]:
-        return self.adapter._call_tags() or {}
+    def transform_input(self, x: Any, names: list[str], meta: dict[str, Any]) -> Any:
+        assert self.adapter is not None
+        return self.adapter.transform_input(x, names, meta)
 
-    def metrics(self) -> list[dict[str, Any]]:
-        return self.adapter._call_metrics() or []
+    def transform_output(self, x: Any, names: list[str], meta: dict[str, Any]) -> Any:
+        assert self.adapter is not None
+        return self.adapter.transform_output(x, names, meta)
 
-    def class_names(self, out: Any) -> list[str] | None:
-        return self.adapter._class_names(out)
+    def aggregate(self, xs: list[Any], names: list[list[str]], meta: dict[str, Any]) -> Any:
+        assert self.adapter is not None
+        return self.adapter.aggregate(xs, names)
 
-    def choose(self, x: Any, names: list[str], meta: dict[str, Any]) -> int:
-        """Which child takes the message: an index, or -1 for all."""
+    def choose(self, x: Any, names: list[str], meta: dict[str, Any]) -> tuple[int, Any]:
+        """Which child takes the message (an index, or -1 for all), and the step's
+        result (None when no code ran)."""
         if self.ab_ratio is not None:
-            return 0 if random.random() < self.ab_ratio else 1
-        if self._route is None:
-            return -1
-        out = self._route(self.adapter, x, names, meta)
-        return route_index(out, self.name, len(self.children))
+            return (0 if random.random() < self.ab_ratio else 1), None
+        if not self.routes or self.adapter is None:
+            return -1, None
+        result = self.adapter.route(x, names, meta)
+        return route_index(int(result[0][0][0]), self.name, len(self.children)), result
 
 
-class _Predictless:
-    """Lets a node that has no ``predict`` (a transformer, a router, a combiner) reuse
-    SeldonAdapter's tags, metrics and class names."""
-
-    def __init__(self, model: Any) -> None:
-        self._model = model
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._model, name)
-
-    def predict(self, X: Any) -> Any:
-        raise NotImplementedError
-
-
-def route_index(out: Any, name: str, children: int) -> int:
-    """A router's answer as a child index. Seldon's wrapper takes an int only (a float or
-    an array is its error too)."""
-    if isinstance(out, bool) or not isinstance(out, (int, np.integer)):
-        raise TypeError(
-            f"graph node {name!r}: route() must return an int (a child index, or -1 for "
-            f"all), not {type(out).__name__}"
-        )
-    index = int(out)
+def route_index(index: int, name: str, children: int) -> int:
+    """A router's child index, checked against the node's children."""
     if index < -1 or index >= children:
         raise ValueError(
             f"graph node {name!r}: route() chose child {index}, but the node has {children} "
@@ -478,7 +442,9 @@ class Graph:
     def metadata(self) -> dict[str, Any]:
         """Seldon's graph metadata: every node's model metadata, and the graph's inputs
         and outputs taken from its edge nodes as Seldon's executor takes them."""
-        models = {n.name: n.adapter.metadata() for n in self.nodes}
+        models = {
+            n.name: n.adapter.metadata() if n.adapter else {"name": n.name} for n in self.nodes
+        }
         inputs, outputs = _edges(self.root, models)
         return {
             "name": self.spec.predictor,
@@ -488,43 +454,42 @@ class Graph:
         }
 
     # The walk, as Seldon's executor does it, without encoding between nodes.
-    def _step(self, node: Node, call: Any, x: Any, names: list[str], meta: dict[str, Any]) -> Any:
-        out = call(node.adapter, x, names, meta)
+    def _took(self, node: Node, result: Any, names: list[str], meta: dict[str, Any]) -> Any:
+        """Records a step's ``(output, names, tags, metrics)``; returns (output, names)."""
+        out, out_names, tags, metrics = result
         trace = self._trace
         trace.path[node.name] = node.spec.image or node.name
-        tags = node.tags()
         if tags:
             trace.tags.update(tags)
             meta["tags"] = {**meta.get("tags", {}), **tags}
-        trace.metrics.extend(node.metrics())
-        return out
+        if metrics:
+            trace.metrics.extend(metrics)
+        return out, out_names or names
 
     def _walk(
         self, node: Node, x: Any, names: list[str], meta: dict[str, Any]
     ) -> tuple[Any, list[str]]:
-        if node._predict is not None:
-            x = self._step(node, node._predict, x, names, meta)
-            names = node.class_names(x) or names
-        elif node._transform_input is not None:
-            x = self._step(node, node._transform_input, x, names, meta)
-            names = node.class_names(x) or names
+        if node.predict is not None:
+            x, names = self._took(node, node.predict(x, names, meta), names, meta)
+        elif node.transforms_input:
+            x, names = self._took(node, node.transform_input(x, names, meta), names, meta)
         if node.children:
-            route = node.choose(x, names, meta)
+            route, result = node.choose(x, names, meta)
+            if result is not None:
+                self._took(node, result, names, meta)
             if node.routes or node.ab_ratio is not None:
                 meta["routing"][node.name] = route
                 self._trace.path[node.name] = node.spec.image or node.name
             chosen = node.children if route == -1 else [node.children[route]]
             results = [self._walk(c, x, names, meta) for c in chosen]
-            if node._aggregate is not None:
-                xs = [r[0] for r in results]
-                all_names = [r[1] for r in results]
-                x = self._step(node, _aggregate_call(node._aggregate), xs, all_names, meta)  # type: ignore[arg-type]
-                names = node.class_names(x) or results[0][1]
+            if node.aggregates:
+                xs, all_names = [r[0] for r in results], [r[1] for r in results]
+                step = node.aggregate(xs, all_names, meta)
+                x, names = self._took(node, step, results[0][1], meta)
             else:
                 x, names = results[0]
-        if node._transform_output is not None:
-            x = self._step(node, node._transform_output, x, names, meta)
-            names = node.class_names(x) or names
+        if node.transforms_output:
+            x, names = self._took(node, node.transform_output(x, names, meta), names, meta)
         return x, names
 
     def _feedback(
@@ -546,7 +511,7 @@ class Graph:
             chosen = node.children if route == -1 else [node.children[route]]
             for c in chosen:
                 self._feedback(c, features, names, reward, truth, routing)
-        if node.takes_feedback:
+        if node.takes_feedback and node.adapter is not None:
             node.adapter.send_feedback(features, names, reward, truth, routing)
 
 
@@ -564,13 +529,6 @@ def _edges(node: Node, models: dict[str, Any]) -> tuple[Any, Any]:
     if kind in ("OUTPUT_TRANSFORMER", "COMBINER"):
         return child_in, own.get("outputs", [])
     return child_in, child_out
-
-
-def _aggregate_call(call: _Call) -> _Call:
-    """``aggregate(Xs, names_list)``: Seldon passes the lists positionally, never meta."""
-    agg = _Call(call.fn)
-    agg.meta = False
-    return agg
 
 
 def _flatten(root: Node) -> list[Node]:
@@ -605,6 +563,13 @@ class GraphAdapter(SeldonAdapter):
     def metadata(self) -> dict[str, Any]:
         return self.graph.metadata()
 
+    def send_feedback(
+        self, features: Any, names: list[str], reward: float, truth: Any, routing: dict[str, int]
+    ) -> Any:
+        # The whole routing map: each router below takes its own entry.
+        self.graph.send_feedback(features, names, reward, truth, routing)
+        return None, None, None, None
+
 
 def build(spec: GraphSpec, version: str = "") -> Graph:
     """Imports and loads every node's class (``load()`` called once per node)."""
@@ -623,7 +588,7 @@ def _build_node(spec: NodeSpec, version: str) -> Node:
     elif spec.implementation == "RANDOM_ABTEST" or (
         spec.type == "UNKNOWN_TYPE" and not spec.methods
     ):
-        model = object()  # no code of its own: the walk routes around it
+        model = None  # no code of its own: the walk routes around it
     else:
         raise ModelLoadError(
             f"{where}: no class for it: set MODEL_NAME in the env of its container in "
@@ -663,26 +628,30 @@ def _prepackaged(spec: NodeSpec, where: str) -> Any:
 
 class NodeStep:
     """One node served alone under its own name: its own step only (a MODEL's predict,
-    a transformer's transform, a router's choice as ``[[index]]``), never its children.
-    Everything else (tags, metrics, class names, feedback, metadata) is the node's."""
+    a transformer's transform, a router's choice as ``[[index]]``), never its children."""
+
+    # The node's own answers to these, whatever its type.
+    SHARED = ("tags", "metrics", "class_names", "init_metadata", "health_status", "send_feedback")
 
     def __init__(self, node: Node) -> None:
         self._node = node
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._node.model, name)
+        if name in NodeStep.SHARED and self._node.model is not None:
+            return getattr(self._node.model, name)
+        raise AttributeError(name)
 
     def predict(self, X: Any, names: list[str], meta: dict[str, Any] | None = None) -> Any:
         node, m = self._node, dict(meta or {})
-        if node._predict is not None:
-            return node._predict(node.adapter, X, names, m)
-        if node._transform_input is not None:
-            return node._transform_input(node.adapter, X, names, m)
-        if node._transform_output is not None:
-            return node._transform_output(node.adapter, X, names, m)
-        if node.routes:
-            return np.array([[node.choose(X, names, m)]])
-        if node._aggregate is not None:
+        if node.predict is not None:
+            return node.predict(X, names, m)[0]
+        if node.transforms_input:
+            return node.transform_input(X, names, m)[0]
+        if node.transforms_output:
+            return node.transform_output(X, names, m)[0]
+        if node.routes or node.ab_ratio is not None:
+            return np.array([[node.choose(X, names, m)[0]]])
+        if node.aggregates:
             from .errors import BadRequest
 
             raise BadRequest(
@@ -693,12 +662,12 @@ class NodeStep:
 
 
 def node_adapters(graph: Graph) -> list[tuple[str, Any]]:
-    """(name, adapter) for each node, to serve it on its own routes. A MODEL node is its
-    class as ``inferwire serve`` would serve it (predict_raw included)."""
+    """(name, adapter) for each node, to serve it on its own routes. A plain MODEL node is
+    its class as ``inferwire serve`` would serve it (predict_raw included)."""
     out: list[tuple[str, Any]] = []
     for node in graph.nodes:
-        if node.spec.type == "MODEL" and not node.spec.methods:
-            out.append((node.name, SeldonAdapter(node.model, node.name)))
+        if node.spec.type == "MODEL" and not node.spec.methods and node.adapter is not None:
+            out.append((node.name, node.adapter))
         else:
             out.append((node.name, SeldonAdapter(NodeStep(node), node.name)))
     return out
