@@ -55,25 +55,6 @@ fn through_ingress<B>(req: &Request<B>) -> bool {
     req.uri().path().starts_with("/seldon/")
 }
 
-/// A new `puid` as Seldon's executor makes one for a request without: a random UUID.
-fn new_puid() -> String {
-    let mut b = [0u8; 16];
-    if getrandom::fill(&mut b).is_err() {
-        return String::new();
-    }
-    b[6] = (b[6] & 0x0f) | 0x40; // version 4
-    b[8] = (b[8] & 0x3f) | 0x80; // RFC 4122 variant
-    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &hex[..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..]
-    )
-}
-
 /// A published model's own route, `POST /api/NAME/VERSION`.
 pub async fn predict_named(
     app: &App,
@@ -118,7 +99,7 @@ async fn predict_message(
 ) -> Result<Reply, ServeError> {
     // Seldon's executor gives every request a puid; its wrapper only echoes one.
     if ingress && msg.meta.puid.is_empty() {
-        msg.meta.puid = new_puid();
+        msg.meta.puid = crate::observe::new_puid();
     }
     obs.encoding = Encoding::of_payload(&msg.payload);
     if obs.id.is_empty() {

@@ -22,12 +22,15 @@ const KEYS: [&str; 6] = [
 ];
 
 /// Whether a multipart body is a Seldon form rather than a file upload for the model
-/// (one file part, e.g. `-F file=@x.jpg`, which `media::decode` serves): it has a text
-/// field, or a part named `strData` or `binData`.
+/// (one file part, e.g. `-F file=@x.jpg`, maybe with other fields, which
+/// `media::decode` serves): it has a text field named as one of the message's keys, or
+/// a part named `strData` or `binData`.
 pub fn is_seldon_form(parts: &[Part]) -> bool {
-    parts
-        .iter()
-        .any(|p| p.filename.is_none() || p.name == "strData" || p.name == "binData")
+    parts.iter().any(|p| {
+        (p.filename.is_none() && KEYS.contains(&p.name.as_str()))
+            || p.name == "strData"
+            || p.name == "binData"
+    })
 }
 
 pub fn decode_form(parts: Vec<Part>, limits: &Limits) -> Result<SeldonMessage> {
@@ -130,6 +133,7 @@ mod tests {
     fn a_lone_file_upload_is_not_a_seldon_form() {
         assert!(!is_seldon_form(&[file("file", b"\x89PNG")]));
         assert!(!is_seldon_form(&[file("data", b"\x89PNG")]));
+        assert!(!is_seldon_form(&[file("file", b"x"), field("note", "hi")]));
     }
 
     #[test]
