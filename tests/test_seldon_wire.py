@@ -211,6 +211,33 @@ def test_puid_made_through_the_ingress_only(kinds: Any, pb: Any) -> None:
         assert grpc_call(ch, pb, body)["meta"].get("puid") is None
 
 
+@pytest.mark.parametrize("protocol", ["rest", "grpc"])
+def test_earlier_nodes_request_path_and_metrics_pass_through(
+    protocol: str, kinds: Any, pb: Any
+) -> None:
+    body = asking(
+        "echo",
+        data={"ndarray": [[1]]},
+    )
+    body["meta"]["requestPath"] = {"earlier-node": "earlier-image"}
+    body["meta"]["metrics"] = [{"key": "request_gauge", "type": "GAUGE", "value": 100}]
+    got = send(protocol, kinds, pb, body)["meta"]
+    assert got["requestPath"] == {"Kinds": "Kinds", "earlier-node": "earlier-image"}
+    # The request's metrics first, then the model's; only the model's are counted.
+    assert [m["key"] for m in got["metrics"]] == ["request_gauge", "kinds_calls"]
+    assert got["metrics"][0]["value"] == 100
+    assert "request_gauge" not in httpx.get(kinds.url + "/metrics").text
+
+
+def test_a_form_to_predict_raw_with_a_status(serve: Any) -> None:
+    server = serve("seldon_wire_models.py:RawStatus")
+    r = httpx.post(
+        server.url + "/predict",
+        files={"jsonData": (None, '{"code": 400}'), "meta": (None, '{"puid": "1234"}')},
+    )
+    assert r.status_code == 400 and r.json()["status"]["info"] == "as asked"
+
+
 # -- metadata --------------------------------------------------------------------------------
 
 

@@ -140,6 +140,8 @@ impl App {
         deadline: Option<Instant>,
     ) -> Result<Prediction, ServeError> {
         let puid = msg.meta.puid.clone();
+        // What earlier graph nodes added, which Seldon's wrapper passes on (usually empty).
+        let earlier = (msg.meta.request_path.clone(), msg.meta.metrics.clone());
         let reply = match model {
             Some(m) => m.runner.predict(msg, deadline).await?,
             None => {
@@ -149,6 +151,12 @@ impl App {
         };
         Ok(match reply {
             Prediction::Message(mut m) => {
+                let (request_path, metrics) = earlier;
+                if !metrics.is_empty() {
+                    m.meta.metrics.splice(0..0, metrics);
+                }
+                // The request's entries win on the same key, as in Seldon's merge.
+                m.meta.request_path.extend(request_path);
                 self.complete_meta(&mut m.meta, puid);
                 Prediction::Message(m)
             }
