@@ -307,3 +307,49 @@ def test_metrics_port_as_seldons_operator_scrapes_it(serve: Any) -> None:
 
 def test_no_metrics_port_unless_asked(kinds: Any) -> None:
     assert "metrics http://" not in kinds.log()
+
+
+# seldon-core 1.18's metadata tests' cases, valid and invalid, against inferwire's check.
+VALID_METADATA = [
+    {},
+    {"inputs": []},
+    *(
+        {"inputs": [{"messagetype": k}], "outputs": [{"messagetype": k}], "custom": {"a": "b"}}
+        for k in ("tensor", "ndarray", "tftensor", "jsonData", "binData", "strData", "mine")
+    ),
+    {"inputs": [{"messagetype": "tensor", "schema": {"names": ["a"], "shape": [2, 2]}}]},
+    {"inputs": [{"messagetype": "custom_data", "schema": {"names": ["a"], "shape": [1]}}]},
+    {"inputs": [{"messagetype": "jsonData", "schema": {"type": "object"}}]},
+    {"inputs": [{"datatype": "BYTES", "name": "input", "shape": [1, 4]}]},
+    {"inputs": [{"datatype": "FP32", "name": "x", "shape": [1]}, {"messagetype": "jsonData"}]},
+]
+INVALID_METADATA = [
+    {"inputs": {}},
+    {"inputs": "some string"},
+    {"inputs": ["some string in array"]},
+    {"inputs": [{"messagetype": "tensor", "schema": {"custom-field": "x"}}]},
+    {"inputs": [{"messagetype": "jsonData", "invalid": "field"}]},
+    {"inputs": [{"messagetype": "jsonData", "schema": "some string"}]},
+    {"inputs": [{"messagetype": "strData", "invalid": "field"}]},
+    {"inputs": [{"messagetype": "binData", "schema": {}}]},
+    {"inputs": [{"name": "t", "datatype": "data-type", "shape": [1, 2]}]},
+    {"versions": "v1"},
+    {"versions": [1]},
+    {"custom": {"a": 1}},
+    {"colour": "red"},
+]
+
+
+@pytest.mark.parametrize("meta", VALID_METADATA)
+def test_metadata_seldon_accepts(meta: dict[str, Any]) -> None:
+    from inferwire.seldon import metadata_problem
+
+    assert metadata_problem(meta) is None
+
+
+@pytest.mark.parametrize("meta", INVALID_METADATA)
+def test_metadata_seldon_refuses(meta: dict[str, Any]) -> None:
+    from inferwire.seldon import metadata_problem
+
+    problem = metadata_problem(meta)
+    assert problem is not None and next(iter(meta)) in problem
