@@ -18,7 +18,9 @@ class Kinds:
         return [{"type": "COUNTER", "key": "kinds_calls", "value": 1}]
 
     def predict(self, X: Any, names: list[str], meta: dict[str, Any] | None = None) -> Any:
-        answer = (meta or {}).get("tags", {}).get("answer", "describe")
+        # Seldon requests carry it in meta.tags, V2 ones in parameters.
+        given = (meta or {}).get("tags") or (meta or {}).get("parameters") or {}
+        answer = given.get("answer", "describe")
         if answer == "strings":
             return np.array([["a", "b"]])
         if answer == "flags":

@@ -100,6 +100,16 @@ def test_get_with_json_query_and_form_encoded_body(kinds: Any) -> None:
     assert r.status_code == 200 and r.json()["data"]["ndarray"] == [[1, 2]]
 
 
+def test_feedback_by_get_with_json_query(serve: Any) -> None:
+    server = serve("compat/seldon_models.py:Doubler")
+    fb = {"request": {"data": {"ndarray": [[1, 2]]}}, "reward": 0.25}
+    r = httpx.get(f"{server.url}/send-feedback?json={quote(json.dumps(fb))}")
+    assert r.status_code == 200, r.text
+    assert r.json()["data"]["ndarray"][0] == 0.25
+    r = httpx.get(f"{server.url}/send-feedback")
+    assert r.status_code == 400 and "json" in r.json()["status"]["info"]
+
+
 # -- reply encoding ------------------------------------------------------------------------
 
 
@@ -183,6 +193,17 @@ def test_seldon_response_tags_and_metrics_merge_as_seldons(
         "runtime": 1,
     }
     assert [m["key"] for m in got["meta"]["metrics"]] == ["kinds_calls", "kinds_runtime"]
+
+
+def test_seldon_response_on_a_v2_route_gives_its_data(kinds: Any) -> None:
+    body = {
+        "parameters": {"answer": "runtime"},
+        "inputs": [{"name": "x", "shape": [1], "datatype": "FP64", "data": [0.0]}],
+    }
+    r = httpx.post(kinds.url + "/v2/models/Kinds/infer", json=body)
+    assert r.status_code == 200, r.text
+    assert r.json()["outputs"][0]["data"] == [1.0, 2.0]
+    assert r.json()["outputs"][0]["shape"] == [1, 2]
 
 
 def test_seldon_response_metrics_are_exported(kinds: Any, pb: Any) -> None:

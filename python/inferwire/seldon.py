@@ -121,7 +121,8 @@ class SeldonAdapter:
                 out = self._predict(X, names)
             else:
                 out = self._predict(X)
-            out = self._resolve(out)
+            # V2 replies have no tags or metrics: a SeldonResponse gives its data.
+            out, _, _ = _runtime_parts(self._resolve(out))
         except Exception as e:
             errors.error(f"{self.name}.predict", e)
             raise

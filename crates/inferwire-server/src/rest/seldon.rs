@@ -168,6 +168,21 @@ fn header_str(req: &Request<Incoming>, name: header::HeaderName) -> Option<Strin
         .map(str::to_owned)
 }
 
+/// `GET /send-feedback?json=...`, as Seldon's wrapper takes feedback by GET too.
+pub async fn feedback_query(app: &App, req: Request<Incoming>) -> Result<Reply, ServeError> {
+    let query = req.uri().query().unwrap_or("");
+    let Some(value) = query.split('&').find_map(|kv| kv.strip_prefix("json=")) else {
+        return Err(ServeError::new(
+            Kind::BadRequest,
+            "GET on feedback needs the Feedback message in the `json` query parameter \
+             (or POST it as the body)",
+        ));
+    };
+    let f = json::decode_feedback(&percent_decode(value.as_bytes()), &app.config.limits)?;
+    let reply = app.feedback(f).await?;
+    encode_reply(Prediction::Message(reply))
+}
+
 pub async fn feedback(app: &App, req: Request<Incoming>) -> Result<Reply, ServeError> {
     let body = json_body(app, req).await?;
     let f = json::decode_feedback(&body, &app.config.limits)?;
