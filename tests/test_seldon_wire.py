@@ -10,6 +10,7 @@ import json
 from typing import Any
 from urllib.parse import quote
 
+import grpc
 import httpx
 import numpy as np
 import pytest
@@ -281,6 +282,10 @@ def test_invalid_metadata_serves_and_answers_500_on_metadata(serve: Any, pb: Any
     status = r.json()["status"]
     assert status["reason"] == "MICROSERVICE_BAD_METADATA" and "inputs" in status["info"]
     assert rest(server.url, {"data": {"ndarray": [[1]]}}).status_code == 200  # still serving
+    with server.channel() as ch, pytest.raises(grpc.RpcError) as err:
+        pb.grpc.ModelStub(ch).Metadata(empty_pb2.Empty(), timeout=10)
+    assert err.value.code() == grpc.StatusCode.INTERNAL
+    assert "Model metadata unavailable" in (err.value.details() or "")
     bad_env = serve("seldon_wire_models.py:WithMetadata", env={"MODEL_METADATA": "colour: red"})
     r = httpx.get(bad_env.url + "/metadata")
     assert r.status_code == 500 and "colour" in r.json()["status"]["info"]
