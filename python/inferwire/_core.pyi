@@ -73,6 +73,8 @@ class CoreConfig:
         access_log: str,
         log_level: str,
         repository_sync_dir: str,
+        metrics_port: int,
+        metrics_endpoint: str,
     ) -> Self: ...
 
 @final

@@ -19,7 +19,7 @@ from . import content_types
 from .error_log import errors
 from .errors import ModelLoadError
 
-log = logging.getLogger("inferwire")
+log = logging.getLogger("inferwire.model")
 
 # (output, output names, tags, metrics): what the core turns into a reply.
 Result = tuple[Any, list[str] | None, dict[str, Any] | None, list[dict[str, Any]] | None]
@@ -108,8 +108,7 @@ class SeldonAdapter:
                 out = self._predict(X, names)
             else:
                 out = self._predict(X)
-            out = self._resolve(out)
-            return out, self._class_names(out), self._call_tags(), self._call_metrics()
+            return self._result(self._resolve(out))
         except Exception as e:
             errors.error(f"{self.name}.predict", e)
             raise
@@ -135,7 +134,8 @@ class SeldonAdapter:
                 out = self._predict(X, names)
             else:
                 out = self._predict(X)
-            out = self._resolve(out)
+            # V2 replies have no tags or metrics: a SeldonResponse gives its data.
+            out, _, _ = _runtime_parts(self._resolve(out))
         except Exception as e:
             errors.error(f"{self.name}.predict", e)
             raise
@@ -158,13 +158,13 @@ class SeldonAdapter:
             return None, None, None, None
         try:
             out = self._resolve(fn(features, names, reward, truth, routing=self._routing(routing)))
+            return self._result(out)
         except Exception as e:
             if _not_implemented(e):
                 self._send_feedback = None
                 return None, None, None, None
             errors.error(f"{self.name}.send_feedback", e)
             raise
-        return out, self._class_names(out), self._call_tags(), self._call_metrics()
 
     # -- Seldon's other graph component types ---------------------------------------------
 
@@ -181,13 +181,12 @@ class SeldonAdapter:
         fn = self._route
         if not callable(fn):
             raise SeldonError("Route not defined")
-        child = self._call_step("route", fn, X, names, meta)
+        child, tags, metrics = _runtime_parts(self._call_step("route", fn, X, names, meta))
         if isinstance(child, np.integer):
             child = int(child)
         if not isinstance(child, int) or isinstance(child, bool):
             raise SeldonError(f"Routing response must be int but got {child!r}")
-        out = np.array([[child]])
-        return out, self._class_names(out), self._call_tags(), self._call_metrics()
+        return self._result(SeldonResponse(np.array([[child]]), tags, metrics))
 
     def aggregate(self, Xs: list[Any], names: list[list[str]]) -> Result:
         """A COMBINER over its children's payloads and their column names."""
@@ -199,7 +198,7 @@ class SeldonAdapter:
         except Exception as e:
             errors.error(f"{self.name}.aggregate", e)
             raise
-        return out, self._class_names(out), self._call_tags(), self._call_metrics()
+        return self._result(out)
 
     def call_raw(self, op: str, request: Any) -> Any:
         """``op``'s low-level method on the request dict: ``*_rest`` and ``*_raw`` get it
@@ -244,7 +243,7 @@ class SeldonAdapter:
                 out = X
         else:
             out = X
-        return out, self._class_names(out), self._call_tags(), self._call_metrics()
+        return self._result(out)
 
     def _call_step(
         self, op: str, fn: Callable[..., Any], X: Any, names: list[str], meta: dict[str, Any]
@@ -283,6 +282,9 @@ class SeldonAdapter:
         return out, self._class_names(out), None, None
 
     def metadata(self) -> dict[str, Any]:
+        if isinstance(self._metadata, str):
+            # Seldon's wrapper starts with invalid metadata and answers 500 for it.
+            raise MetadataError(self._metadata)
         return self._metadata
 
     # -- helpers -------------------------------------------------------------------------
@@ -317,6 +319,27 @@ class SeldonAdapter:
             return [str(n) for n in names]
         return [f"t:{i}" for i in range(shape[1])]
 
+    def _result(self, out: Any) -> Result:
+        """An operation's reply: its data (a SeldonResponse's, or ``out`` itself), column
+        names, and the class's tags and metrics merged with a SeldonResponse's."""
+        out, tags, metrics = _runtime_parts(out)
+        return out, self._class_names(out), self._merged_tags(tags), self._merged_metrics(metrics)
+
+    def _merged_tags(self, runtime: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The class's ``tags()`` with a SeldonResponse's runtime tags over them."""
+        tags = self._call_tags()
+        if not runtime:
+            return tags
+        return {**(tags or {}), **runtime}
+
+    def _merged_metrics(self, runtime: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+        """The class's ``metrics()`` then a SeldonResponse's runtime metrics, as Seldon
+        lists them."""
+        metrics = self._call_metrics()
+        if not runtime:
+            return metrics
+        return [*(metrics or []), *runtime]
+
     def _call_tags(self) -> dict[str, Any] | None:
         if not callable(self._tags):
             return None
@@ -345,7 +368,30 @@ class SeldonAdapter:
             raise TypeError(f"metrics() must return a list of dicts, not {type(metrics).__name__}")
         return metrics
 
-    def _init_metadata(self) -> dict[str, Any]:
+    def _init_metadata(self) -> dict[str, Any] | str:
+        """The class's ``init_metadata()`` with ``MODEL_METADATA`` (YAML or JSON) over it,
+        checked as Seldon checks it: a reason string where it is invalid."""
+        meta = self._own_metadata()
+        env = os.environ.get("MODEL_METADATA")
+        if env:
+            import yaml
+
+            try:
+                extra = yaml.safe_load(env)
+            except yaml.YAMLError as e:
+                log.warning("MODEL_METADATA is not YAML or JSON, ignored: %s", e)
+                extra = None
+            if isinstance(extra, dict):
+                meta = {**meta, **extra}
+            elif extra is not None:
+                log.warning("MODEL_METADATA is not a mapping, ignored")
+        problem = metadata_problem(meta)
+        if problem is not None:
+            log.error("%s: invalid model metadata, /metadata answers 500: %s", self.name, problem)
+            return f"Model metadata unavailable: {problem}"
+        return meta
+
+    def _own_metadata(self) -> dict[str, Any]:
         meta: dict[str, Any] = {
             "name": self.name,
             "versions": [],
@@ -367,6 +413,43 @@ class SeldonAdapter:
                 )
             meta.update(custom)
         return meta
+
+
+class SeldonResponse:
+    """A result with the request's runtime tags and metrics beside it, as seldon_core's
+    ``SeldonResponse``: return one from ``predict`` (or ``send_feedback``) and ``tags``
+    go into the reply's ``meta.tags`` over the class's ``tags()``, ``metrics`` after its
+    ``metrics()``. seldon_core's own class is accepted as well (matched by name)."""
+
+    def __init__(
+        self,
+        data: Any,
+        tags: dict[str, Any] | None = None,
+        metrics: list[dict[str, Any]] | None = None,
+    ) -> None:
+        self.data = data
+        self.tags = tags if tags is not None else {}
+        self.metrics = metrics if metrics is not None else []
+
+    @classmethod
+    def create(cls, data: Any) -> SeldonResponse:
+        return data if isinstance(data, cls) else cls(data)
+
+
+def _runtime_parts(out: Any) -> tuple[Any, dict[str, Any] | None, list[dict[str, Any]] | None]:
+    """``(data, tags, metrics)`` of a SeldonResponse (ours or seldon_core's); anything
+    else is the data itself."""
+    if not any(c.__name__ == "SeldonResponse" for c in type(out).__mro__):
+        return out, None, None
+    tags = getattr(out, "tags", None) or None
+    metrics = getattr(out, "metrics", None) or None
+    if tags is not None and not isinstance(tags, dict):
+        raise TypeError(f"SeldonResponse.tags must be a dict, not {type(tags).__name__}")
+    if metrics is not None and not isinstance(metrics, list):
+        raise TypeError(
+            f"SeldonResponse.metrics must be a list of dicts, not {type(metrics).__name__}"
+        )
+    return out.data, tags, metrics
 
 
 # The operations with low-level methods, and the suffixes in Seldon's order of preference.
@@ -445,11 +528,12 @@ def announce_type(adapter: SeldonAdapter, chosen: str) -> str:
     return chosen
 
 
-class SeldonError(Exception):
-    """A Seldon wrapper error that carries its HTTP status (as SeldonMicroserviceException):
-    a graph operation the class lacks, or a router that answered no child index."""
+class _StatusError(Exception):
+    """An error answered as Seldon's wrapper answers its SeldonMicroserviceException: its
+    HTTP status, and a body with its message and reason."""
 
-    status_code = 400
+    status_code = 500
+    reason = "MICROSERVICE_INTERNAL_ERROR"
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -461,13 +545,92 @@ class SeldonError(Exception):
                 "status": 1,
                 "info": self.message,
                 "code": -1,
-                "reason": "MICROSERVICE_BAD_DATA",
+                "reason": self.reason,
             }
         }
 
 
+class SeldonError(_StatusError):
+    """A graph operation the class lacks, or a router that answered no child index: 400,
+    as Seldon's wrapper answers them."""
+
+    status_code = 400
+    reason = "MICROSERVICE_BAD_DATA"
+
+
+class MetadataError(_StatusError):
+    """Invalid model metadata, answered on /metadata as Seldon's wrapper does: 500,
+    reason MICROSERVICE_BAD_METADATA."""
+
+    status_code = 500
+    reason = "MICROSERVICE_BAD_METADATA"
+
+
 def _empty_predict(X: Any, names: Any) -> Any:
     return []
+
+
+# -- Seldon's metadata schema (seldon_core.metadata), checked without jsonschema ---------
+
+_ARRAY_KINDS = ("tensor", "ndarray", "tftensor")
+_SELDON_KINDS = (*_ARRAY_KINDS, "jsonData", "strData", "binData")
+_V2_DATATYPES = (
+    "BOOL UINT8 UINT16 UINT32 UINT64 INT8 INT16 INT32 INT64 FP16 FP32 FP64 BYTES".split()
+)
+
+
+def _is_str_list(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(x, str) for x in v)
+
+
+def _is_int_list(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(x, int) and not isinstance(x, bool) for x in v)
+
+
+def _io_ok(item: Any) -> bool:
+    """One entry of ``inputs``/``outputs``: a Seldon message type or a V2 tensor."""
+    if not isinstance(item, dict):
+        return False
+    kind = item.get("messagetype")
+    if isinstance(kind, str):
+        keys = set(item)
+        schema = item.get("schema", {})
+        if kind in _ARRAY_KINDS:
+            return (
+                keys <= {"messagetype", "schema"}
+                and isinstance(schema, dict)
+                and set(schema) <= {"names", "shape"}
+                and _is_str_list(schema.get("names", []))
+                and _is_int_list(schema.get("shape", []))
+            )
+        if kind in ("strData", "binData"):
+            return keys == {"messagetype"}
+        return keys <= {"messagetype", "schema"} and isinstance(schema, dict)
+    return (
+        set(item) <= {"name", "datatype", "shape"}
+        and isinstance(item.get("name", ""), str)
+        and item.get("datatype", "FP32") in _V2_DATATYPES
+        and _is_int_list(item.get("shape", []))
+    )
+
+
+def metadata_problem(meta: dict[str, Any]) -> str | None:
+    """Why ``meta`` fails seldon-core 1.x's metadata schema, or None."""
+    checks: dict[str, Callable[[Any], bool]] = {
+        "name": lambda v: isinstance(v, str),
+        "versions": _is_str_list,
+        "platform": lambda v: isinstance(v, str),
+        "inputs": lambda v: isinstance(v, list) and all(_io_ok(i) for i in v),
+        "outputs": lambda v: isinstance(v, list) and all(_io_ok(i) for i in v),
+        "custom": lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()),
+    }
+    for key, value in meta.items():
+        check = checks.get(key)
+        if check is None:
+            return f"unknown key {key!r} (allowed: {', '.join(checks)})"
+        if not check(value):
+            return f"{key}: {json.dumps(value, default=str)[:200]} does not match Seldon's schema"
+    return None
 
 
 def _no_predict(*_args: Any, **_kwargs: Any) -> Any:

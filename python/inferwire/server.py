@@ -164,6 +164,14 @@ def serve(model: Any = None, settings: Settings | None = None, *, spec: str | No
             batching,
             _describe(settings.host, http_port, grpc_port, bool(settings.tls_cert)),
         )
+        if settings.metrics_port:
+            shown = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host
+            log.info(
+                "metrics http://%s:%d%s  (that path only, as Seldon's wrapper serves them)",
+                shown,
+                settings.metrics_port,
+                settings.metrics_endpoint,
+            )
 
     try:
         if supervised:

@@ -167,6 +167,17 @@ class Settings(BaseSettings, ModelServing):
     host: Str = _opt("0.0.0.0", "address to listen on")
     http_port: Int = _opt(9000, "REST port (HTTP/1.1 and h2c)", "PREDICTIVE_UNIT_HTTP_SERVICE_PORT")
     grpc_port: Int = _opt(5000, "gRPC port", "PREDICTIVE_UNIT_GRPC_SERVICE_PORT")
+    metrics_port: Int = _opt(
+        0,
+        "a port serving only the metrics at metrics_endpoint, as Seldon's wrapper does (its "
+        "operator sets 6000 and scrapes it); 0: none (the REST port serves /metrics)",
+        "PREDICTIVE_UNIT_METRICS_SERVICE_PORT",
+    )
+    metrics_endpoint: Str = _opt(
+        "/prometheus",
+        "the path metrics_port answers on",
+        "PREDICTIVE_UNIT_METRICS_ENDPOINT",
+    )
     model_name: Str = _opt(
         "",
         "model name in replies' meta.requestPath and V2 routes",
@@ -436,6 +447,16 @@ class Settings(BaseSettings, ModelServing):
             path = getattr(self, key)
             if path and not os.path.isfile(path):
                 raise SettingsError(f"{key}: {path} is not a file")
+        if not 0 <= self.metrics_port <= 65535:
+            raise SettingsError(f"metrics_port: 0 (none) or a port, got {self.metrics_port}")
+        if self.metrics_port and self.metrics_port in (self.http_port, self.grpc_port):
+            raise SettingsError(
+                f"metrics_port {self.metrics_port} is also the REST or gRPC port: pick another"
+            )
+        if not self.metrics_endpoint.startswith("/"):
+            raise SettingsError(
+                f"metrics_endpoint: a path starting with /, got {self.metrics_endpoint!r}"
+            )
         if self.log_repeats_every < 0:
             raise SettingsError("log_repeats_every: must be 0 (off) or more seconds")
         self.constructor_parameters()

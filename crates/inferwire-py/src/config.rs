@@ -69,6 +69,7 @@ impl CoreConfig {
         workers, supervised, timeout, io_threads, grace_period, stuck_after,
         max_requests, max_requests_jitter, max_worker_memory,
         access_log, log_level, repository_sync_dir,
+        metrics_port, metrics_endpoint,
     ))]
     #[allow(clippy::too_many_arguments)] // one keyword argument per setting, by design
     fn new(
@@ -114,6 +115,8 @@ impl CoreConfig {
         access_log: &str,
         log_level: String,
         repository_sync_dir: String,
+        metrics_port: u16,
+        metrics_endpoint: String,
     ) -> PyResult<Self> {
         let access_log = match access_log {
             "off" => AccessLog::Off,
@@ -183,6 +186,8 @@ impl CoreConfig {
             body_timeout: seconds_or_zero(body_timeout),
             max_body_bytes_in_flight,
             allow_unauthenticated_repository,
+            metrics_port: (metrics_port > 0).then_some(metrics_port),
+            metrics_endpoint,
         };
         Ok(Self { config, log_level })
     }

@@ -140,6 +140,8 @@ impl App {
         deadline: Option<Instant>,
     ) -> Result<Prediction, ServeError> {
         let puid = msg.meta.puid.clone();
+        // What earlier graph nodes added, which Seldon's wrapper passes on (usually empty).
+        let earlier = (msg.meta.request_path.clone(), msg.meta.metrics.clone());
         let reply = match model {
             Some(m) => m.runner.predict(msg, deadline).await?,
             None => {
@@ -149,11 +151,20 @@ impl App {
         };
         Ok(match reply {
             Prediction::Message(mut m) => {
-                match model {
-                    // A model on its own route names itself (it has no image of its own).
-                    Some(served) => complete_meta(&mut m.meta, puid, &served.name, &served.name),
-                    None => self.complete_meta(&mut m.meta, puid),
+                let (request_path, metrics) = earlier;
+                if !metrics.is_empty() {
+                    m.meta.metrics.splice(0..0, metrics);
                 }
+                // This model names itself unless it listed the nodes it ran (a graph); a
+                // model on its own route has no image of its own.
+                let (name, image) = match model {
+                    Some(served) => (served.name.as_str(), served.name.as_str()),
+                    None => (self.models.default_name(), self.config.model_image.as_str()),
+                };
+                complete_meta(&mut m.meta, puid, name, image);
+                // The request's entries (earlier graph nodes) win on the same key, as in
+                // Seldon's merge.
+                m.meta.request_path.extend(request_path);
                 Prediction::Message(m)
             }
             raw @ Prediction::Raw(_) => raw,

@@ -5,6 +5,7 @@ mod content_coding;
 mod handle;
 mod health;
 mod login;
+pub mod metrics_port;
 mod publish;
 mod routes;
 mod seldon;

@@ -279,6 +279,12 @@ pub(super) static ROUTES: &[Route] = &[
         &[(Get, |c| Box::pin(seldon::metadata(c.app)))],
     ),
     route(
+        &["/seldon.json"],
+        A::PREDICT,
+        M::Metadata,
+        &[(Get, |_| Box::pin(seldon::openapi()))],
+    ),
+    route(
         &["/metrics", "/prometheus"],
         A::OPEN,
         M::Other,
@@ -542,6 +548,7 @@ mod tests {
             "GET /metadata predict metadata default-model",
             "GET /api/v1.0/metadata predict metadata default-model",
             "GET /api/v1.0/metadata{*rest} predict metadata default-model",
+            "GET /seldon.json predict metadata",
             "GET /metrics open other",
             "GET /prometheus open other",
             "POST /api/{name}/{version} predict predict",
