@@ -77,6 +77,8 @@ pub struct ServerConfig {
     /// Without auth: serve the repository API (publish, delete, load, unload, index) to
     /// anyone anyway. Off by default: a published model file can run code.
     pub allow_unauthenticated_repository: bool,
+    /// Triton's system shared-memory extension; `None`: off (the default).
+    pub shared_memory: Option<crate::shared_memory::SharedMemoryConfig>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -135,6 +137,7 @@ impl Default for ServerConfig {
             body_timeout: Duration::from_secs(30),
             max_body_bytes_in_flight: 256 * 1024 * 1024,
             allow_unauthenticated_repository: false,
+            shared_memory: None,
         }
     }
 }

@@ -57,30 +57,63 @@ fn to_pb_parameters(p: &Parameters) -> HashMap<String, pb::InferParameter> {
 }
 
 pub fn from_pb(req: pb::ModelInferRequest, limits: &Limits) -> Result<InferRequest> {
+    from_pb_with(req, limits, &NoSharedMemory)
+}
+
+/// `from_pb`, reading the inputs passed by reference (Triton's shared-memory parameters)
+/// from `shm`. As Triton, `raw_input_contents` then holds one entry for each of the other
+/// inputs, in order.
+pub fn from_pb_with(
+    req: pb::ModelInferRequest,
+    limits: &Limits,
+    shm: &dyn SharedInputs,
+) -> Result<InferRequest> {
     unique_names("inputs", req.inputs.iter().map(|i| i.name.as_str()))?;
     unique_names("outputs", req.outputs.iter().map(|o| o.name.as_str()))?;
+    let mut inputs = Vec::with_capacity(req.inputs.len());
+    let mut refs = Vec::with_capacity(req.inputs.len());
+    for (i, input) in req.inputs.iter().enumerate() {
+        refs.push(shared_memory_ref(
+            &parameters(input.parameters.clone()),
+            &format!("inputs[{i}]"),
+        )?);
+    }
+    let by_value = refs.iter().filter(|r| r.is_none()).count();
     let raw = req.raw_input_contents;
-    if !raw.is_empty() && raw.len() != req.inputs.len() {
+    if !raw.is_empty() && raw.len() != by_value {
         return Err(CodecError::bad_request(format!(
-            "raw_input_contents: {} entries for {} inputs (one each, in order)",
+            "raw_input_contents: {} entries for {by_value} inputs (one each, in order{})",
             raw.len(),
-            req.inputs.len()
+            if by_value < refs.len() {
+                ", less those in shared memory"
+            } else {
+                ""
+            }
         )));
     }
     let mut raw = raw.into_iter();
-    let mut inputs = Vec::with_capacity(req.inputs.len());
-    for (i, input) in req.inputs.into_iter().enumerate() {
+    for ((i, input), at) in req.inputs.into_iter().enumerate().zip(refs) {
         let field = format!("inputs[{i}]");
         let (dtype, count, shape) = declared(&field, &input.datatype, &input.shape, limits)?;
-        let tensor = match raw.next() {
-            Some(bytes) => binary::from_bytes(bytes, dtype, shape, &field)?,
-            None => typed(
-                input.contents.unwrap_or_default(),
-                dtype,
-                shape,
-                count,
-                &field,
-            )?,
+        let tensor = match at {
+            Some(at) => {
+                if input.contents.is_some() {
+                    return Err(CodecError::bad_request(format!(
+                        "{field}: has contents and shared_memory_region; send one or the other"
+                    )));
+                }
+                shared_input(shm, &field, &at, dtype, shape)?
+            }
+            None => match raw.next() {
+                Some(bytes) => binary::from_bytes(bytes, dtype, shape, &field)?,
+                None => typed(
+                    input.contents.unwrap_or_default(),
+                    dtype,
+                    shape,
+                    count,
+                    &field,
+                )?,
+            },
         };
         inputs.push(InferInput {
             name: input.name,
@@ -263,9 +296,17 @@ pub fn to_pb(r: InferResponse, raw: bool) -> pb::ModelInferResponse {
     for o in r.outputs {
         let shape = o.tensor.shape.iter().map(|&d| d as i64).collect();
         let datatype = datatype_name(o.tensor.dtype()).to_string();
+        let by_reference = in_shared_memory(&o);
         let contents = if raw {
-            out.raw_output_contents
-                .push(binary::into_bytes(o.tensor.data));
+            // Written into the client's shared memory: an empty entry keeps the others
+            // in step with their outputs, as Triton sends it.
+            out.raw_output_contents.push(if by_reference {
+                bytes::Bytes::new()
+            } else {
+                binary::into_bytes(o.tensor.data)
+            });
+            None
+        } else if by_reference {
             None
         } else {
             Some(contents(o.tensor.data))
