@@ -72,6 +72,10 @@ class CoreConfig:
         access_log: str,
         log_level: str,
         repository_sync_dir: str,
+        system_shared_memory: bool,
+        shared_memory_max_regions: int,
+        shared_memory_max_bytes: int,
+        shared_memory_dir: str,
     ) -> Self: ...
 
 @final

@@ -247,7 +247,7 @@ impl SharedMemory {
             if total.saturating_add(reg.byte_size) > max_bytes {
                 return Err(bad(format!(
                     "byte_size: {} bytes more would take the registered regions past \
-                     {max_bytes} bytes (shared_memory_max_mb); {total} are registered",
+                     {max_bytes} bytes (shared_memory_max_bytes); {total} are registered",
                     reg.byte_size
                 )));
             }
@@ -429,7 +429,7 @@ impl SharedInputs for Reader<'_> {
         if len > self.left.get() {
             return Err(CodecError::bad_request(format!(
                 "{field}.parameters.shared_memory_byte_size: {len} bytes would take this \
-                 request's inputs past max_body_mb ({} bytes left)",
+                 request's inputs past max_body_bytes ({} bytes left)",
                 self.left.get()
             )));
         }

@@ -124,6 +124,12 @@ impl GrpcInferenceService for V2Service {
         let deadline = app.deadline(Instant::now(), client_timeout(req.metadata()));
         let req = req.into_inner();
         let raw = !req.raw_input_contents.is_empty();
+        // Inputs in shared memory come from Triton's client, which reads raw outputs only.
+        let raw = raw
+            || req.inputs.iter().any(|i| {
+                i.parameters
+                    .contains_key(inferwire_codec::protocol::v2::SHARED_MEMORY_REGION)
+            });
         obs.encoding = if raw { Encoding::Raw } else { Encoding::Typed };
         let run = async {
             let model = app.models.get(&req.model_name, &req.model_version)?;
