@@ -57,10 +57,21 @@ pub struct Registration {
     pub byte_size: u64,
 }
 
+/// A registration as `regions.json` keeps it: with a serial, so that a worker tells a
+/// region unregistered and registered again (perhaps a new object under the same key)
+/// from the one it opened before.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Stored {
+    #[serde(flatten)]
+    reg: Registration,
+    serial: u64,
+}
+
 /// A registered region with the object's descriptor.
 #[derive(Debug)]
 struct Region {
     reg: Registration,
+    serial: u64,
     file: File,
 }
 
@@ -111,6 +122,14 @@ pub fn object_name(key: &str) -> Result<&str, String> {
              can be registered"
         ))
     }
+}
+
+/// A serial no earlier registration has had, even one since unregistered (the records
+/// forget those): the time in nanoseconds.
+fn unique_serial() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
 
 /// A region name: printable, short, not empty.
@@ -183,7 +202,7 @@ impl SharedMemory {
         config.dir.join("regions.json")
     }
 
-    fn read_records(config: &SharedMemoryConfig) -> Result<Vec<Registration>, ServeError> {
+    fn read_records(config: &SharedMemoryConfig) -> Result<Vec<Stored>, ServeError> {
         match std::fs::read(Self::records_path(config)) {
             Ok(b) => serde_json::from_slice(&b).map_err(|e| internal("regions.json", e)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
@@ -194,7 +213,7 @@ impl SharedMemory {
     /// Changes the records under the folder's lock; `change` sees the current ones.
     fn change<T>(
         &self,
-        change: impl FnOnce(&mut Vec<Registration>) -> Result<T, ServeError>,
+        change: impl FnOnce(&mut Vec<Stored>) -> Result<T, ServeError>,
     ) -> Result<T, ServeError> {
         let config = self.config()?;
         let lock = File::create(config.dir.join("lock")).map_err(|e| internal("lock", e))?;
@@ -230,8 +249,8 @@ impl SharedMemory {
             )));
         }
         let (max_regions, max_bytes) = (config.max_regions, config.max_bytes);
-        self.change(|records| {
-            if records.iter().any(|r| r.name == reg.name) {
+        let serial = self.change(|records| {
+            if records.iter().any(|r| r.reg.name == reg.name) {
                 return Err(bad(format!(
                     "name: a region named {:?} is already registered (unregister it first)",
                     reg.name
@@ -243,7 +262,7 @@ impl SharedMemory {
                      (shared_memory_max_regions); unregister one first"
                 )));
             }
-            let total: u64 = records.iter().map(|r| r.byte_size).sum();
+            let total: u64 = records.iter().map(|r| r.reg.byte_size).sum();
             if total.saturating_add(reg.byte_size) > max_bytes {
                 return Err(bad(format!(
                     "byte_size: {} bytes more would take the registered regions past \
@@ -251,14 +270,19 @@ impl SharedMemory {
                     reg.byte_size
                 )));
             }
-            records.push(reg.clone());
-            Ok(())
+            let serial = records.iter().map(|r| r.serial).max().unwrap_or(0) + 1;
+            let serial = serial.max(unique_serial());
+            records.push(Stored {
+                reg: reg.clone(),
+                serial,
+            });
+            Ok(serial)
         })?;
         // This worker keeps the descriptor it checked.
         let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
         cache
             .regions
-            .insert(reg.name.clone(), Ok(Arc::new(Region { reg, file })));
+            .insert(reg.name.clone(), Ok(Arc::new(Region { reg, serial, file })));
         Ok(())
     }
 
@@ -266,7 +290,7 @@ impl SharedMemory {
     /// that is not registered is no error, as in Triton.
     pub fn unregister(&self, name: Option<&str>) -> Result<(), ServeError> {
         self.change(|records| {
-            records.retain(|r| name.is_some_and(|n| n != r.name));
+            records.retain(|r| name.is_some_and(|n| n != r.reg.name));
             Ok(())
         })
     }
@@ -274,9 +298,10 @@ impl SharedMemory {
     /// `GET .../status`: one region (an error when not registered), or every one.
     pub fn status(&self, name: Option<&str>) -> Result<Vec<Registration>, ServeError> {
         let records = Self::read_records(self.config()?)?;
+        let mut records = records.into_iter().map(|r| r.reg);
         match name {
-            None => Ok(records),
-            Some(n) => match records.into_iter().find(|r| r.name == n) {
+            None => Ok(records.collect()),
+            Some(n) => match records.find(|r| r.name == n) {
                 Some(r) => Ok(vec![r]),
                 None => Err(bad(format!(
                     "no system shared-memory region named {n:?} is registered"
@@ -296,12 +321,13 @@ impl SharedMemory {
         if cache.stamp != stamp || stamp.is_none() {
             let records = Self::read_records(config)?;
             let mut regions = BTreeMap::new();
-            for reg in records {
+            for Stored { reg, serial } in records {
                 let kept = match cache.regions.remove(&reg.name) {
-                    Some(Ok(r)) if r.reg == reg => Ok(r),
+                    Some(Ok(r)) if r.serial == serial => Ok(r),
                     _ => open_object(&reg.key).map(|file| {
                         Arc::new(Region {
                             reg: reg.clone(),
+                            serial,
                             file,
                         })
                     }),
@@ -559,6 +585,26 @@ mod tests {
         // Another process's view (a second registry on the same folder) sees the region.
         let other = SharedMemory::new(shm.config.clone());
         assert_eq!(other.status(Some("r")).unwrap()[0].byte_size, 16);
+        // Registered again over a new object under the same key: the other worker reads
+        // the new object, not the one it opened before.
+        assert_eq!(
+            other
+                .reader(8)
+                .read("inputs[0]", &at(0, 4))
+                .unwrap_err()
+                .message
+                .contains("is now 4 bytes"),
+            true
+        );
+        shm.unregister(Some("r")).unwrap();
+        std::fs::remove_file(Path::new(SHM_DIR).join(&key)).unwrap();
+        let fresh = temp_object(&key, 32);
+        fresh.write_all_at(&[7, 7, 7, 7], 8).unwrap();
+        shm.register(reg("r", 8, 16)).unwrap();
+        assert_eq!(
+            &other.reader(8).read("inputs[0]", &at(0, 4)).unwrap()[..],
+            &[7, 7, 7, 7]
+        );
         shm.unregister(Some("r")).unwrap();
         assert!(other.status(Some("r")).is_err());
         let e = other.reader(8).read("inputs[0]", &at(0, 4)).unwrap_err();
