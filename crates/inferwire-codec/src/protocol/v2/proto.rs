@@ -392,6 +392,67 @@ mod tests {
         assert!(e.unwrap_err().message.contains("raw_input_contents"));
     }
 
+    /// A registry that holds 8 bytes, 1.0 and 2.0 as FP32, in region "r".
+    struct OneRegion;
+
+    impl SharedInputs for OneRegion {
+        fn read(&self, field: &str, at: &SharedMemoryRef) -> Result<Bytes> {
+            if at.region != "r" {
+                return Err(CodecError::bad_request(format!("{field}: no region")));
+            }
+            let all: Vec<u8> = [1.0f32, 2.0].iter().flat_map(|f| f.to_le_bytes()).collect();
+            Ok(Bytes::from(
+                all[at.offset as usize..][..at.byte_size as usize].to_vec(),
+            ))
+        }
+    }
+
+    #[test]
+    fn inputs_in_shared_memory_take_no_raw_entry() {
+        let shm_param = |v: ParameterChoice| pb::InferParameter {
+            parameter_choice: Some(v),
+        };
+        let in_shm = pb::model_infer_request::InferInputTensor {
+            name: "a".into(),
+            datatype: "FP32".into(),
+            shape: vec![1],
+            parameters: [
+                (
+                    "shared_memory_region".to_string(),
+                    shm_param(ParameterChoice::StringParam("r".into())),
+                ),
+                (
+                    "shared_memory_byte_size".to_string(),
+                    shm_param(ParameterChoice::Int64Param(4)),
+                ),
+                (
+                    "shared_memory_offset".to_string(),
+                    shm_param(ParameterChoice::Int64Param(4)),
+                ),
+            ]
+            .into(),
+            ..Default::default()
+        };
+        let mut req = input("INT8", vec![1], Default::default());
+        req.inputs[0].contents = None;
+        req.inputs.insert(0, in_shm);
+        req.raw_input_contents = vec![Bytes::from_static(&[5])];
+        let r = from_pb_with(req.clone(), &Limits::default(), &OneRegion).unwrap();
+        assert_eq!(r.inputs[0].tensor.data, TensorData::F32(vec![2.0]));
+        assert_eq!(r.inputs[1].tensor.data, TensorData::I8(vec![5]));
+        // Without a registry: refused, naming the input.
+        let e = from_pb(req.clone(), &Limits::default()).unwrap_err();
+        assert!(
+            e.message
+                .starts_with("inputs[0].parameters.shared_memory_region"),
+            "{e:?}"
+        );
+        // One raw entry per input, less those in shared memory.
+        req.raw_input_contents.push(Bytes::from_static(&[6]));
+        let e = from_pb_with(req, &Limits::default(), &OneRegion).unwrap_err();
+        assert!(e.message.contains("less those in shared memory"), "{e:?}");
+    }
+
     #[test]
     fn replies_raw_or_typed() {
         let r = InferResponse {
