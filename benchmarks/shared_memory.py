@@ -34,7 +34,7 @@ import tritonclient.http as httpclient
 import tritonclient.utils.shared_memory as shm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from servers import ROOT, ServerProcess, inferwire_spec  # noqa: E402
+from servers import ROOT, ServerProcess, inferwire_spec
 
 TEMPLATE = (
     "{inferwire} serve benchmarks/models/noop.py:{model} --model-name echo "
@@ -101,9 +101,7 @@ def shm_call(c: Any, proto: str, x: np.ndarray, tag: str) -> tuple[Callable[[], 
     return call, close
 
 
-def measure(
-    server: ServerProcess, proto: str, n: int, rounds: int
-) -> dict[str, dict[str, float]]:
+def measure(server: ServerProcess, proto: str, n: int, rounds: int) -> dict[str, dict[str, float]]:
     x = np.random.default_rng(0).random((1, n), dtype=np.float32)
     c = client(server, proto)
     tag = f"{os.getpid()}-{secrets.token_hex(3)}"

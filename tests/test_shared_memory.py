@@ -243,7 +243,7 @@ def test_off_by_default(serve: Any, proto: str) -> None:
     c = client(s, proto)
     r = Regions()
     try:
-        h, key = r.make("off", 16)
+        _, key = r.make("off", 16)
         with pytest.raises(InferenceServerException, match="system shared memory is off"):
             c.register_system_shared_memory("off", key, 16)
         with pytest.raises(InferenceServerException, match="system shared memory is off"):

@@ -109,8 +109,9 @@ def serve(model: Any = None, settings: Settings | None = None, *, spec: str | No
             "(up to %d regions, %d bytes in all) and pass tensors in them%s",
             settings.shared_memory_max_regions,
             settings.shared_memory_max_bytes,
-            "" if settings.auth_tokens or settings.auth_users else
-            "; auth is off, so any client that reaches the ports can register",
+            ""
+            if settings.auth_tokens or settings.auth_users
+            else "; auth is off, so any client that reaches the ports can register",
         )
     sync_dir = None
     supervised = settings.supervisor == "on"
