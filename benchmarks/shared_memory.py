@@ -8,7 +8,9 @@ made with `tritonclient.utils.shared_memory`. The two modes alternate request by
 request, so that both see the same machine; each timed request includes the client's
 work on the data (serialising it, or writing it into the input region and copying the
 output out of its region). Reported: median and p90 latency per request, the ratio of
-medians, and the server's CPU time per request (from /proc, benchmarks/proc_cpu.py).
+medians, and the server's CPU time per request: the change, over each request, of its
+processes' threads' run time in /proc/PID/task/TID/schedstat (nanoseconds; the clock
+ticks of /proc/PID/stat, benchmarks/proc_cpu.py, are 10 ms, coarser than one request).
 
     .venv/bin/python benchmarks/shared_memory.py [--inferwire PATH] [--rounds 200,20]
 
@@ -34,6 +36,7 @@ import tritonclient.http as httpclient
 import tritonclient.utils.shared_memory as shm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from proc_cpu import descendants
 from servers import ROOT, ServerProcess, inferwire_spec
 
 TEMPLATE = (
@@ -42,6 +45,18 @@ TEMPLATE = (
     "--system-shared-memory --max-body-bytes 134217728 --max-body-bytes-in-flight 268435456"
 )
 MODEL = "echo"
+
+
+def cpu_ns(root: int) -> int:
+    """Nanoseconds on a CPU of every thread of ``root`` and its descendants."""
+    total = 0
+    for pid in descendants(root):
+        for task in Path(f"/proc/{pid}/task").glob("*"):
+            try:
+                total += int((task / "schedstat").read_text().split()[0])
+            except (OSError, ValueError, IndexError):
+                pass  # a thread that ended meanwhile
+    return total
 
 
 def lib(proto: str) -> Any:
@@ -112,13 +127,14 @@ def measure(server: ServerProcess, proto: str, n: int, rounds: int) -> dict[str,
             for _ in range(3):  # warm up; the answer must be the input
                 assert np.array_equal(call(), x), name
         times: dict[str, list[float]] = {k: [] for k in calls}
-        cpu: dict[str, float] = {k: 0.0 for k in calls}
+        cpu: dict[str, int] = {k: 0 for k in calls}
+        pid = server.proc.pid
         for _ in range(rounds):
             for name, call in calls.items():
-                c0, t0 = server.cpu_seconds(), time.perf_counter()
+                c0, t0 = cpu_ns(pid), time.perf_counter()
                 call()
                 times[name].append(time.perf_counter() - t0)
-                cpu[name] += server.cpu_seconds() - c0
+                cpu[name] += cpu_ns(pid) - c0
     finally:
         close()
         c.close()
@@ -126,7 +142,7 @@ def measure(server: ServerProcess, proto: str, n: int, rounds: int) -> dict[str,
         k: {
             "median_ms": statistics.median(v) * 1e3,
             "p90_ms": sorted(v)[int(len(v) * 0.9) - 1] * 1e3,
-            "cpu_ms": cpu[k] / rounds * 1e3,
+            "cpu_ms": cpu[k] / rounds / 1e6,
         }
         for k, v in times.items()
     }
@@ -142,7 +158,7 @@ def main() -> int:
         help="the server executable (a release build)",
     )
     p.add_argument(
-        "--rounds", default="200,20", help="requests per mode for 100,000 and 10 M elements"
+        "--rounds", default="500,20", help="requests per mode for 100,000 and 10 M elements"
     )
     args = p.parse_args()
     small, large = (int(r) for r in args.rounds.split(","))
@@ -157,7 +173,8 @@ def main() -> int:
                     f"| {n:,} | {proto} | {rounds} | {b['median_ms']:.2f} ({b['p90_ms']:.2f}) "
                     f"| {s['median_ms']:.2f} ({s['p90_ms']:.2f}) "
                     f"| {b['median_ms'] / s['median_ms']:.1f}x "
-                    f"| {b['cpu_ms']:.2f} | {s['cpu_ms']:.2f} |"
+                    f"| {b['cpu_ms']:.2f} | {s['cpu_ms']:.2f} "
+                    f"| {b['cpu_ms'] / s['cpu_ms']:.1f}x |"
                 )
                 print(rows[-1], flush=True)
     finally:
@@ -166,9 +183,9 @@ def main() -> int:
     print(
         "| FP32 elements | protocol | requests per mode | binary: median (p90) ms "
         "| shared memory: median (p90) ms | binary / shm | server CPU ms per request, "
-        "binary | server CPU ms per request, shm |"
+        "binary | server CPU ms per request, shm | CPU binary / shm |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     print("\n".join(rows))
     return 0
 
