@@ -8,11 +8,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from . import _core, loader, modelfile
+from . import _core, graph, loader, modelfile
 from .error_log import errors
 from .errors import SettingsError
 from .repository import ModelSettings, Repository
-from .seldon import SeldonAdapter
+from .seldon import SeldonAdapter, announce_type
 from .settings import Settings
 from .workers import run_workers
 
@@ -25,8 +25,8 @@ def _describe(host: str, http_port: int, grpc_port: int, tls: bool = False) -> s
     return (
         f"REST  {scheme}://{shown}:{http_port}/api/v1.0/predictions  (HTTP/1.1 and {http2})\n"
         f"gRPC  {shown}:{grpc_port}{' (TLS)' if tls else ''}  "
-        "(seldon.protos.Seldon, seldon.protos.Model, inference.GRPCInferenceService, "
-        "health, reflection)"
+        "(seldon.protos.Seldon, seldon.protos.Model, the Seldon graph component services, "
+        "inference.GRPCInferenceService, health, reflection)"
     )
 
 
@@ -85,6 +85,35 @@ def serve(model: Any = None, settings: Settings | None = None, *, spec: str | No
         )
         log.info("%s: %s", spec, how)
         batch = settings.max_batch_size
+    elif isinstance(model, str) and graph.is_deployment(model):
+        spec = model
+        sdep = graph.build(
+            graph.read(model, settings.graph_predictor, graph.parse_node_map(settings.graph_nodes))
+        )
+        model = sdep
+        name = settings.model_name or sdep.spec.deployment
+        image = settings.model_image or name
+        adapter = graph.GraphAdapter(sdep, name, settings.raw_arrays)
+        batch = settings.max_batch_size
+        # Each node on its own routes too, unless the graph itself has its name.
+        for node_name, node_adapter in graph.node_adapters(sdep):
+            if node_name == name:
+                log.warning(
+                    "graph node %r is served inside the graph only: the graph has its name",
+                    node_name,
+                )
+                continue
+            # The predictor's name stands for the version on /api/NODE/VERSION.
+            node_settings = ModelSettings(
+                name=node_name, implementation=f"{spec}#{node_name}", version=sdep.spec.predictor
+            )
+            others.append((node_adapter, node_settings))
+        log.info(
+            "graph %s (predictor %s): %s",
+            name,
+            sdep.spec.predictor,
+            ", ".join(f"{n.name} ({n.spec.type})" for n in sdep.nodes),
+        )
     else:
         if isinstance(model, str):
             spec = model
@@ -92,6 +121,7 @@ def serve(model: Any = None, settings: Settings | None = None, *, spec: str | No
         name = settings.model_name or type(model).__name__
         image = settings.model_image or type(model).__name__
         adapter = SeldonAdapter(model, name, settings.raw_arrays)
+        announce_type(adapter, settings.service_type)
         if adapter.has_predict_raw and settings.max_batch_size > 1:
             raise SettingsError(
                 f"max_batch_size: {type(model).__name__} defines predict_raw, whose requests "
@@ -135,6 +165,8 @@ def serve(model: Any = None, settings: Settings | None = None, *, spec: str | No
     workers = f" with {settings.workers} workers" if settings.workers > 1 else ""
     batching = f", batching up to {batch} requests" if batch > 1 else ""
     more = f" and {len(others)} more from {settings.model_repository}" if others else ""
+    if isinstance(model, graph.Graph):
+        more = f" with its {len(model.nodes)} nodes each on its own routes"
 
     def on_bound(http_port: int, grpc_port: int) -> None:
         log.info(

@@ -173,6 +173,15 @@ class Settings(BaseSettings, ModelServing):
         "PREDICTIVE_UNIT_ID",
         shown="the class name, or the model file's name without its suffix",
     )
+    service_type: Literal[
+        "", "MODEL", "ROUTER", "TRANSFORMER", "OUTPUT_TRANSFORMER", "COMBINER", "OUTLIER_DETECTOR"
+    ] = _opt(
+        "",
+        "the Seldon graph component type the class is (as seldon-core's --service-type); "
+        "every type's routes are served either way, as Seldon's wrapper does",
+        "SERVICE_TYPE",
+        shown="from the class's methods",
+    )
     model_image: Str = _opt(
         "",
         "value beside the name in meta.requestPath (Seldon puts the image there)",
@@ -193,6 +202,16 @@ class Settings(BaseSettings, ModelServing):
         "",
         "constructor arguments, Seldon style: JSON list of {name, value, type}",
         "PREDICTIVE_UNIT_PARAMETERS",
+    )
+    graph_predictor: Str = _opt(
+        "",
+        "when MODEL is a SeldonDeployment file: the predictor whose graph is served",
+        shown="the first",
+    )
+    graph_nodes: Str = _opt(
+        "",
+        "when MODEL is a SeldonDeployment file: each graph node's class, name=module:Class "
+        "separated by commas (else the MODEL_NAME in its container's env)",
     )
     auth_tokens: Str = _opt(
         "",
@@ -488,7 +507,10 @@ class Settings(BaseSettings, ModelServing):
 # Settings the Python side acts on; the rest cross to the core (Settings.to_core).
 PYTHON_ONLY = {
     "parameters",
+    "graph_predictor",
+    "graph_nodes",
     "raw_arrays",
+    "service_type",
     "model_repository",
     "default_model",
     "runtime",

@@ -152,7 +152,11 @@ impl App {
         };
         Ok(match reply {
             Prediction::Message(mut m) => {
-                self.complete_meta(&mut m.meta, puid);
+                match model {
+                    // A model on its own route names itself (it has no image of its own).
+                    Some(served) => complete_meta(&mut m.meta, puid, &served.name, &served.name),
+                    None => self.complete_meta(&mut m.meta, puid),
+                }
                 Prediction::Message(m)
             }
             raw @ Prediction::Raw(_) => raw,
@@ -197,6 +201,24 @@ impl App {
         let mut m = model.runner.send_feedback(f, None).await?;
         self.complete_meta(&mut m.meta, puid);
         Ok(m)
+    }
+
+    /// A Seldon graph component's operation on the default model, its reply's meta
+    /// completed as predict's.
+    pub async fn component(
+        &self,
+        call: crate::runner::Component,
+        deadline: Option<Instant>,
+    ) -> Result<Prediction, ServeError> {
+        let puid = call.puid();
+        let model = self.models.default_model()?;
+        Ok(match model.runner.component(call, deadline).await? {
+            Prediction::Message(mut m) => {
+                self.complete_meta(&mut m.meta, puid);
+                Prediction::Message(m)
+            }
+            raw @ Prediction::Raw(_) => raw,
+        })
     }
 
     pub async fn health_status(&self) -> Result<SeldonMessage, ServeError> {
@@ -256,13 +278,24 @@ impl App {
         })
     }
 
-    /// Seldon's reply meta: the request's `puid` echoed, and this model in `requestPath`.
+    /// Seldon's reply meta: the request's `puid` echoed, and this model in `requestPath`
+    /// unless the model (a graph) listed the nodes it ran there.
     fn complete_meta(&self, meta: &mut Meta, puid: String) {
-        if meta.puid.is_empty() {
-            meta.puid = puid;
-        }
+        complete_meta(
+            meta,
+            puid,
+            self.models.default_name(),
+            &self.config.model_image,
+        );
+    }
+}
+
+fn complete_meta(meta: &mut Meta, puid: String, name: &str, image: &str) {
+    if meta.puid.is_empty() {
+        meta.puid = puid;
+    }
+    if meta.request_path.is_empty() {
         meta.request_path
-            .entry(self.models.default_name().to_string())
-            .or_insert_with(|| self.config.model_image.clone());
+            .insert(name.to_string(), image.to_string());
     }
 }

@@ -1,5 +1,6 @@
 //! REST: HTTP/1.1 and h2c on one port, routed by one table (`routes`).
 mod body;
+mod components;
 mod content_coding;
 mod handle;
 mod health;

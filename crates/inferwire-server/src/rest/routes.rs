@@ -17,12 +17,13 @@ use http::{Method, Request};
 use hyper::body::Incoming;
 
 use super::body::Reply;
-use super::{health, login, publish, seldon, shared_memory, v2};
+use super::{components, health, login, publish, seldon, shared_memory, v2};
 use crate::app::App;
 use crate::auth::Access;
 use crate::error::{Kind, ServeError};
 use crate::metrics;
 use crate::observe::Observed;
+use crate::runner::Component;
 
 /// What a handler gets.
 pub(super) struct Ctx<'a> {
@@ -153,10 +154,94 @@ pub(super) static ROUTES: &[Route] = &[
         ],
     ),
     seldon(
-        &["/api/v1.0/feedback", "/api/v0.1/feedback", "/send-feedback"],
+        &["/api/v1.0/feedback", "/api/v0.1/feedback"],
         A::PREDICT,
         M::Feedback,
         &[(Post, |c| Box::pin(seldon::feedback(c.app, c.req)))],
+    ),
+    // The component-level feedback route takes GET `?json=` too, as Seldon's wrapper does.
+    seldon(
+        &["/send-feedback"],
+        A::PREDICT,
+        M::Feedback,
+        &[
+            (Post, |c| Box::pin(seldon::feedback(c.app, c.req))),
+            (Get, |c| Box::pin(components::feedback_query(c.app, c.req))),
+        ],
+    ),
+    // The other graph component types' routes (seldon-core's wrapper serves them all on
+    // every component, by GET or POST).
+    seldon(
+        &["/transform-input"],
+        A::PREDICT,
+        M::TransformInput,
+        &[
+            (Post, |c| {
+                Box::pin(components::one(
+                    c.app,
+                    c.req,
+                    c.obs,
+                    Component::TransformInput,
+                ))
+            }),
+            (Get, |c| {
+                Box::pin(components::one(
+                    c.app,
+                    c.req,
+                    c.obs,
+                    Component::TransformInput,
+                ))
+            }),
+        ],
+    ),
+    seldon(
+        &["/transform-output"],
+        A::PREDICT,
+        M::TransformOutput,
+        &[
+            (Post, |c| {
+                Box::pin(components::one(
+                    c.app,
+                    c.req,
+                    c.obs,
+                    Component::TransformOutput,
+                ))
+            }),
+            (Get, |c| {
+                Box::pin(components::one(
+                    c.app,
+                    c.req,
+                    c.obs,
+                    Component::TransformOutput,
+                ))
+            }),
+        ],
+    ),
+    seldon(
+        &["/route"],
+        A::PREDICT,
+        M::Route,
+        &[
+            (Post, |c| {
+                Box::pin(components::one(c.app, c.req, c.obs, Component::Route))
+            }),
+            (Get, |c| {
+                Box::pin(components::one(c.app, c.req, c.obs, Component::Route))
+            }),
+        ],
+    ),
+    seldon(
+        &["/aggregate"],
+        A::PREDICT,
+        M::Aggregate,
+        &[
+            (Post, |c| {
+                Box::pin(components::aggregate(c.app, c.req, c.obs))
+            }),
+            (Get, |c| {
+                Box::pin(components::aggregate(c.app, c.req, c.obs))
+            }),
+        ],
     ),
     seldon(
         &["/health/ping", "/api/v1.0/health/ping"],
@@ -494,7 +579,11 @@ mod tests {
             "POST,GET /predict predict predict default-model",
             "POST /api/v1.0/feedback predict feedback default-model",
             "POST /api/v0.1/feedback predict feedback default-model",
-            "POST /send-feedback predict feedback default-model",
+            "POST,GET /send-feedback predict feedback default-model",
+            "POST,GET /transform-input predict transform-input default-model",
+            "POST,GET /transform-output predict transform-output default-model",
+            "POST,GET /route predict route default-model",
+            "POST,GET /aggregate predict aggregate default-model",
             "GET /health/ping open health default-model",
             "GET /api/v1.0/health/ping open health default-model",
             "GET /health/status open health default-model",

@@ -162,7 +162,7 @@ pub async fn metadata(app: &App) -> Result<Reply, ServeError> {
     ))
 }
 
-fn encode_reply(reply: Prediction) -> Result<Reply, ServeError> {
+pub(super) fn encode_reply(reply: Prediction) -> Result<Reply, ServeError> {
     let out = match reply {
         Prediction::Message(m) => {
             let mut out = Vec::with_capacity(256);
@@ -193,7 +193,10 @@ fn encode_reply(reply: Prediction) -> Result<Reply, ServeError> {
 /// Reads a body and the media its Content-Type names. Like Seldon, a missing
 /// Content-Type and curl's default form type are taken as JSON (with the `json=` form
 /// field unwrapped).
-async fn read_body(app: &App, req: Request<Incoming>) -> Result<(Media, Bytes), ServeError> {
+pub(super) async fn read_body(
+    app: &App,
+    req: Request<Incoming>,
+) -> Result<(Media, Bytes), ServeError> {
     let ctype = header_str(&req, header::CONTENT_TYPE);
     let media = Media::from_content_type(ctype.as_deref())?.ok_or_else(|| {
         ServeError::new(
@@ -230,7 +233,7 @@ async fn json_body(app: &App, req: Request<Incoming>) -> Result<Bytes, ServeErro
 /// A form-encoded value (`application/x-www-form-urlencoded`, as a query string too): up
 /// to the next `&` (other fields follow), `+` a space, then %XX escapes decoded; a `%`
 /// without two hex digits after it stays as it is.
-fn percent_decode(s: &[u8]) -> Vec<u8> {
+pub(super) fn percent_decode(s: &[u8]) -> Vec<u8> {
     let value = s.split(|&b| b == b'&').next().unwrap_or_default();
     let spaced: Vec<u8> = value
         .iter()
