@@ -325,3 +325,47 @@ def test_registering_needs_the_publish_scope_with_auth(serve: Any, tmp_path: Pat
         assert y.as_numpy("y").tolist() == [[3.0] * 4]
     finally:
         r.close()
+
+
+def test_the_proto_matches_tritonclients(tmp_path: Path) -> None:
+    """The shared-memory messages and methods of proto/grpc_service.proto have the field
+    numbers and types of Triton's, as tritonclient compiled them."""
+    from google.protobuf import descriptor_pb2
+    from grpc_tools import protoc
+    from tritonclient.grpc import service_pb2
+
+    root = Path(__file__).resolve().parent.parent
+    out = tmp_path / "set.pb"
+    args = ["protoc", f"-I{root / 'proto'}", f"--descriptor_set_out={out}", "grpc_service.proto"]
+    assert protoc.main(args) == 0
+    ours = descriptor_pb2.FileDescriptorSet.FromString(out.read_bytes()).file[0]
+    theirs = descriptor_pb2.FileDescriptorProto()
+    service_pb2.DESCRIPTOR.CopyToProto(theirs)
+
+    def messages(f: Any) -> dict[str, list[tuple[Any, ...]]]:
+        found: dict[str, list[tuple[Any, ...]]] = {}
+
+        def walk(m: Any, prefix: str) -> None:
+            found[prefix + m.name] = sorted(
+                (x.name, x.number, x.type, x.label, x.type_name.rsplit(".", 1)[-1]) for x in m.field
+            )
+            for n in m.nested_type:
+                walk(n, f"{prefix}{m.name}.")
+
+        for m in f.message_type:
+            walk(m, "")
+        return found
+
+    mine, triton = messages(ours), messages(theirs)
+    names = [n for n in mine if "SharedMemory" in n]
+    assert len(names) == 16
+    assert {n: mine[n] for n in names} == {n: triton[n] for n in names}
+
+    def methods(f: Any) -> dict[str, tuple[str, str]]:
+        return {
+            m.name: (m.input_type, m.output_type)
+            for m in f.service[0].method
+            if "SharedMemory" in m.name
+        }
+
+    assert len(methods(ours)) == 6 and methods(ours) == methods(theirs)
