@@ -154,6 +154,18 @@ def test_bad_registrations_name_the_field(server: Served, regions: Regions, prot
     for bad_key, offset, size, message in cases:
         with pytest.raises(InferenceServerException, match=message):
             c.register_system_shared_memory("r", bad_key, size, offset=offset)
+    # Only regular files in /dev/shm: a link out of it, or a FIFO, is refused.
+    link, fifo = Path(f"/dev/shm/iw-link-{regions.tag}"), Path(f"/dev/shm/iw-fifo-{regions.tag}")
+    link.symlink_to("/etc/passwd")
+    os.mkfifo(fifo)
+    try:
+        with pytest.raises(InferenceServerException, match="cannot open shared-memory object"):
+            c.register_system_shared_memory("r", f"/{link.name}", 16)
+        with pytest.raises(InferenceServerException, match="is not a shared-memory object"):
+            c.register_system_shared_memory("r", f"/{fifo.name}", 16)
+    finally:
+        link.unlink()
+        fifo.unlink()
     c.register_system_shared_memory("r", key, 16)
     with pytest.raises(InferenceServerException, match="already registered"):
         c.register_system_shared_memory("r", key, 16)

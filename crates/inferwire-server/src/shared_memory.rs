@@ -148,8 +148,9 @@ fn open_object(key: &str) -> Result<File, String> {
     let file = OpenOptions::new()
         .read(true)
         .write(true)
-        // A link in /dev/shm must not lead elsewhere.
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        // A link in /dev/shm must not lead elsewhere; a FIFO must not block the open
+        // (it is refused below: only regular files are shared-memory objects).
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
         .open(&path)
         .map_err(|e| format!("key: cannot open shared-memory object {key:?}: {e}"))?;
     let meta = file.metadata().map_err(|e| format!("key: {key:?}: {e}"))?;
