@@ -75,6 +75,10 @@ class CoreConfig:
         repository_sync_dir: str,
         metrics_port: int,
         metrics_endpoint: str,
+        system_shared_memory: bool,
+        shared_memory_max_regions: int,
+        shared_memory_max_bytes: int,
+        shared_memory_dir: str,
     ) -> Self: ...
 
 @final

@@ -130,6 +130,19 @@ def serve(model: Any = None, settings: Settings | None = None, *, spec: str | No
         batch = settings.max_batch_size
     if model is not None and any(o[1].name == name for o in others):
         raise SettingsError(f"model_name: the repository also has a model named {name!r}")
+    shm_dir = None
+    if settings.system_shared_memory:
+        # Made before the workers fork: where they share the clients' registrations.
+        shm_dir = tempfile.mkdtemp(prefix="inferwire-shm-")
+        log.warning(
+            "system_shared_memory is on: clients on this host can register /dev/shm objects "
+            "(up to %d regions, %d bytes in all) and pass tensors in them%s",
+            settings.shared_memory_max_regions,
+            settings.shared_memory_max_bytes,
+            ""
+            if settings.auth_tokens or settings.auth_users
+            else "; auth is off, so any client that reaches the ports can register",
+        )
     sync_dir = None
     supervised = settings.supervisor == "on"
     if supervised:
@@ -143,6 +156,7 @@ def serve(model: Any = None, settings: Settings | None = None, *, spec: str | No
             model_image=image,
             model_version=version,
             repository_sync_dir=sync_dir or "",
+            shared_memory_dir=shm_dir or "",
         )
         built = [(a, s.to_core()) for a, s in others]
         server = _core.Server(config, adapter, built, repo)
@@ -182,4 +196,6 @@ def serve(model: Any = None, settings: Settings | None = None, *, spec: str | No
     finally:
         if sync_dir is not None:
             shutil.rmtree(sync_dir, ignore_errors=True)
+        if shm_dir is not None:
+            shutil.rmtree(shm_dir, ignore_errors=True)
     log.info("stopped")

@@ -250,6 +250,20 @@ class Settings(BaseSettings, ModelServing):
         "without auth, serve the repository API anyway (publish, delete, load, unload, index): "
         "anyone who can reach the port can then run code in the server; trusted networks only",
     )
+    system_shared_memory: Bool = _opt(
+        False,
+        "Triton's system shared-memory extension: clients on this host register /dev/shm "
+        "objects and pass tensors in them by reference; with auth, registering needs the "
+        "publish scope",
+    )
+    shared_memory_max_regions: Int = _opt(
+        64, "system shared-memory regions registered at once, at most"
+    )
+    shared_memory_max_bytes: Int = _opt(
+        1024 * 1024 * 1024,
+        "the registered system shared-memory regions' total size, bytes, at most (tensors "
+        "read from them count against max_body_bytes per request)",
+    )
     login_user_failures: Int = _opt(
         5, "failed logins per username within login_window before POST /login answers 429"
     )
@@ -390,6 +404,8 @@ class Settings(BaseSettings, ModelServing):
             "workers",
             "login_user_failures",
             "login_client_failures",
+            "shared_memory_max_regions",
+            "shared_memory_max_bytes",
         )
         for name in at_least_one:
             if getattr(self, name) < 1:
@@ -504,6 +520,7 @@ class Settings(BaseSettings, ModelServing):
         # Made once here, before workers fork, so every worker accepts the same logins.
         d["auth_key"] = self.signing_key() or secrets.token_hex(32)
         d.setdefault("repository_sync_dir", "")
+        d.setdefault("shared_memory_dir", "")
         d.update(given)
         return _core.CoreConfig(**d)
 

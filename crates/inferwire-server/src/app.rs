@@ -31,6 +31,8 @@ pub struct App {
     pub request_limit: Option<u64>,
     /// Wakes the recycling thread (recycle::watch) the moment the limit is reached.
     pub limit_reached: (std::sync::Mutex<bool>, std::sync::Condvar),
+    /// Triton's system shared-memory regions (off unless configured).
+    pub shared_memory: crate::shared_memory::SharedMemory,
 }
 
 impl App {
@@ -47,6 +49,7 @@ impl App {
                     .min(tokio::sync::Semaphore::MAX_PERMITS),
             )),
             bodies: crate::body_budget::BodyBudget::new(config.max_body_bytes_in_flight, metrics),
+            shared_memory: crate::shared_memory::SharedMemory::new(config.shared_memory.clone()),
             config,
             models,
             metrics,

@@ -81,6 +81,8 @@ pub struct ServerConfig {
     /// (`PREDICTIVE_UNIT_METRICS_SERVICE_PORT`); None: none.
     pub metrics_port: Option<u16>,
     pub metrics_endpoint: String,
+    /// Triton's system shared-memory extension; `None`: off (the default).
+    pub shared_memory: Option<crate::shared_memory::SharedMemoryConfig>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -141,6 +143,7 @@ impl Default for ServerConfig {
             allow_unauthenticated_repository: false,
             metrics_port: None,
             metrics_endpoint: "/prometheus".into(),
+            shared_memory: None,
         }
     }
 }

@@ -10,6 +10,7 @@ mod publish;
 mod routes;
 mod seldon;
 mod serve;
+mod shared_memory;
 mod v2;
 
 pub use serve::serve;

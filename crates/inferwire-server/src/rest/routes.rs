@@ -17,7 +17,7 @@ use http::{Method, Request};
 use hyper::body::Incoming;
 
 use super::body::Reply;
-use super::{components, health, login, publish, seldon, v2};
+use super::{components, health, login, publish, seldon, shared_memory, v2};
 use crate::app::App;
 use crate::auth::Access;
 use crate::error::{Kind, ServeError};
@@ -444,6 +444,57 @@ pub(super) static ROUTES: &[Route] = &[
         M::Other,
         &[(Post, |c| Box::pin(v2::unload(c.app, c.name)))],
     ),
+    // Triton's shared-memory extension (system shared memory off unless configured).
+    route(
+        &[
+            "/v2/systemsharedmemory/status",
+            "/v2/systemsharedmemory/region/{name}/status",
+        ],
+        A::PREDICT,
+        M::Other,
+        &[(Get, |c| Box::pin(shared_memory::status(c.app, c.name)))],
+    ),
+    route(
+        &["/v2/systemsharedmemory/region/{name}/register"],
+        crate::shared_memory::REGISTER,
+        M::Other,
+        &[(Post, |c| {
+            Box::pin(shared_memory::register(c.app, c.req, c.name))
+        })],
+    ),
+    route(
+        &[
+            "/v2/systemsharedmemory/unregister",
+            "/v2/systemsharedmemory/region/{name}/unregister",
+        ],
+        crate::shared_memory::REGISTER,
+        M::Other,
+        &[(Post, |c| Box::pin(shared_memory::unregister(c.app, c.name)))],
+    ),
+    route(
+        &[
+            "/v2/cudasharedmemory/status",
+            "/v2/cudasharedmemory/region/{name}/status",
+        ],
+        A::PREDICT,
+        M::Other,
+        &[(Get, |c| Box::pin(shared_memory::cuda_status(c.name)))],
+    ),
+    route(
+        &["/v2/cudasharedmemory/region/{name}/register"],
+        crate::shared_memory::REGISTER,
+        M::Other,
+        &[(Post, |_| Box::pin(shared_memory::cuda_register()))],
+    ),
+    route(
+        &[
+            "/v2/cudasharedmemory/unregister",
+            "/v2/cudasharedmemory/region/{name}/unregister",
+        ],
+        crate::shared_memory::REGISTER,
+        M::Other,
+        &[(Post, |_| Box::pin(shared_memory::cuda_unregister()))],
+    ),
 ];
 
 /// 404 for a path no route serves.
@@ -582,6 +633,16 @@ mod tests {
             "POST /v2/repository/index repository-read other",
             "POST /v2/repository/models/{name}/load repository-write other",
             "POST /v2/repository/models/{name}/unload repository-write other",
+            "GET /v2/systemsharedmemory/status predict other",
+            "GET /v2/systemsharedmemory/region/{name}/status predict other",
+            "POST /v2/systemsharedmemory/region/{name}/register publish other",
+            "POST /v2/systemsharedmemory/unregister publish other",
+            "POST /v2/systemsharedmemory/region/{name}/unregister publish other",
+            "GET /v2/cudasharedmemory/status predict other",
+            "GET /v2/cudasharedmemory/region/{name}/status predict other",
+            "POST /v2/cudasharedmemory/region/{name}/register publish other",
+            "POST /v2/cudasharedmemory/unregister publish other",
+            "POST /v2/cudasharedmemory/region/{name}/unregister publish other",
         ];
         assert_eq!(listed, expected);
     }
