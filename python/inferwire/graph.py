@@ -34,7 +34,7 @@ import numpy as np
 
 from . import loader, modelfile
 from .errors import ModelLoadError, SettingsError
-from .seldon import SeldonAdapter, _own
+from .seldon import SeldonAdapter, _own, default_names
 from .settings import parse_parameters
 
 log = logging.getLogger("inferwire")
@@ -54,6 +54,8 @@ PREPACKAGED = {
 MAX_NODES = 64
 MAX_DEPTH = 16
 MAX_FILE_BYTES = 1 << 20
+# Column names between nodes: a list, or a column count standing for Seldon's ``t:0..``.
+Names = list[str] | int
 
 
 @dataclass
@@ -411,7 +413,8 @@ class Graph:
         m["routing"] = trace.routing = {}
         m["requestPath"] = trace.path
         out, out_names = self._walk(self.root, X, list(names), m)
-        trace.names = out_names
+        # Default names stay a count: the core writes them.
+        trace.names = None if isinstance(out_names, int) else out_names
         return out
 
     def walked(self) -> dict[str, Any]:
@@ -454,7 +457,7 @@ class Graph:
         }
 
     # The walk, as Seldon's executor does it, without encoding between nodes.
-    def _took(self, node: Node, result: Any, names: list[str], meta: dict[str, Any]) -> Any:
+    def _took(self, node: Node, result: Any, names: Names, meta: dict[str, Any]) -> Any:
         """Records a step's ``(output, names, tags, metrics)``; returns (output, names)."""
         out, out_names, tags, metrics = result
         trace = self._trace
@@ -464,17 +467,16 @@ class Graph:
             meta["tags"] = {**meta.get("tags", {}), **tags}
         if metrics:
             trace.metrics.extend(metrics)
-        return out, out_names or names
+        return out, names if out_names is None else out_names
 
-    def _walk(
-        self, node: Node, x: Any, names: list[str], meta: dict[str, Any]
-    ) -> tuple[Any, list[str]]:
+    def _walk(self, node: Node, x: Any, names: Names, meta: dict[str, Any]) -> tuple[Any, Names]:
         if node.predict is not None:
-            x, names = self._took(node, node.predict(x, names, meta), names, meta)
+            x, names = self._took(node, node.predict(x, _listed(names), meta), names, meta)
         elif node.transforms_input:
-            x, names = self._took(node, node.transform_input(x, names, meta), names, meta)
+            step = node.transform_input(x, _listed(names), meta)
+            x, names = self._took(node, step, names, meta)
         if node.children:
-            route, result = node.choose(x, names, meta)
+            route, result = node.choose(x, _listed(names), meta)
             if result is not None:
                 self._took(node, result, names, meta)
             if node.routes or node.ab_ratio is not None:
@@ -483,13 +485,14 @@ class Graph:
             chosen = node.children if route == -1 else [node.children[route]]
             results = [self._walk(c, x, names, meta) for c in chosen]
             if node.aggregates:
-                xs, all_names = [r[0] for r in results], [r[1] for r in results]
+                xs, all_names = [r[0] for r in results], [_listed(r[1]) for r in results]
                 step = node.aggregate(xs, all_names, meta)
                 x, names = self._took(node, step, results[0][1], meta)
             else:
                 x, names = results[0]
         if node.transforms_output:
-            x, names = self._took(node, node.transform_output(x, names, meta), names, meta)
+            step = node.transform_output(x, _listed(names), meta)
+            x, names = self._took(node, step, names, meta)
         return x, names
 
     def _feedback(
@@ -513,6 +516,11 @@ class Graph:
                 self._feedback(c, features, names, reward, truth, routing)
         if node.takes_feedback and node.adapter is not None:
             node.adapter.send_feedback(features, names, reward, truth, routing)
+
+
+def _listed(names: Names) -> list[str]:
+    """Names as a node gets them: Seldon's ``t:0..`` for a column count."""
+    return default_names(names) if isinstance(names, int) else names
 
 
 def _edges(node: Node, models: dict[str, Any]) -> tuple[Any, Any]:

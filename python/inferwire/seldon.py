@@ -5,6 +5,7 @@ for the call; everything around them (parsing, encoding, networking) stays in Ru
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import json
 import logging
@@ -21,8 +22,10 @@ from .errors import ModelLoadError
 
 log = logging.getLogger("inferwire.model")
 
-# (output, output names, tags, metrics): what the core turns into a reply.
-Result = tuple[Any, list[str] | None, dict[str, Any] | None, list[dict[str, Any]] | None]
+# (output, output names, tags, metrics): what the core turns into a reply. Names given as
+# a count n are Seldon's default "t:0".."t:n-1", which the core writes (a wide result's
+# names would otherwise cost more in Python than the rest of the request).
+Result = tuple[Any, list[str] | int | None, dict[str, Any] | None, list[dict[str, Any]] | None]
 
 
 def _accepts_meta(fn: Callable[..., Any]) -> bool:
@@ -296,8 +299,9 @@ class SeldonAdapter:
             return None
         return routing.get(self.unit_id)
 
-    def _class_names(self, out: Any) -> list[str] | None:
-        """Seldon's names for a 2-D result: the model's ``class_names``, else ``t:0..``."""
+    def _class_names(self, out: Any) -> list[str] | int | None:
+        """Seldon's names for a 2-D result: the model's ``class_names``, else the column
+        count, for ``t:0..``."""
         if not isinstance(out, (np.ndarray, list)):
             return None
         shape: tuple[int, ...] = np.shape(out) if isinstance(out, list) else out.shape
@@ -317,7 +321,7 @@ class SeldonAdapter:
                     names = None
         if names is not None:
             return [str(n) for n in names]
-        return [f"t:{i}" for i in range(shape[1])]
+        return int(shape[1])
 
     def _result(self, out: Any) -> Result:
         """An operation's reply: its data (a SeldonResponse's, or ``out`` itself), column
@@ -631,6 +635,18 @@ def metadata_problem(meta: dict[str, Any]) -> str | None:
         if not check(value):
             return f"{key}: {json.dumps(value, default=str)[:200]} does not match Seldon's schema"
     return None
+
+
+def default_names(n: int) -> list[str]:
+    """Seldon's names for ``n`` columns without ``class_names``: ``t:0`` .. ``t:n-1``."""
+    # A few widths are kept (at most 4 x 131072 short strings): a graph passes the same
+    # width from node to node, request after request.
+    return list(_default_names(n)) if n <= 131072 else [f"t:{i}" for i in range(n)]
+
+
+@functools.lru_cache(maxsize=4)
+def _default_names(n: int) -> tuple[str, ...]:
+    return tuple(f"t:{i}" for i in range(n))
 
 
 def _no_predict(*_args: Any, **_kwargs: Any) -> Any:

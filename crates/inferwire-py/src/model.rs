@@ -104,7 +104,10 @@ impl PyModel {
         if !output.is_none() {
             answer.output = Some(py_to_output(&output)?);
             let names = t.get_item(1)?;
-            if !names.is_none() {
+            if let Ok(n) = names.extract::<usize>() {
+                // Seldon's default names for n columns, written here rather than in Python.
+                answer.names = (0..n).map(|i| format!("t:{i}")).collect();
+            } else if !names.is_none() {
                 answer.names = names.extract()?;
             }
         }
