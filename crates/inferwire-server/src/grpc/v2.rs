@@ -1,5 +1,5 @@
 //! V2's `inference.GRPCInferenceService`: health, metadata and `ModelInfer` with typed or
-//! raw contents (a request sent raw is answered raw, as tritonclient expects).
+//! raw contents (answered raw unless the request sent typed contents: `proto::reply_raw`).
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -123,8 +123,12 @@ impl GrpcInferenceService for V2Service {
         }
         let deadline = app.deadline(Instant::now(), client_timeout(req.metadata()));
         let req = req.into_inner();
-        let raw = !req.raw_input_contents.is_empty();
-        obs.encoding = if raw { Encoding::Raw } else { Encoding::Typed };
+        obs.encoding = if req.raw_input_contents.is_empty() {
+            Encoding::Typed
+        } else {
+            Encoding::Raw
+        };
+        let raw = proto::reply_raw(&req);
         let run = async {
             let model = app.models.get(&req.model_name, &req.model_version)?;
             obs.model = model.slot;

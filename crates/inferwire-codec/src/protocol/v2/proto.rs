@@ -56,6 +56,22 @@ fn to_pb_parameters(p: &Parameters) -> HashMap<String, pb::InferParameter> {
         .collect()
 }
 
+/// Whether the reply to `req` goes in `raw_output_contents`. Triton always answers raw
+/// and its clients (tritonclient, perf_analyzer) read only raw outputs for every datatype
+/// but BYTES, so raw is the default; a request that sent typed `contents` is answered
+/// typed, as KServe's clients and MLServer do. A request-level `binary_data_output`
+/// boolean (the HTTP binary extension's parameter) chooses explicitly.
+pub fn reply_raw(req: &pb::ModelInferRequest) -> bool {
+    if let Some(ParameterChoice::BoolParam(b)) = req
+        .parameters
+        .get("binary_data_output")
+        .and_then(|p| p.parameter_choice.as_ref())
+    {
+        return *b;
+    }
+    !req.raw_input_contents.is_empty() || req.inputs.iter().all(|i| i.contents.is_none())
+}
+
 pub fn from_pb(req: pb::ModelInferRequest, limits: &Limits) -> Result<InferRequest> {
     unique_names("inputs", req.inputs.iter().map(|i| i.name.as_str()))?;
     unique_names("outputs", req.outputs.iter().map(|o| o.name.as_str()))?;
@@ -349,6 +365,33 @@ mod tests {
             &Limits::default(),
         );
         assert!(e.unwrap_err().message.contains("raw_input_contents"));
+    }
+
+    #[test]
+    fn reply_raw_unless_typed_or_asked() {
+        let c = pb::InferTensorContents {
+            fp32_contents: vec![1.0],
+            ..Default::default()
+        };
+        let mut typed = input("FP32", vec![1], c);
+        assert!(!reply_raw(&typed));
+        let mut by_reference = typed.clone();
+        by_reference.inputs[0].contents = None;
+        assert!(reply_raw(&by_reference), "no contents at all: Triton's raw");
+        assert!(reply_raw(&pb::ModelInferRequest::default()), "no inputs");
+        let mut raw = by_reference.clone();
+        raw.raw_input_contents = vec![Bytes::from_static(&[0, 0, 128, 63])];
+        assert!(reply_raw(&raw));
+        let ask = |b| pb::InferParameter {
+            parameter_choice: Some(ParameterChoice::BoolParam(b)),
+        };
+        typed
+            .parameters
+            .insert("binary_data_output".into(), ask(true));
+        assert!(reply_raw(&typed));
+        raw.parameters
+            .insert("binary_data_output".into(), ask(false));
+        assert!(!reply_raw(&raw));
     }
 
     #[test]
