@@ -3,7 +3,7 @@ use std::sync::Arc;
 
 use tokio::net::TcpListener;
 use tokio::sync::watch;
-use tonic::codec::CompressionEncoding::Gzip;
+use tonic::codec::CompressionEncoding::{Deflate, Gzip};
 
 use super::generated::{model_server::ModelServer, seldon_server::SeldonServer};
 use super::generated_v2::grpc_inference_service_server::GrpcInferenceServiceServer;
@@ -27,22 +27,26 @@ pub async fn serve(app: Arc<App>, listener: TcpListener, mut stop: watch::Receiv
     let svc = SeldonService(app.clone());
     let seldon = SeldonServer::new(svc.clone())
         .accept_compressed(Gzip)
+        .accept_compressed(Deflate)
         .max_decoding_message_size(limit)
         .max_encoding_message_size(usize::MAX);
     let seldon = FastPredict::new(seldon, svc.clone(), limit, &methods::SELDON_PREDICT);
     let model = ModelServer::new(svc.clone())
         .accept_compressed(Gzip)
+        .accept_compressed(Deflate)
         .max_decoding_message_size(limit)
         .max_encoding_message_size(usize::MAX);
     let model = FastPredict::new(model, svc, limit, &methods::MODEL_PREDICT);
     let v2 = GrpcInferenceServiceServer::new(V2Service(app.clone()))
         .accept_compressed(Gzip)
+        .accept_compressed(Deflate)
         .max_decoding_message_size(limit)
         .max_encoding_message_size(usize::MAX);
 
     let (health, health_svc) = super::health::Reporter::new();
     let health_svc = health_svc
         .accept_compressed(Gzip)
+        .accept_compressed(Deflate)
         .max_decoding_message_size(limit);
 
     let reflection = tonic_reflection::server::Builder::configure()
@@ -51,6 +55,7 @@ pub async fn serve(app: Arc<App>, listener: TcpListener, mut stop: watch::Receiv
         .build_v1()
         .expect("the built-in descriptors are valid")
         .accept_compressed(Gzip)
+        .accept_compressed(Deflate)
         .max_decoding_message_size(limit);
     let reflection_alpha = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(inferwire_codec::pb::FILE_DESCRIPTOR_SET)
@@ -58,6 +63,7 @@ pub async fn serve(app: Arc<App>, listener: TcpListener, mut stop: watch::Receiv
         .build_v1alpha()
         .expect("the built-in descriptors are valid")
         .accept_compressed(Gzip)
+        .accept_compressed(Deflate)
         .max_decoding_message_size(limit);
 
     let tls = app.config.tls.clone().map(tokio_rustls::TlsAcceptor::from);
