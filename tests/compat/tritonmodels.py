@@ -4,6 +4,7 @@ sleeps (perf_analyzer), and a stateful one that keeps a running total per sequen
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from typing import Any
@@ -39,12 +40,29 @@ class Sleep5ms:
 
 
 class Accumulate:
-    """Returns the running total of this sequence's inputs and the worker's pid: a
-    stateful model, which must see every request of a sequence in one process."""
+    """Triton's sequence batching parameters as a stateful model sees them: the running
+    total of one sequence's inputs (``sequence_start`` begins it at zero, ``sequence_end``
+    forgets it), answered with the pid of the process that holds it."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.totals: dict[Any, float] = {}
 
     def predict(self, X: Any, features_names: list[str] | None = None, meta: Any = None) -> Any:
-        return X
+        params = (meta or {}).get("parameters") or {}
+        seq = params.get("sequence_id")
+        if seq is None:
+            raise ValueError("sequence_id is missing")
+        value = float(np.asarray(X).sum())
+        with self.lock:
+            if params.get("sequence_start"):
+                self.totals[seq] = 0.0
+            if seq not in self.totals:
+                raise ValueError(f"sequence {seq!r} was not started here")
+            total = self.totals[seq] = self.totals[seq] + value
+            if params.get("sequence_end"):
+                del self.totals[seq]
+        return {
+            "total": np.array([total], np.float64),
+            "pid": np.array([os.getpid()], np.int64),
+        }

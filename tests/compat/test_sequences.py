@@ -1,0 +1,49 @@
+"""Triton's sequence parameters (``sequence_id``, integer or string, ``sequence_start``,
+``sequence_end``) as tritonclient sends them over HTTP and gRPC, reaching a stateful model
+that keeps one running total per sequence, interleaved sequences included."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+import tritonclient.grpc as grpcclient
+import tritonclient.http as httpclient
+from conftest import Served
+from tritonclient.utils import InferenceServerException
+
+
+@pytest.fixture(scope="module")
+def srv(serve: Any) -> Served:
+    return serve("compat.tritonmodels:Accumulate", "--model-name", "acc")
+
+
+def client(s: Served, protocol: str) -> Any:
+    if protocol == "http":
+        return httpclient.InferenceServerClient(url=f"127.0.0.1:{s.http_port}")
+    return grpcclient.InferenceServerClient(url=s.grpc_target)
+
+
+def step(c: Any, seq: int | str, value: float, start: bool = False, end: bool = False) -> float:
+    mod = httpclient if isinstance(c, httpclient.InferenceServerClient) else grpcclient
+    i = mod.InferInput("x", [1], "FP64")
+    i.set_data_from_numpy(np.array([value], np.float64))
+    r = c.infer("acc", [i], sequence_id=seq, sequence_start=start, sequence_end=end)
+    return float(r.as_numpy("total")[0])
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_interleaved_sequences(srv: Served, protocol: str) -> None:
+    c = client(srv, protocol)
+    a, b = (11, "user-b") if protocol == "http" else (12, "user-c")
+    assert step(c, a, 1, start=True) == 1
+    assert step(c, b, 100, start=True) == 100
+    assert step(c, a, 2) == 3
+    assert step(c, b, 5) == 105
+    assert step(c, a, 3, end=True) == 6
+    # Ended: the model forgot it, and says so (a 500 with its message).
+    with pytest.raises(InferenceServerException) as e:
+        step(c, a, 1)
+    assert f"sequence {a!r} was not started here" in (e.value.message() or "")
+    assert step(c, b, 1, end=True) == 106
