@@ -47,3 +47,40 @@ def test_interleaved_sequences(srv: Served, protocol: str) -> None:
         step(c, a, 1)
     assert f"sequence {a!r} was not started here" in (e.value.message() or "")
     assert step(c, b, 1, end=True) == 106
+
+
+@pytest.fixture(scope="module")
+def two_workers(serve: Any) -> Served:
+    return serve("compat.tritonmodels:Accumulate", "--model-name", "acc", "--workers", "2")
+
+
+def step_pid(
+    c: Any, seq: int | str, value: float, start: bool = False, end: bool = False
+) -> tuple[float, int]:
+    mod = httpclient if isinstance(c, httpclient.InferenceServerClient) else grpcclient
+    i = mod.InferInput("x", [1], "FP64")
+    i.set_data_from_numpy(np.array([value], np.float64))
+    r = c.infer("acc", [i], sequence_id=seq, sequence_start=start, sequence_end=end)
+    return float(r.as_numpy("total")[0]), int(r.as_numpy("pid")[0])
+
+
+def test_one_sequence_one_worker(two_workers: Served) -> None:
+    """With two workers, each request on a new connection (the kernel hands connections
+    to either worker), every sequence still reaches one copy of the model."""
+    seqs: list[int | str] = [*range(1, 6), *(f"s-{i}" for i in range(5))]
+    pids: dict[int | str, set[int]] = {s: set() for s in seqs}
+    totals = dict.fromkeys(seqs, 0.0)
+    for round_ in range(4):
+        for n, s in enumerate(seqs):
+            protocol = "http" if (n + round_) % 2 else "grpc"
+            c = client(two_workers, protocol)  # a new connection each time
+            value = float(n + 1)
+            total, pid = step_pid(c, s, value, start=round_ == 0, end=round_ == 3)
+            totals[s] += value
+            assert total == totals[s], (s, round_, total, totals[s])
+            pids[s].add(pid)
+            c.close()
+    assert all(len(p) == 1 for p in pids.values()), pids
+    owners = {next(iter(p)) for p in pids.values()}
+    assert len(owners) == 2, f"the sequences are spread over both workers: {pids}"
+    assert all(p != two_workers.proc.pid for p in owners)  # workers, not the supervisor

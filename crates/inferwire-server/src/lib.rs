@@ -23,6 +23,7 @@ pub mod repository_sync;
 pub mod rest;
 mod run;
 pub mod runner;
+mod sequences;
 pub mod tls;
 
 pub use config::{AccessLog, ServerConfig};
