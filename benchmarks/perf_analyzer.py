@@ -114,6 +114,7 @@ def bench(
 
 
 def main() -> int:
+    global STABILITY
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--seconds", type=float, default=10.0, help="inferwire bench's run per cell")
@@ -125,7 +126,6 @@ def main() -> int:
         help="perf_analyzer's --stability-percentage (its default: 10)",
     )
     args = p.parse_args()
-    global STABILITY
     STABILITY = args.stability
     pa = subprocess.run(
         ["bash", str(ROOT / "scripts/install-perf-analyzer.sh")],
