@@ -64,14 +64,20 @@ SERVER_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THRE
 class Proc:
     """A server in its own process group; ready when ``ready_url`` answers 200."""
 
-    def __init__(self, argv: list[str], ready_url: str, timeout: float = 180.0) -> None:
+    def __init__(
+        self,
+        argv: list[str],
+        ready_url: str,
+        timeout: float = 180.0,
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.argv = argv
         self.log = Path(tempfile.mkstemp(prefix="runtime-", suffix=".log")[1])
         with self.log.open("w") as log:
             self.proc = subprocess.Popen(
                 argv,
                 cwd=ROOT,
-                env={**os.environ, **SERVER_ENV},
+                env={**os.environ, **SERVER_ENV, **(env or {})},
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -112,13 +118,16 @@ class Proc:
         self.log.unlink(missing_ok=True)
 
 
-def inferwire(model: str, *args: str, python: str = sys.executable) -> tuple[Proc, str]:
-    """``python``: the interpreter whose inferwire serves (another build's venv to compare)."""
+def inferwire(
+    model: str, *args: str, python: str = sys.executable, env: dict[str, str] | None = None
+) -> tuple[Proc, str]:
+    """``python``: the interpreter whose inferwire serves (another build's venv to compare);
+    ``env``: variables the server gets on top of this process's."""
     port = free_port()
     argv = [python, "-m", "inferwire", "serve", model, "--host", "127.0.0.1"]
     argv += ["--http-port", str(port), "--grpc-port", str(free_port()), *args]
     url = f"http://127.0.0.1:{port}"
-    return Proc(argv, url + "/health/ping"), url
+    return Proc(argv, url + "/health/ping", env=env), url
 
 
 def attack(url: str, clients: int, seconds: float, pid: int, *extra: str) -> dict[str, Any]:

@@ -140,7 +140,7 @@ def test_model_settings_default_to_the_server_settings(tmp_path: Path) -> None:
 def core_kwargs() -> dict[str, Any]:
     d = Settings().model_dump(exclude=PYTHON_ONLY)
     d.update(Settings().runner(), log_level="info", supervised=True, auth_key="k" * 32)
-    d.update(repository_sync_dir="")
+    d.update(repository_sync_dir="", shared_memory_dir="")
     return d
 
 

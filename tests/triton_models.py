@@ -23,3 +23,13 @@ class Described:
             "inputs": [{"name": "x", "datatype": "FP32", "shape": [-1, 4]}],
             "outputs": [{"name": "y", "datatype": "FP32", "shape": [-1, 4]}],
         }
+
+
+class AddPid:
+    """Returns ``X + pid`` (FP64): which worker process answered (the shared-memory test
+    with several workers)."""
+
+    def predict(self, X: Any, features_names: list[str] | None = None) -> Any:
+        import os
+
+        return np.asarray(X, dtype=np.float64) + os.getpid()

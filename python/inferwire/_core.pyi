@@ -13,6 +13,7 @@ __all__ = [
     "__version__",
     "bench_main",
     "hash_password",
+    "seldon_descriptor_set",
     "seldon_from_pb",
     "seldon_to_pb",
     "token_digest",
@@ -72,6 +73,12 @@ class CoreConfig:
         access_log: str,
         log_level: str,
         repository_sync_dir: str,
+        metrics_port: int,
+        metrics_endpoint: str,
+        system_shared_memory: bool,
+        shared_memory_max_regions: int,
+        shared_memory_max_bytes: int,
+        shared_memory_dir: str,
     ) -> Self: ...
 
 @final
@@ -172,6 +179,10 @@ def seldon_to_pb(body: bytes) -> bytes:
 
 def seldon_from_pb(pb: bytes) -> bytes:
     """A SeldonMessage's protobuf encoding as its JSON."""
+
+def seldon_descriptor_set() -> bytes:
+    """The compiled ``prediction.proto`` and its imports as a serialized
+    ``FileDescriptorSet`` (for the protobuf classes a Seldon ``*_grpc`` method takes)."""
 
 def v2_request_to_pb(body: bytes, header_len: int | None, model: str, version: str = "") -> bytes:
     """A V2 REST request body (JSON, then binary inputs after ``header_len`` bytes) as a

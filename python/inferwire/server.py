@@ -8,11 +8,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from . import _core, loader, modelfile
+from . import _core, graph, loader, modelfile
 from .error_log import errors
 from .errors import SettingsError
 from .repository import ModelSettings, Repository
-from .seldon import SeldonAdapter
+from .seldon import SeldonAdapter, announce_type
 from .settings import Settings
 from .workers import run_workers
 
@@ -25,8 +25,8 @@ def _describe(host: str, http_port: int, grpc_port: int, tls: bool = False) -> s
     return (
         f"REST  {scheme}://{shown}:{http_port}/api/v1.0/predictions  (HTTP/1.1 and {http2})\n"
         f"gRPC  {shown}:{grpc_port}{' (TLS)' if tls else ''}  "
-        "(seldon.protos.Seldon, seldon.protos.Model, inference.GRPCInferenceService, "
-        "health, reflection)"
+        "(seldon.protos.Seldon, seldon.protos.Model, the Seldon graph component services, "
+        "inference.GRPCInferenceService, health, reflection)"
     )
 
 
@@ -85,6 +85,35 @@ def serve(model: Any = None, settings: Settings | None = None, *, spec: str | No
         )
         log.info("%s: %s", spec, how)
         batch = settings.max_batch_size
+    elif isinstance(model, str) and graph.is_deployment(model):
+        spec = model
+        sdep = graph.build(
+            graph.read(model, settings.graph_predictor, graph.parse_node_map(settings.graph_nodes))
+        )
+        model = sdep
+        name = settings.model_name or sdep.spec.deployment
+        image = settings.model_image or name
+        adapter = graph.GraphAdapter(sdep, name, settings.raw_arrays)
+        batch = settings.max_batch_size
+        # Each node on its own routes too, unless the graph itself has its name.
+        for node_name, node_adapter in graph.node_adapters(sdep):
+            if node_name == name:
+                log.warning(
+                    "graph node %r is served inside the graph only: the graph has its name",
+                    node_name,
+                )
+                continue
+            # The predictor's name stands for the version on /api/NODE/VERSION.
+            node_settings = ModelSettings(
+                name=node_name, implementation=f"{spec}#{node_name}", version=sdep.spec.predictor
+            )
+            others.append((node_adapter, node_settings))
+        log.info(
+            "graph %s (predictor %s): %s",
+            name,
+            sdep.spec.predictor,
+            ", ".join(f"{n.name} ({n.spec.type})" for n in sdep.nodes),
+        )
     else:
         if isinstance(model, str):
             spec = model
@@ -92,6 +121,7 @@ def serve(model: Any = None, settings: Settings | None = None, *, spec: str | No
         name = settings.model_name or type(model).__name__
         image = settings.model_image or type(model).__name__
         adapter = SeldonAdapter(model, name, settings.raw_arrays)
+        announce_type(adapter, settings.service_type)
         if adapter.has_predict_raw and settings.max_batch_size > 1:
             raise SettingsError(
                 f"max_batch_size: {type(model).__name__} defines predict_raw, whose requests "
@@ -100,6 +130,19 @@ def serve(model: Any = None, settings: Settings | None = None, *, spec: str | No
         batch = settings.max_batch_size
     if model is not None and any(o[1].name == name for o in others):
         raise SettingsError(f"model_name: the repository also has a model named {name!r}")
+    shm_dir = None
+    if settings.system_shared_memory:
+        # Made before the workers fork: where they share the clients' registrations.
+        shm_dir = tempfile.mkdtemp(prefix="inferwire-shm-")
+        log.warning(
+            "system_shared_memory is on: clients on this host can register /dev/shm objects "
+            "(up to %d regions, %d bytes in all) and pass tensors in them%s",
+            settings.shared_memory_max_regions,
+            settings.shared_memory_max_bytes,
+            ""
+            if settings.auth_tokens or settings.auth_users
+            else "; auth is off, so any client that reaches the ports can register",
+        )
     sync_dir = None
     supervised = settings.supervisor == "on"
     if supervised:
@@ -113,6 +156,7 @@ def serve(model: Any = None, settings: Settings | None = None, *, spec: str | No
             model_image=image,
             model_version=version,
             repository_sync_dir=sync_dir or "",
+            shared_memory_dir=shm_dir or "",
         )
         built = [(a, s.to_core()) for a, s in others]
         server = _core.Server(config, adapter, built, repo)
@@ -121,6 +165,8 @@ def serve(model: Any = None, settings: Settings | None = None, *, spec: str | No
     workers = f" with {settings.workers} workers" if settings.workers > 1 else ""
     batching = f", batching up to {batch} requests" if batch > 1 else ""
     more = f" and {len(others)} more from {settings.model_repository}" if others else ""
+    if isinstance(model, graph.Graph):
+        more = f" with its {len(model.nodes)} nodes each on its own routes"
 
     def on_bound(http_port: int, grpc_port: int) -> None:
         log.info(
@@ -132,6 +178,14 @@ def serve(model: Any = None, settings: Settings | None = None, *, spec: str | No
             batching,
             _describe(settings.host, http_port, grpc_port, bool(settings.tls_cert)),
         )
+        if settings.metrics_port:
+            shown = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host
+            log.info(
+                "metrics http://%s:%d%s  (that path only, as Seldon's wrapper serves them)",
+                shown,
+                settings.metrics_port,
+                settings.metrics_endpoint,
+            )
 
     try:
         if supervised:
@@ -142,4 +196,6 @@ def serve(model: Any = None, settings: Settings | None = None, *, spec: str | No
     finally:
         if sync_dir is not None:
             shutil.rmtree(sync_dir, ignore_errors=True)
+        if shm_dir is not None:
+            shutil.rmtree(shm_dir, ignore_errors=True)
     log.info("stopped")

@@ -167,11 +167,31 @@ class Settings(BaseSettings, ModelServing):
     host: Str = _opt("0.0.0.0", "address to listen on")
     http_port: Int = _opt(9000, "REST port (HTTP/1.1 and h2c)", "PREDICTIVE_UNIT_HTTP_SERVICE_PORT")
     grpc_port: Int = _opt(5000, "gRPC port", "PREDICTIVE_UNIT_GRPC_SERVICE_PORT")
+    metrics_port: Int = _opt(
+        0,
+        "a port serving only the metrics at metrics_endpoint, as Seldon's wrapper does (its "
+        "operator sets 6000 and scrapes it); 0: none (the REST port serves /metrics)",
+        "PREDICTIVE_UNIT_METRICS_SERVICE_PORT",
+    )
+    metrics_endpoint: Str = _opt(
+        "/prometheus",
+        "the path metrics_port answers on",
+        "PREDICTIVE_UNIT_METRICS_ENDPOINT",
+    )
     model_name: Str = _opt(
         "",
         "model name in replies' meta.requestPath and V2 routes",
         "PREDICTIVE_UNIT_ID",
         shown="the class name, or the model file's name without its suffix",
+    )
+    service_type: Literal[
+        "", "MODEL", "ROUTER", "TRANSFORMER", "OUTPUT_TRANSFORMER", "COMBINER", "OUTLIER_DETECTOR"
+    ] = _opt(
+        "",
+        "the Seldon graph component type the class is (as seldon-core's --service-type); "
+        "every type's routes are served either way, as Seldon's wrapper does",
+        "SERVICE_TYPE",
+        shown="from the class's methods",
     )
     model_image: Str = _opt(
         "",
@@ -193,6 +213,16 @@ class Settings(BaseSettings, ModelServing):
         "",
         "constructor arguments, Seldon style: JSON list of {name, value, type}",
         "PREDICTIVE_UNIT_PARAMETERS",
+    )
+    graph_predictor: Str = _opt(
+        "",
+        "when MODEL is a SeldonDeployment file: the predictor whose graph is served",
+        shown="the first",
+    )
+    graph_nodes: Str = _opt(
+        "",
+        "when MODEL is a SeldonDeployment file: each graph node's class, name=module:Class "
+        "separated by commas (else the MODEL_NAME in its container's env)",
     )
     auth_tokens: Str = _opt(
         "",
@@ -219,6 +249,20 @@ class Settings(BaseSettings, ModelServing):
         False,
         "without auth, serve the repository API anyway (publish, delete, load, unload, index): "
         "anyone who can reach the port can then run code in the server; trusted networks only",
+    )
+    system_shared_memory: Bool = _opt(
+        False,
+        "Triton's system shared-memory extension: clients on this host register /dev/shm "
+        "objects and pass tensors in them by reference; with auth, registering needs the "
+        "publish scope",
+    )
+    shared_memory_max_regions: Int = _opt(
+        64, "system shared-memory regions registered at once, at most"
+    )
+    shared_memory_max_bytes: Int = _opt(
+        1024 * 1024 * 1024,
+        "the registered system shared-memory regions' total size, bytes, at most (tensors "
+        "read from them count against max_body_bytes per request)",
     )
     login_user_failures: Int = _opt(
         5, "failed logins per username within login_window before POST /login answers 429"
@@ -360,6 +404,8 @@ class Settings(BaseSettings, ModelServing):
             "workers",
             "login_user_failures",
             "login_client_failures",
+            "shared_memory_max_regions",
+            "shared_memory_max_bytes",
         )
         for name in at_least_one:
             if getattr(self, name) < 1:
@@ -417,6 +463,16 @@ class Settings(BaseSettings, ModelServing):
             path = getattr(self, key)
             if path and not os.path.isfile(path):
                 raise SettingsError(f"{key}: {path} is not a file")
+        if not 0 <= self.metrics_port <= 65535:
+            raise SettingsError(f"metrics_port: 0 (none) or a port, got {self.metrics_port}")
+        if self.metrics_port and self.metrics_port in (self.http_port, self.grpc_port):
+            raise SettingsError(
+                f"metrics_port {self.metrics_port} is also the REST or gRPC port: pick another"
+            )
+        if not self.metrics_endpoint.startswith("/"):
+            raise SettingsError(
+                f"metrics_endpoint: a path starting with /, got {self.metrics_endpoint!r}"
+            )
         if self.log_repeats_every < 0:
             raise SettingsError("log_repeats_every: must be 0 (off) or more seconds")
         self.constructor_parameters()
@@ -464,6 +520,7 @@ class Settings(BaseSettings, ModelServing):
         # Made once here, before workers fork, so every worker accepts the same logins.
         d["auth_key"] = self.signing_key() or secrets.token_hex(32)
         d.setdefault("repository_sync_dir", "")
+        d.setdefault("shared_memory_dir", "")
         d.update(given)
         return _core.CoreConfig(**d)
 
@@ -471,7 +528,10 @@ class Settings(BaseSettings, ModelServing):
 # Settings the Python side acts on; the rest cross to the core (Settings.to_core).
 PYTHON_ONLY = {
     "parameters",
+    "graph_predictor",
+    "graph_nodes",
     "raw_arrays",
+    "service_type",
     "model_repository",
     "default_model",
     "runtime",

@@ -12,6 +12,7 @@ use inferwire_server::auth::Auth;
 use inferwire_server::login_guard::LoginLimits;
 use inferwire_server::repository_sync::SyncConfig;
 use inferwire_server::runner::RunnerConfig;
+use inferwire_server::shared_memory::SharedMemoryConfig;
 use inferwire_server::tls::TlsConfig;
 use inferwire_server::{AccessLog, ModelSpec, ServerConfig};
 use pyo3::exceptions::PyValueError;
@@ -69,6 +70,9 @@ impl CoreConfig {
         workers, supervised, timeout, io_threads, grace_period, stuck_after,
         max_requests, max_requests_jitter, max_worker_memory,
         access_log, log_level, repository_sync_dir,
+        metrics_port, metrics_endpoint,
+        system_shared_memory, shared_memory_max_regions, shared_memory_max_bytes,
+        shared_memory_dir,
     ))]
     #[allow(clippy::too_many_arguments)] // one keyword argument per setting, by design
     fn new(
@@ -114,6 +118,12 @@ impl CoreConfig {
         access_log: &str,
         log_level: String,
         repository_sync_dir: String,
+        metrics_port: u16,
+        metrics_endpoint: String,
+        system_shared_memory: bool,
+        shared_memory_max_regions: usize,
+        shared_memory_max_bytes: u64,
+        shared_memory_dir: String,
     ) -> PyResult<Self> {
         let access_log = match access_log {
             "off" => AccessLog::Off,
@@ -183,6 +193,17 @@ impl CoreConfig {
             body_timeout: seconds_or_zero(body_timeout),
             max_body_bytes_in_flight,
             allow_unauthenticated_repository,
+            metrics_port: (metrics_port > 0).then_some(metrics_port),
+            metrics_endpoint,
+            // The folder is made by the server before workers fork; without it (a
+            // config built outside `serve`) the extension stays off.
+            shared_memory: (system_shared_memory && !shared_memory_dir.is_empty()).then(|| {
+                SharedMemoryConfig {
+                    dir: shared_memory_dir.into(),
+                    max_regions: shared_memory_max_regions,
+                    max_bytes: shared_memory_max_bytes,
+                }
+            }),
         };
         Ok(Self { config, log_level })
     }

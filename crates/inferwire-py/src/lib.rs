@@ -35,6 +35,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(auth::hash_password, m)?)?;
     m.add_function(wrap_pyfunction!(wire::seldon_to_pb, m)?)?;
     m.add_function(wrap_pyfunction!(wire::seldon_from_pb, m)?)?;
+    m.add_function(wrap_pyfunction!(wire::seldon_descriptor_set, m)?)?;
     m.add_function(wrap_pyfunction!(wire::v2_request_to_pb, m)?)?;
     m.add_function(wrap_pyfunction!(wire::v2_response_from_pb, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -1,8 +1,11 @@
 //! `Model` for a Python model: the executor thread takes the GIL here, and only here.
+use inferwire_codec::protocol::seldon::proto;
+use inferwire_codec::protocol::seldon::reply::{predict_payload, Output};
 use inferwire_codec::protocol::seldon::{
     Feedback, Meta, Metric, MetricType, Payload, SeldonMessage,
 };
 use inferwire_codec::protocol::v2::{InferOutput, InferRequest};
+use inferwire_codec::Limits;
 use inferwire_server::{Answer, Model, ModelError, ModelErrorKind, Prediction};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
@@ -22,6 +25,9 @@ pub struct PyModel {
     wants_meta: bool,
     /// `predict_raw` gets lists instead of numpy arrays (`--raw-arrays list`).
     raw_lists: bool,
+    /// The operations the class answers with a low-level method (`*_raw`, `*_rest`,
+    /// `*_grpc`): they get the request as a dict and answer the reply themselves.
+    raw_ops: Vec<String>,
     bad_request: Py<PyAny>,
     /// `inferwire.seldon.error_reply`: the HTTP status and body an exception carries.
     error_reply: Py<PyAny>,
@@ -39,6 +45,7 @@ impl PyModel {
                 None
             },
             wants_meta: adapter.getattr("wants_meta")?.extract()?,
+            raw_ops: adapter.getattr("raw_ops")?.extract()?,
             raw_lists: adapter.getattr("raw_arrays_as_lists")?.extract()?,
             bad_request: py
                 .import("inferwire.errors")?
@@ -111,6 +118,16 @@ impl PyModel {
         if !metrics.is_none() {
             answer.metrics = metrics_from(&metrics)?;
         }
+        // A graph's adapter adds what its walk took: {"routing": .., "requestPath": ..}.
+        if t.len() > 4 {
+            let walk = t.get_item(4)?;
+            if let Some(routing) = walk.get_item("routing").ok().filter(|r| !r.is_none()) {
+                answer.routing = routing.extract()?;
+            }
+            if let Some(path) = walk.get_item("requestPath").ok().filter(|p| !p.is_none()) {
+                answer.request_path = path.extract()?;
+            }
+        }
         Ok(answer)
     }
 
@@ -145,9 +162,72 @@ impl PyModel {
         self.predict.bind(py).call1((x, names, meta))
     }
 
+    fn is_raw(&self, op: &str) -> bool {
+        self.raw_ops.iter().any(|o| o == op)
+    }
+
+    /// A graph component's operation on one message: the low-level method with the
+    /// request as a dict, or the adapter's method of the same name with `(X, names,
+    /// meta)`, its result shaped as predict's.
+    fn component(&self, op: &str, mut msg: SeldonMessage) -> Result<Prediction, ModelError> {
+        self.with_gil(|py| {
+            let adapter = self.adapter.bind(py);
+            if self.is_raw(op) {
+                // Kept for a `*_raw` that declines (SeldonNotImplementedError).
+                let kept = msg.clone();
+                let request = message_to_py(py, msg, self.raw_lists)?;
+                let out = adapter.call_method1("call_raw", (op, request))?;
+                if !declined(&out) {
+                    return Ok(Prediction::Raw(py_to_output(&out)?));
+                }
+                msg = kept;
+            }
+            let x = payload_to_py(py, &mut msg.payload)?;
+            let names = payload_names(py, &msg.payload)?;
+            let meta = meta_to_py(py, &msg.meta)?;
+            let result = adapter.call_method1(op, (x, names, meta))?;
+            Ok(Prediction::Message(self.message(
+                &msg.payload,
+                &msg.meta,
+                &result,
+            )?))
+        })
+    }
+
     /// Runs `f` holding the GIL; a Python exception becomes the model's error.
     fn with_gil<T>(&self, f: impl FnOnce(Python<'_>) -> PyResult<T>) -> Result<T, ModelError> {
         Python::attach(|py| f(py).map_err(|e| self.error(py, e)))
+    }
+}
+
+/// Whether a low-level method declined (`call_raw` answered `NotImplemented`).
+fn declined(out: &Bound<'_, PyAny>) -> bool {
+    out.is(out.py().NotImplemented())
+}
+
+/// A message's column names (empty for payloads without them).
+fn payload_names<'py>(py: Python<'py>, payload: &Payload) -> PyResult<Bound<'py, PyList>> {
+    match payload {
+        Payload::Data { names, .. } => PyList::new(py, names),
+        _ => Ok(PyList::empty(py)),
+    }
+}
+
+/// A low-level method's reply as a message: a dict is read as a SeldonMessage (as
+/// Seldon returns it), any other value travels as the payload a predict reply would.
+fn raw_message(out: Output) -> PyResult<SeldonMessage> {
+    match out {
+        Output::Json(serde_json::Value::Object(o)) => {
+            proto::json_object_to_message(&o, &Limits::default()).map_err(|e| {
+                pyo3::exceptions::PyValueError::new_err(format!(
+                    "the low-level method returned a dict that is not a SeldonMessage: {e}"
+                ))
+            })
+        }
+        other => Ok(SeldonMessage {
+            payload: predict_payload(&Payload::None, other, Vec::new()),
+            ..SeldonMessage::default()
+        }),
     }
 }
 
@@ -219,8 +299,78 @@ impl Model for PyModel {
         })
     }
 
+    fn transform_input(&self, msg: SeldonMessage) -> Result<Prediction, ModelError> {
+        self.component("transform_input", msg)
+    }
+
+    fn transform_output(&self, msg: SeldonMessage) -> Result<Prediction, ModelError> {
+        self.component("transform_output", msg)
+    }
+
+    fn route(&self, msg: SeldonMessage) -> Result<Prediction, ModelError> {
+        self.component("route", msg)
+    }
+
+    fn aggregate(&self, msgs: Vec<SeldonMessage>) -> Result<Prediction, ModelError> {
+        self.with_gil(|py| {
+            let adapter = self.adapter.bind(py);
+            let mut msgs = msgs;
+            if self.is_raw("aggregate") {
+                let list = PyList::empty(py);
+                for m in msgs.iter().cloned() {
+                    list.append(message_to_py(py, m, self.raw_lists)?)?;
+                }
+                let request = PyDict::new(py);
+                request.set_item("seldonMessages", list)?;
+                let out = adapter.call_method1("call_raw", ("aggregate", request))?;
+                if !declined(&out) {
+                    return Ok(Prediction::Raw(py_to_output(&out)?));
+                }
+            }
+            let xs = PyList::empty(py);
+            let names = PyList::empty(py);
+            for m in &mut msgs {
+                xs.append(payload_to_py(py, &mut m.payload)?)?;
+                names.append(payload_names(py, &m.payload)?)?;
+            }
+            let result = adapter.call_method1("aggregate", (xs, names))?;
+            // Seldon's reply: shaped as the first message, with every message's tags
+            // and metrics merged before the combiner's own.
+            let mut meta = Meta::default();
+            let mut metrics = Vec::new();
+            for m in &mut msgs {
+                meta.tags.extend(std::mem::take(&mut m.meta.tags));
+                metrics.append(&mut m.meta.metrics);
+            }
+            let mut reply = self.message(&msgs[0].payload, &meta, &result)?;
+            metrics.append(&mut reply.meta.metrics);
+            reply.meta.metrics = metrics;
+            Ok(Prediction::Message(reply))
+        })
+    }
+
     fn send_feedback(&self, f: Feedback) -> Result<SeldonMessage, ModelError> {
         self.with_gil(|py| {
+            if self.is_raw("send_feedback") {
+                let request = PyDict::new(py);
+                for (key, m) in [
+                    ("request", &f.request),
+                    ("response", &f.response),
+                    ("truth", &f.truth),
+                ] {
+                    if let Some(m) = m.clone() {
+                        request.set_item(key, message_to_py(py, m, self.raw_lists)?)?;
+                    }
+                }
+                request.set_item("reward", f.reward)?;
+                let out = self
+                    .adapter
+                    .bind(py)
+                    .call_method1("call_raw", ("send_feedback", request))?;
+                if !declined(&out) {
+                    return raw_message(py_to_output(&out)?);
+                }
+            }
             let mut request = f.request.unwrap_or_default();
             let features = payload_to_py(py, &mut request.payload)?;
             let names = match &request.payload {
@@ -247,6 +397,15 @@ impl Model for PyModel {
 
     fn health_status(&self) -> Result<SeldonMessage, ModelError> {
         self.with_gil(|py| {
+            if self.is_raw("health_status") {
+                let out = self
+                    .adapter
+                    .bind(py)
+                    .call_method1("call_raw", ("health_status", py.None()))?;
+                if !declined(&out) {
+                    return raw_message(py_to_output(&out)?);
+                }
+            }
             let result = self.adapter.bind(py).call_method0("health_status")?;
             self.message(&Payload::None, &Meta::default(), &result)
         })

@@ -75,3 +75,11 @@ pub fn v2_response_from_pb<'py>(
     }
     Ok((PyBytes::new(py, &out), header_len))
 }
+
+/// The compiled `prediction.proto` (with its imports) as a `FileDescriptorSet`, from
+/// which `inferwire.seldon_proto` makes the protobuf classes a Seldon `*_grpc` method
+/// takes, without protoc or generated modules.
+#[pyfunction]
+pub fn seldon_descriptor_set(py: Python<'_>) -> Bound<'_, PyBytes> {
+    PyBytes::new(py, inferwire_codec::pb::FILE_DESCRIPTOR_SET)
+}

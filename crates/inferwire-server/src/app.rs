@@ -31,6 +31,8 @@ pub struct App {
     pub request_limit: Option<u64>,
     /// Wakes the recycling thread (recycle::watch) the moment the limit is reached.
     pub limit_reached: (std::sync::Mutex<bool>, std::sync::Condvar),
+    /// Triton's system shared-memory regions (off unless configured).
+    pub shared_memory: crate::shared_memory::SharedMemory,
     /// With several workers: where V2 requests of a sequence another worker owns go.
     pub(crate) sequences: std::sync::OnceLock<crate::sequences::Route>,
 }
@@ -49,6 +51,7 @@ impl App {
                     .min(tokio::sync::Semaphore::MAX_PERMITS),
             )),
             bodies: crate::body_budget::BodyBudget::new(config.max_body_bytes_in_flight, metrics),
+            shared_memory: crate::shared_memory::SharedMemory::new(config.shared_memory.clone()),
             config,
             models,
             metrics,
@@ -143,6 +146,8 @@ impl App {
         deadline: Option<Instant>,
     ) -> Result<Prediction, ServeError> {
         let puid = msg.meta.puid.clone();
+        // What earlier graph nodes added, which Seldon's wrapper passes on (usually empty).
+        let earlier = (msg.meta.request_path.clone(), msg.meta.metrics.clone());
         let reply = match model {
             Some(m) => m.runner.predict(msg, deadline).await?,
             None => {
@@ -152,7 +157,20 @@ impl App {
         };
         Ok(match reply {
             Prediction::Message(mut m) => {
-                self.complete_meta(&mut m.meta, puid);
+                let (request_path, metrics) = earlier;
+                if !metrics.is_empty() {
+                    m.meta.metrics.splice(0..0, metrics);
+                }
+                // This model names itself unless it listed the nodes it ran (a graph); a
+                // model on its own route has no image of its own.
+                let (name, image) = match model {
+                    Some(served) => (served.name.as_str(), served.name.as_str()),
+                    None => (self.models.default_name(), self.config.model_image.as_str()),
+                };
+                complete_meta(&mut m.meta, puid, name, image);
+                // The request's entries (earlier graph nodes) win on the same key, as in
+                // Seldon's merge.
+                m.meta.request_path.extend(request_path);
                 Prediction::Message(m)
             }
             raw @ Prediction::Raw(_) => raw,
@@ -197,6 +215,24 @@ impl App {
         let mut m = model.runner.send_feedback(f, None).await?;
         self.complete_meta(&mut m.meta, puid);
         Ok(m)
+    }
+
+    /// A Seldon graph component's operation on the default model, its reply's meta
+    /// completed as predict's.
+    pub async fn component(
+        &self,
+        call: crate::runner::Component,
+        deadline: Option<Instant>,
+    ) -> Result<Prediction, ServeError> {
+        let puid = call.puid();
+        let model = self.models.default_model()?;
+        Ok(match model.runner.component(call, deadline).await? {
+            Prediction::Message(mut m) => {
+                self.complete_meta(&mut m.meta, puid);
+                Prediction::Message(m)
+            }
+            raw @ Prediction::Raw(_) => raw,
+        })
     }
 
     pub async fn health_status(&self) -> Result<SeldonMessage, ServeError> {
@@ -261,13 +297,24 @@ impl App {
         })
     }
 
-    /// Seldon's reply meta: the request's `puid` echoed, and this model in `requestPath`.
+    /// Seldon's reply meta: the request's `puid` echoed, and this model in `requestPath`
+    /// unless the model (a graph) listed the nodes it ran there.
     fn complete_meta(&self, meta: &mut Meta, puid: String) {
-        if meta.puid.is_empty() {
-            meta.puid = puid;
-        }
+        complete_meta(
+            meta,
+            puid,
+            self.models.default_name(),
+            &self.config.model_image,
+        );
+    }
+}
+
+fn complete_meta(meta: &mut Meta, puid: String, name: &str, image: &str) {
+    if meta.puid.is_empty() {
+        meta.puid = puid;
+    }
+    if meta.request_path.is_empty() {
         meta.request_path
-            .entry(self.models.default_name().to_string())
-            .or_insert_with(|| self.config.model_image.clone());
+            .insert(name.to_string(), image.to_string());
     }
 }

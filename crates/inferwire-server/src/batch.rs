@@ -103,6 +103,8 @@ pub fn split(answer: Answer, members: Vec<Member>) -> Vec<Result<SeldonMessage, 
         names,
         tags,
         metrics,
+        routing,
+        request_path,
     } = answer;
     let parts: Result<Vec<Option<Output>>, ServeError> = match output {
         None => Ok(vec![None; members.len()]),
@@ -147,6 +149,9 @@ pub fn split(answer: Answer, members: Vec<Member>) -> Vec<Result<SeldonMessage, 
                     names: names.clone(),
                     tags: tags.clone(),
                     metrics: metrics.clone(),
+                    // A graph's routers chose once for the joined batch.
+                    routing: routing.clone(),
+                    request_path: request_path.clone(),
                 };
                 Ok(answer.into_message(&m.shell, &m.tags))
             })

@@ -77,6 +77,12 @@ pub struct ServerConfig {
     /// Without auth: serve the repository API (publish, delete, load, unload, index) to
     /// anyone anyway. Off by default: a published model file can run code.
     pub allow_unauthenticated_repository: bool,
+    /// A port answering only `metrics_endpoint`, as Seldon's wrapper serves its metrics
+    /// (`PREDICTIVE_UNIT_METRICS_SERVICE_PORT`); None: none.
+    pub metrics_port: Option<u16>,
+    pub metrics_endpoint: String,
+    /// Triton's system shared-memory extension; `None`: off (the default).
+    pub shared_memory: Option<crate::shared_memory::SharedMemoryConfig>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -135,6 +141,9 @@ impl Default for ServerConfig {
             body_timeout: Duration::from_secs(30),
             max_body_bytes_in_flight: 256 * 1024 * 1024,
             allow_unauthenticated_repository: false,
+            metrics_port: None,
+            metrics_endpoint: "/prometheus".into(),
+            shared_memory: None,
         }
     }
 }

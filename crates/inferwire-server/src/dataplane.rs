@@ -8,7 +8,12 @@ use crate::error::ServeError;
 use crate::models::Served;
 
 /// The protocol extensions `/v2` and `ServerMetadata` name, as Triton names them.
-pub const EXTENSIONS: [&str; 3] = ["binary_tensor_data", "statistics", "model_configuration"];
+pub const EXTENSIONS: [&str; 4] = [
+    "binary_tensor_data",
+    "statistics",
+    "model_configuration",
+    "system_shared_memory",
+];
 
 /// The model's metadata in V2's shape: the model's `init_metadata()` supplies versions,
 /// platform, inputs and outputs; name and version come from the server.

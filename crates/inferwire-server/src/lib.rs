@@ -24,6 +24,7 @@ pub mod rest;
 mod run;
 pub mod runner;
 mod sequences;
+pub mod shared_memory;
 pub mod tls;
 
 pub use config::{AccessLog, ServerConfig};

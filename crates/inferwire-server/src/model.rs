@@ -1,6 +1,8 @@
 //! The contract between the server and a model runtime: one method per operation, each
 //! with its own request and answer types. The server calls them through
 //! `runner::Runner`, which bounds how many run and wait.
+use std::collections::BTreeMap;
+
 use inferwire_codec::protocol::seldon::reply::{predict_payload, Output};
 use inferwire_codec::protocol::seldon::{Feedback, Meta, Metric, Payload, SeldonMessage};
 use inferwire_codec::protocol::v2::{InferOutput, InferRequest};
@@ -25,6 +27,10 @@ pub struct Answer {
     pub names: Vec<String>,
     pub tags: Map<String, Value>,
     pub metrics: Vec<Metric>,
+    /// Set by a model that is a whole inference graph: the routes its routers took and
+    /// the nodes it ran (Seldon's `meta.routing` and `meta.requestPath`).
+    pub routing: BTreeMap<String, i32>,
+    pub request_path: BTreeMap<String, String>,
 }
 
 impl Answer {
@@ -46,6 +52,8 @@ impl Answer {
             meta: Meta {
                 tags,
                 metrics: self.metrics,
+                routing: self.routing,
+                request_path: self.request_path,
                 ..Meta::default()
             },
             payload,
@@ -85,6 +93,16 @@ impl ModelError {
         }
     }
 
+    /// A graph operation the class does not define, worded as Seldon's
+    /// SeldonNotImplementedError (400).
+    #[cold]
+    pub fn not_defined(operation: &str) -> Self {
+        Self::bad_input(format!(
+            "{operation} not defined: the model has no {}() method",
+            operation.to_ascii_lowercase()
+        ))
+    }
+
     /// An operation this model does not have.
     #[cold]
     fn unsupported(operation: &str) -> Self {
@@ -98,8 +116,8 @@ impl ModelError {
 ///
 /// The methods run on the I/O thread that received the request or on a model thread
 /// (see `runner`), never on two threads at once unless the runtime allows it. A new
-/// operation (a Seldon component's `transform_input`, `route`, ...) is one more method
-/// here with a default, and one more entry point on the runner.
+/// operation is one more method here with a default, and one more `Op` for the runner
+/// (as Seldon's graph component operations, `transform_input` to `aggregate`, are).
 pub trait Model: Send + Sync + 'static {
     /// Seldon `predict` (or `predict_raw`) on one request.
     fn predict(&self, msg: SeldonMessage) -> Result<Prediction, ModelError>;
@@ -120,6 +138,28 @@ pub trait Model: Send + Sync + 'static {
     /// The model's metadata, as JSON (Seldon's `init_metadata()`).
     fn metadata(&self) -> Result<Value, ModelError> {
         Ok(Value::Object(Map::new()))
+    }
+
+    /// Seldon `transform_input` (a TRANSFORMER): without one, Seldon answers the input
+    /// unchanged, and so does this default.
+    fn transform_input(&self, msg: SeldonMessage) -> Result<Prediction, ModelError> {
+        Ok(Prediction::Message(msg))
+    }
+
+    /// Seldon `transform_output` (an OUTPUT_TRANSFORMER): the input unchanged by default.
+    fn transform_output(&self, msg: SeldonMessage) -> Result<Prediction, ModelError> {
+        Ok(Prediction::Message(msg))
+    }
+
+    /// Seldon `route` (a ROUTER): the reply's data is `[[child]]`, `-1` for every
+    /// child. Seldon has no default: 400, "Route not defined".
+    fn route(&self, _msg: SeldonMessage) -> Result<Prediction, ModelError> {
+        Err(ModelError::not_defined("Route"))
+    }
+
+    /// Seldon `aggregate` (a COMBINER) over its children's messages. No default either.
+    fn aggregate(&self, _msgs: Vec<SeldonMessage>) -> Result<Prediction, ModelError> {
+        Err(ModelError::not_defined("Aggregate"))
     }
 
     /// Seldon `send_feedback`: the reply to a feedback message.

@@ -85,13 +85,23 @@ fn bind(
 pub struct Listeners {
     pub http: std::net::TcpListener,
     pub grpc: std::net::TcpListener,
+    /// The metrics port (`config.metrics_port`), when one is set.
+    pub metrics: Option<std::net::TcpListener>,
 }
 
 impl Listeners {
     pub fn bind(config: &ServerConfig) -> Result<Self, ServeError> {
+        Self::bind_with(config, false)
+    }
+
+    fn bind_with(config: &ServerConfig, reuse_port: bool) -> Result<Self, ServeError> {
         Ok(Self {
-            http: bind(&config.host, config.http_port, "REST", false)?,
-            grpc: bind(&config.host, config.grpc_port, "gRPC", false)?,
+            http: bind(&config.host, config.http_port, "REST", reuse_port)?,
+            grpc: bind(&config.host, config.grpc_port, "gRPC", reuse_port)?,
+            metrics: config
+                .metrics_port
+                .map(|port| bind(&config.host, port, "metrics", reuse_port))
+                .transpose()?,
         })
     }
 
@@ -99,6 +109,11 @@ impl Listeners {
         Ok(Self {
             http: self.http.try_clone().map_err(internal)?,
             grpc: self.grpc.try_clone().map_err(internal)?,
+            metrics: self
+                .metrics
+                .as_ref()
+                .map(|m| m.try_clone().map_err(internal))
+                .transpose()?,
         })
     }
 }
@@ -160,6 +175,23 @@ fn io_thread(
     })
 }
 
+/// The metrics port's own small runtime (`rest::metrics_port`), until `stop`.
+fn metrics_thread(
+    app: Arc<App>,
+    listener: std::net::TcpListener,
+    stop: watch::Receiver<bool>,
+) -> Result<(), ServeError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(internal)?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::from_std(listener).map_err(internal)?;
+        rest::metrics_port::serve(app, listener, stop).await;
+        Ok(())
+    })
+}
+
 /// What to serve: the settings, the default model (the Seldon protocol's, served under
 /// `config.model_name`), other models already built, and where more can be loaded from.
 pub struct Serving {
@@ -196,12 +228,10 @@ pub fn serve(
     let Listeners {
         http,
         grpc: grpc_listener,
+        metrics: metrics_listener,
     } = match listeners {
         Some(l) => l,
-        None => Listeners {
-            http: bind(&config.host, config.http_port, "REST", config.reuse_port)?,
-            grpc: bind(&config.host, config.grpc_port, "gRPC", config.reuse_port)?,
-        },
+        None => Listeners::bind_with(&config, config.reuse_port)?,
     };
     let bound = Bound {
         http: http.local_addr().map_err(internal)?,
@@ -306,6 +336,15 @@ pub fn serve(
         handles.push(handle);
     }
     drop((http, grpc_listener));
+    if let Some(listener) = metrics_listener {
+        let (app, stop_rx) = (app.clone(), stop_rx.clone());
+        handles.push(
+            std::thread::Builder::new()
+                .name("inferwire-metrics".into())
+                .spawn(move || metrics_thread(app, listener, stop_rx))
+                .map_err(internal)?,
+        );
+    }
 
     // The calling thread only waits for signals.
     signals.block_on(wait_for_stop(stop, listening));

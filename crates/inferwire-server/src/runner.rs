@@ -35,6 +35,37 @@ use pool::{Pool, Waiter, Work};
 use slots::Slots;
 pub use stats::Snapshot;
 
+/// One call of a Seldon graph component's operation (besides predict and feedback).
+#[derive(Debug)]
+pub enum Component {
+    TransformInput(SeldonMessage),
+    TransformOutput(SeldonMessage),
+    Route(SeldonMessage),
+    Aggregate(Vec<SeldonMessage>),
+}
+
+impl Component {
+    /// The operation's name, as Seldon's methods are named.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Component::TransformInput(_) => "transform_input",
+            Component::TransformOutput(_) => "transform_output",
+            Component::Route(_) => "route",
+            Component::Aggregate(_) => "aggregate",
+        }
+    }
+
+    /// The puid the reply carries when the model sets none: the (first) request's.
+    pub fn puid(&self) -> String {
+        match self {
+            Component::TransformInput(m) | Component::TransformOutput(m) | Component::Route(m) => {
+                m.meta.puid.clone()
+            }
+            Component::Aggregate(ms) => ms.first().map(|m| m.meta.puid.clone()).unwrap_or_default(),
+        }
+    }
+}
+
 /// Calls slower than this (moving average) go to the model threads.
 const SLOW_CALL_MICROS: u64 = 1_000;
 /// A call whose deadline is at least this far off may run inline on its I/O thread.
@@ -150,6 +181,21 @@ impl Runner {
     ) -> Result<SeldonMessage, ServeError> {
         self.run(ops::SendFeedback(Box::new(feedback)), deadline)
             .await
+    }
+
+    /// A Seldon graph component's operation other than predict: `transform_input`,
+    /// `transform_output`, `route` or `aggregate`.
+    pub async fn component(
+        &self,
+        call: Component,
+        deadline: Option<Instant>,
+    ) -> Result<Prediction, ServeError> {
+        match call {
+            Component::TransformInput(m) => self.run(ops::TransformInput(m), deadline).await,
+            Component::TransformOutput(m) => self.run(ops::TransformOutput(m), deadline).await,
+            Component::Route(m) => self.run(ops::Route(m), deadline).await,
+            Component::Aggregate(ms) => self.run(ops::Aggregate(ms), deadline).await,
+        }
     }
 
     /// Seldon `health_status`.

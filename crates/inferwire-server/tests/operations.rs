@@ -70,3 +70,38 @@ async fn a_model_error_keeps_its_kind_and_message() {
     assert_eq!((e.kind, e.http_status()), (Kind::BadRequest, 400));
     assert_eq!(e.message, "this model does not implement V2 inference");
 }
+
+#[tokio::test]
+async fn graph_component_operations_default_as_seldon() {
+    use inferwire_server::runner::Component;
+    use inferwire_server::Prediction;
+
+    let stub = Arc::new(Stub::new());
+    let runner = runner(&stub, common::config());
+    // Without transform_input / transform_output, Seldon answers the input unchanged.
+    for call in [Component::TransformInput, Component::TransformOutput] {
+        let msg = rows(&[&[1.5, 2.0]]);
+        let payload = msg.payload.clone();
+        match runner.component(call(msg), None).await.unwrap() {
+            Prediction::Message(m) => assert_eq!(m.payload, payload),
+            other => panic!("{other:?}"),
+        }
+    }
+    // route and aggregate have no default: a 400 saying so, in Seldon's words.
+    let e = runner
+        .component(Component::Route(rows(&[&[1.0]])), None)
+        .await
+        .expect_err("the stub has no route");
+    assert_eq!(e.kind, Kind::BadRequest);
+    assert!(e.message.starts_with("Route not defined"), "{}", e.message);
+    let e = runner
+        .component(Component::Aggregate(vec![rows(&[&[1.0]])]), None)
+        .await
+        .expect_err("the stub has no aggregate");
+    assert!(
+        e.message.starts_with("Aggregate not defined"),
+        "{}",
+        e.message
+    );
+    assert_eq!(stub.entered(), 0, "the defaults never call into the stub");
+}

@@ -16,10 +16,15 @@ use tonic_health::pb::health_server::{Health, HealthServer};
 use tonic_health::pb::{HealthCheckRequest, HealthCheckResponse};
 
 /// The names health answers for: the whole server (the empty name) and each service.
-const SERVICES: [&str; 4] = [
+const SERVICES: [&str; 9] = [
     "",
     "seldon.protos.Seldon",
     "seldon.protos.Model",
+    "seldon.protos.Generic",
+    "seldon.protos.Router",
+    "seldon.protos.Transformer",
+    "seldon.protos.OutputTransformer",
+    "seldon.protos.Combiner",
     "inference.GRPCInferenceService",
 ];
 

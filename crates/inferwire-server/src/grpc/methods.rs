@@ -99,6 +99,35 @@ pub const MODEL_METADATA: Rpc = rpc(
     Some(Route::Metadata),
     Seldon,
 );
+pub const GENERIC_TRANSFORM_INPUT: Rpc = component(
+    "/seldon.protos.Generic/TransformInput",
+    Route::TransformInput,
+);
+pub const GENERIC_TRANSFORM_OUTPUT: Rpc = component(
+    "/seldon.protos.Generic/TransformOutput",
+    Route::TransformOutput,
+);
+pub const GENERIC_ROUTE: Rpc = component("/seldon.protos.Generic/Route", Route::Route);
+pub const GENERIC_AGGREGATE: Rpc = component("/seldon.protos.Generic/Aggregate", Route::Aggregate);
+pub const GENERIC_FEEDBACK: Rpc = component("/seldon.protos.Generic/SendFeedback", Route::Feedback);
+pub const ROUTER_ROUTE: Rpc = component("/seldon.protos.Router/Route", Route::Route);
+pub const ROUTER_FEEDBACK: Rpc = component("/seldon.protos.Router/SendFeedback", Route::Feedback);
+pub const TRANSFORMER_TRANSFORM_INPUT: Rpc = component(
+    "/seldon.protos.Transformer/TransformInput",
+    Route::TransformInput,
+);
+pub const OUTPUT_TRANSFORMER_TRANSFORM_OUTPUT: Rpc = component(
+    "/seldon.protos.OutputTransformer/TransformOutput",
+    Route::TransformOutput,
+);
+pub const COMBINER_AGGREGATE: Rpc =
+    component("/seldon.protos.Combiner/Aggregate", Route::Aggregate);
+
+/// A method of Seldon's other graph component services (`grpc::components`).
+const fn component(path: &'static str, metric: Route) -> Rpc {
+    rpc(path, Access::PREDICT, Some(metric), Seldon)
+}
+
 pub const V2_INFER: Rpc = rpc(
     "/inference.GRPCInferenceService/ModelInfer",
     Access::PREDICT,
@@ -115,6 +144,16 @@ pub static METHODS: &[Rpc] = &[
     MODEL_PREDICT,
     MODEL_FEEDBACK,
     MODEL_METADATA,
+    GENERIC_TRANSFORM_INPUT,
+    GENERIC_TRANSFORM_OUTPUT,
+    GENERIC_ROUTE,
+    GENERIC_AGGREGATE,
+    GENERIC_FEEDBACK,
+    ROUTER_ROUTE,
+    ROUTER_FEEDBACK,
+    TRANSFORMER_TRANSFORM_INPUT,
+    OUTPUT_TRANSFORMER_TRANSFORM_OUTPUT,
+    COMBINER_AGGREGATE,
     rpc(
         "/inference.GRPCInferenceService/ServerLive",
         Access::OPEN,
@@ -176,6 +215,42 @@ pub static METHODS: &[Rpc] = &[
         None,
         V2,
     ),
+    rpc(
+        "/inference.GRPCInferenceService/SystemSharedMemoryStatus",
+        Access::PREDICT,
+        None,
+        V2,
+    ),
+    rpc(
+        "/inference.GRPCInferenceService/SystemSharedMemoryRegister",
+        crate::shared_memory::REGISTER,
+        None,
+        V2,
+    ),
+    rpc(
+        "/inference.GRPCInferenceService/SystemSharedMemoryUnregister",
+        crate::shared_memory::REGISTER,
+        None,
+        V2,
+    ),
+    rpc(
+        "/inference.GRPCInferenceService/CudaSharedMemoryStatus",
+        Access::PREDICT,
+        None,
+        V2,
+    ),
+    rpc(
+        "/inference.GRPCInferenceService/CudaSharedMemoryRegister",
+        crate::shared_memory::REGISTER,
+        None,
+        V2,
+    ),
+    rpc(
+        "/inference.GRPCInferenceService/CudaSharedMemoryUnregister",
+        crate::shared_memory::REGISTER,
+        None,
+        V2,
+    ),
     rpc("/grpc.health.v1.Health/Check", Access::OPEN, None, Health),
     rpc("/grpc.health.v1.Health/Watch", Access::OPEN, None, Health),
     rpc(
@@ -227,6 +302,16 @@ mod tests {
             "/seldon.protos.Model/Predict predict predict FastPredict",
             "/seldon.protos.Model/SendFeedback predict feedback Seldon",
             "/seldon.protos.Model/Metadata predict metadata Seldon",
+            "/seldon.protos.Generic/TransformInput predict transform-input Seldon",
+            "/seldon.protos.Generic/TransformOutput predict transform-output Seldon",
+            "/seldon.protos.Generic/Route predict route Seldon",
+            "/seldon.protos.Generic/Aggregate predict aggregate Seldon",
+            "/seldon.protos.Generic/SendFeedback predict feedback Seldon",
+            "/seldon.protos.Router/Route predict route Seldon",
+            "/seldon.protos.Router/SendFeedback predict feedback Seldon",
+            "/seldon.protos.Transformer/TransformInput predict transform-input Seldon",
+            "/seldon.protos.OutputTransformer/TransformOutput predict transform-output Seldon",
+            "/seldon.protos.Combiner/Aggregate predict aggregate Seldon",
             "/inference.GRPCInferenceService/ServerLive open - V2",
             "/inference.GRPCInferenceService/ServerReady open - V2",
             "/inference.GRPCInferenceService/ModelReady open - V2",
@@ -238,6 +323,12 @@ mod tests {
             "/inference.GRPCInferenceService/RepositoryModelUnload repository-write - V2",
             "/inference.GRPCInferenceService/ModelStatistics predict - V2",
             "/inference.GRPCInferenceService/ModelConfig predict - V2",
+            "/inference.GRPCInferenceService/SystemSharedMemoryStatus predict - V2",
+            "/inference.GRPCInferenceService/SystemSharedMemoryRegister publish - V2",
+            "/inference.GRPCInferenceService/SystemSharedMemoryUnregister publish - V2",
+            "/inference.GRPCInferenceService/CudaSharedMemoryStatus predict - V2",
+            "/inference.GRPCInferenceService/CudaSharedMemoryRegister publish - V2",
+            "/inference.GRPCInferenceService/CudaSharedMemoryUnregister publish - V2",
             "/grpc.health.v1.Health/Check open - Health",
             "/grpc.health.v1.Health/Watch open - Health",
             "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo open - Reflection",

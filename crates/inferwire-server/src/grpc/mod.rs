@@ -3,6 +3,7 @@
 mod auth;
 mod body_guard;
 pub mod codec;
+mod components;
 mod health;
 mod incoming;
 pub(crate) mod methods;

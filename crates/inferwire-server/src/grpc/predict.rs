@@ -98,10 +98,16 @@ impl UnaryService<Bytes> for RawPredict {
             // `x-content-type` says binData holds a body as REST would take it (.npy,
             // msgpack-numpy, an image...): one binary format for both transports.
             let (content_type, accept) = (text("x-content-type"), text("x-accept"));
+            // The `seldon` header is Seldon's gRPC ingress, whose executor gives every
+            // request a puid.
+            let ingress = text("seldon").is_some();
             let run = async {
                 let limits = svc.0.config.limits;
-                let msg = proto::decode_message(req.into_inner(), &limits)
+                let mut msg = proto::decode_message(req.into_inner(), &limits)
                     .map_err(|e| ServeError::from(e).to_status())?;
+                if ingress && msg.meta.puid.is_empty() {
+                    msg.meta.puid = crate::observe::new_puid();
+                }
                 obs.encoding = Encoding::of_payload(&msg.payload);
                 if obs.id.is_empty() {
                     obs.id.clone_from(&msg.meta.puid);

@@ -104,7 +104,11 @@ impl SeldonService {
         self.predict_message(msg, deadline).await.map(Response::new)
     }
 
-    async fn feedback(&self, req: Request<pb::Feedback>, rpc: &Rpc) -> Result<pb::SeldonMessage> {
+    pub(super) async fn feedback(
+        &self,
+        req: Request<pb::Feedback>,
+        rpc: &Rpc,
+    ) -> Result<pb::SeldonMessage> {
         let app = &self.0;
         let mut obs = rpc.observe();
         obs.model = app.default_slot();
@@ -118,6 +122,12 @@ impl SeldonService {
         result.map(Response::new)
     }
 
+    /// The default model's metadata when it is a whole graph's (with `models`).
+    async fn graph_metadata_json(&self) -> std::result::Result<Option<Value>, Status> {
+        let v = self.0.metadata().await.map_err(|e| e.to_status())?;
+        Ok(v.get("models").is_some_and(Value::is_object).then_some(v))
+    }
+
     async fn metadata(&self, rpc: &Rpc) -> Result<pb::SeldonModelMetadata> {
         let mut obs = rpc.observe();
         obs.model = self.0.default_slot();
@@ -129,7 +139,7 @@ impl SeldonService {
 
 /// `predict_raw` results become messages: a dict is read as a SeldonMessage, other
 /// values travel as `jsonData`, `strData` or `binData`.
-fn reply_to_pb(reply: Prediction) -> std::result::Result<pb::SeldonMessage, ServeError> {
+pub(super) fn reply_to_pb(reply: Prediction) -> std::result::Result<pb::SeldonMessage, ServeError> {
     let msg = match reply {
         Prediction::Message(m) => m,
         Prediction::Raw(Output::Json(Value::Object(o))) => {
@@ -160,6 +170,27 @@ fn reply_to_pb(reply: Prediction) -> std::result::Result<pb::SeldonMessage, Serv
         },
     };
     Ok(proto::to_pb(msg)?)
+}
+
+/// Seldon's graph metadata JSON (`name`, `models`, `graphinputs`, `graphoutputs`).
+fn graph_to_pb(g: &Value) -> pb::SeldonGraphMetadata {
+    let edges = metadata_to_pb(&serde_json::json!({
+        "inputs": g["graphinputs"],
+        "outputs": g["graphoutputs"],
+    }));
+    pb::SeldonGraphMetadata {
+        name: g["name"].as_str().unwrap_or_default().to_owned(),
+        models: g["models"]
+            .as_object()
+            .map(|m| {
+                m.iter()
+                    .map(|(k, v)| (k.clone(), metadata_to_pb(v)))
+                    .collect()
+            })
+            .unwrap_or_default(),
+        inputs: edges.inputs,
+        outputs: edges.outputs,
+    }
 }
 
 fn metadata_to_pb(v: &Value) -> pb::SeldonModelMetadata {
@@ -230,12 +261,21 @@ impl seldon_server::Seldon for SeldonService {
 
     async fn model_metadata(
         &self,
-        _req: Request<pb::SeldonModelMetadataRequest>,
+        req: Request<pb::SeldonModelMetadataRequest>,
     ) -> Result<pb::SeldonModelMetadata> {
+        let name = req.into_inner().name;
+        let found = self.graph_metadata_json().await?;
+        // A graph answers for the node the request names.
+        if let Some(node) = found.as_ref().and_then(|g| g["models"].get(&name)) {
+            return Ok(Response::new(metadata_to_pb(node)));
+        }
         self.metadata(&methods::SELDON_MODEL_METADATA).await
     }
 
     async fn graph_metadata(&self, _req: Request<()>) -> Result<pb::SeldonGraphMetadata> {
+        if let Some(g) = self.graph_metadata_json().await? {
+            return Ok(Response::new(graph_to_pb(&g)));
+        }
         let model = self
             .metadata(&methods::SELDON_GRAPH_METADATA)
             .await?

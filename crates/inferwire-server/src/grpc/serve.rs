@@ -5,6 +5,11 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tonic::codec::CompressionEncoding::{Deflate, Gzip};
 
+use super::generated::combiner_server::CombinerServer;
+use super::generated::generic_server::GenericServer;
+use super::generated::output_transformer_server::OutputTransformerServer;
+use super::generated::router_server::RouterServer;
+use super::generated::transformer_server::TransformerServer;
 use super::generated::{model_server::ModelServer, seldon_server::SeldonServer};
 use super::generated_v2::grpc_inference_service_server::GrpcInferenceServiceServer;
 use super::methods;
@@ -36,6 +41,20 @@ pub async fn serve(app: Arc<App>, listener: TcpListener, mut stop: watch::Receiv
         .accept_compressed(Deflate)
         .max_decoding_message_size(limit)
         .max_encoding_message_size(usize::MAX);
+    // Seldon's other graph component services; the message limit as for predict.
+    macro_rules! component {
+        ($server:ident) => {
+            $server::new(svc.clone())
+                .accept_compressed(Gzip)
+                .max_decoding_message_size(limit)
+                .max_encoding_message_size(usize::MAX)
+        };
+    }
+    let generic = component!(GenericServer);
+    let router_svc = component!(RouterServer);
+    let transformer = component!(TransformerServer);
+    let output_transformer = component!(OutputTransformerServer);
+    let combiner = component!(CombinerServer);
     let model = FastPredict::new(model, svc, limit, &methods::MODEL_PREDICT);
     let v2 = GrpcInferenceServiceServer::new(V2Service(app.clone()))
         .accept_compressed(Gzip)
@@ -97,6 +116,11 @@ pub async fn serve(app: Arc<App>, listener: TcpListener, mut stop: watch::Receiv
         })
         .add_service(seldon)
         .add_service(model)
+        .add_service(generic)
+        .add_service(router_svc)
+        .add_service(transformer)
+        .add_service(output_transformer)
+        .add_service(combiner)
         .add_service(v2)
         .add_service(health_svc)
         .add_service(reflection)

@@ -123,20 +123,28 @@ impl GrpcInferenceService for V2Service {
         }
         let deadline = app.deadline(Instant::now(), client_timeout(req.metadata()));
         let req = req.into_inner();
-        obs.encoding = if req.raw_input_contents.is_empty() {
-            Encoding::Typed
-        } else {
+        let by_reference = req.inputs.iter().any(|i| {
+            i.parameters
+                .contains_key(inferwire_codec::protocol::v2::SHARED_MEMORY_REGION)
+        });
+        obs.encoding = if by_reference || !req.raw_input_contents.is_empty() {
             Encoding::Raw
+        } else {
+            Encoding::Typed
         };
         let raw = proto::reply_raw(&req);
         let run = async {
             let model = app.models.get(&req.model_name, &req.model_version)?;
             obs.model = model.slot;
-            let request = proto::from_pb(req, &app.config.limits)?;
+            let request = proto::from_pb_with(
+                req,
+                &app.config.limits,
+                &app.shared_memory.reader(app.config.max_body_bytes),
+            )?;
             if obs.id.is_empty() {
                 obs.id.clone_from(&request.id);
             }
-            let response = app.infer(&model, request, deadline).await?;
+            let response = crate::shared_memory::infer(app, &model, request, deadline).await?;
             Ok::<_, ServeError>(proto::to_pb(response, raw))
         };
         let result = run.await.map_err(|e| e.to_status());
@@ -254,6 +262,87 @@ impl GrpcInferenceService for V2Service {
                 }),
             }),
         }))
+    }
+
+    /// Triton's shared-memory extension: the registry is `crate::shared_memory`.
+    async fn system_shared_memory_status(
+        &self,
+        req: Request<pb::SystemSharedMemoryStatusRequest>,
+    ) -> Result<pb::SystemSharedMemoryStatusResponse> {
+        let name = req.into_inner().name;
+        let regions = self
+            .0
+            .shared_memory
+            .status((!name.is_empty()).then_some(name.as_str()))
+            .map_err(|e| e.to_status())?;
+        Ok(Response::new(pb::SystemSharedMemoryStatusResponse {
+            regions: regions
+                .into_iter()
+                .map(|r| {
+                    let status = pb::system_shared_memory_status_response::RegionStatus {
+                        name: r.name.clone(),
+                        key: r.key,
+                        offset: r.offset,
+                        byte_size: r.byte_size,
+                    };
+                    (r.name, status)
+                })
+                .collect(),
+        }))
+    }
+
+    async fn system_shared_memory_register(
+        &self,
+        req: Request<pb::SystemSharedMemoryRegisterRequest>,
+    ) -> Result<pb::SystemSharedMemoryRegisterResponse> {
+        let r = req.into_inner();
+        self.0
+            .shared_memory
+            .register(crate::shared_memory::Registration {
+                name: r.name,
+                key: r.key,
+                offset: r.offset,
+                byte_size: r.byte_size,
+            })
+            .map_err(|e| e.to_status())?;
+        Ok(Response::new(pb::SystemSharedMemoryRegisterResponse {}))
+    }
+
+    async fn system_shared_memory_unregister(
+        &self,
+        req: Request<pb::SystemSharedMemoryUnregisterRequest>,
+    ) -> Result<pb::SystemSharedMemoryUnregisterResponse> {
+        let name = req.into_inner().name;
+        self.0
+            .shared_memory
+            .unregister((!name.is_empty()).then_some(name.as_str()))
+            .map_err(|e| e.to_status())?;
+        Ok(Response::new(pb::SystemSharedMemoryUnregisterResponse {}))
+    }
+
+    /// CUDA shared memory: no region is ever registered (no GPU support).
+    async fn cuda_shared_memory_status(
+        &self,
+        req: Request<pb::CudaSharedMemoryStatusRequest>,
+    ) -> Result<pb::CudaSharedMemoryStatusResponse> {
+        if !req.into_inner().name.is_empty() {
+            return Err(crate::shared_memory::cuda_unsupported().to_status());
+        }
+        Ok(Response::new(pb::CudaSharedMemoryStatusResponse::default()))
+    }
+
+    async fn cuda_shared_memory_register(
+        &self,
+        _: Request<pb::CudaSharedMemoryRegisterRequest>,
+    ) -> Result<pb::CudaSharedMemoryRegisterResponse> {
+        Err(crate::shared_memory::cuda_unsupported().to_status())
+    }
+
+    async fn cuda_shared_memory_unregister(
+        &self,
+        _: Request<pb::CudaSharedMemoryUnregisterRequest>,
+    ) -> Result<pb::CudaSharedMemoryUnregisterResponse> {
+        Ok(Response::new(pb::CudaSharedMemoryUnregisterResponse {}))
     }
 
     async fn repository_index(

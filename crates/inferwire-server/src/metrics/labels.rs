@@ -35,6 +35,11 @@ labels! {
         Other => "other",
         /// V2 `infer`.
         Infer => "infer",
+        /// Seldon's other graph component types.
+        TransformInput => "transform-input",
+        TransformOutput => "transform-output",
+        Route => "route",
+        Aggregate => "aggregate",
     }
 }
 

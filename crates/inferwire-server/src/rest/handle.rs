@@ -89,16 +89,22 @@ fn error(path: &str, e: &ServeError) -> Reply {
     }
 }
 
-/// `/seldon/ns/name/api/v1.0/predictions` → `/api/v1.0/predictions`.
+/// `/seldon/ns/name/api/v1.0/predictions` → `/api/v1.0/predictions`; also
+/// `/seldon/name/api/...`, which SeldonClient sends when given no namespace.
 fn strip_ingress_prefix(path: &str) -> &str {
     let Some(rest) = path.strip_prefix("/seldon/") else {
         return path;
     };
-    let mut parts = rest.splitn(3, '/');
-    match (parts.next(), parts.next(), parts.next()) {
-        (Some(_ns), Some(_name), Some(tail)) => &path[path.len() - tail.len() - 1..],
-        _ => path,
-    }
+    let tail_at = |rest: &str, n: usize| rest.splitn(n + 1, '/').nth(n).map(str::len);
+    let two = tail_at(rest, 2);
+    let one = tail_at(rest, 1);
+    let api = |len: Option<usize>| len.is_some_and(|l| path[path.len() - l..].starts_with("api/"));
+    let tail = match (two, one) {
+        (two, Some(one)) if !api(two) && api(Some(one)) => one,
+        (Some(two), _) => two,
+        _ => return path,
+    };
+    &path[path.len() - tail - 1..]
 }
 
 #[cfg(test)]
@@ -116,5 +122,18 @@ mod tests {
             "/api/v1.0/predictions"
         );
         assert_eq!(strip_ingress_prefix("/seldon/x"), "/seldon/x");
+        assert_eq!(
+            strip_ingress_prefix("/seldon/model/api/v1.0/predictions"),
+            "/api/v1.0/predictions"
+        );
+        // A deployment named `api` in namespace `x`.
+        assert_eq!(
+            strip_ingress_prefix("/seldon/x/api/api/v1.0/predictions"),
+            "/api/v1.0/predictions"
+        );
+        assert_eq!(
+            strip_ingress_prefix("/seldon/ns/dep/v2/models"),
+            "/v2/models"
+        );
     }
 }

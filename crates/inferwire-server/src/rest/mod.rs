@@ -1,13 +1,16 @@
 //! REST: HTTP/1.1 and h2c on one port, routed by one table (`routes`).
 mod body;
+mod components;
 mod content_coding;
 mod handle;
 mod health;
 mod login;
+pub mod metrics_port;
 mod publish;
 mod routes;
 mod seldon;
 mod serve;
+mod shared_memory;
 mod v2;
 
 pub use serve::serve;

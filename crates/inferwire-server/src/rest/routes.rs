@@ -17,12 +17,13 @@ use http::{Method, Request};
 use hyper::body::Incoming;
 
 use super::body::Reply;
-use super::{health, login, publish, seldon, v2};
+use super::{components, health, login, publish, seldon, shared_memory, v2};
 use crate::app::App;
 use crate::auth::Access;
 use crate::error::{Kind, ServeError};
 use crate::metrics;
 use crate::observe::Observed;
+use crate::runner::Component;
 
 /// What a handler gets.
 pub(super) struct Ctx<'a> {
@@ -153,10 +154,94 @@ pub(super) static ROUTES: &[Route] = &[
         ],
     ),
     seldon(
-        &["/api/v1.0/feedback", "/api/v0.1/feedback", "/send-feedback"],
+        &["/api/v1.0/feedback", "/api/v0.1/feedback"],
         A::PREDICT,
         M::Feedback,
         &[(Post, |c| Box::pin(seldon::feedback(c.app, c.req)))],
+    ),
+    // The component-level feedback route takes GET `?json=` too, as Seldon's wrapper does.
+    seldon(
+        &["/send-feedback"],
+        A::PREDICT,
+        M::Feedback,
+        &[
+            (Post, |c| Box::pin(seldon::feedback(c.app, c.req))),
+            (Get, |c| Box::pin(components::feedback_query(c.app, c.req))),
+        ],
+    ),
+    // The other graph component types' routes (seldon-core's wrapper serves them all on
+    // every component, by GET or POST).
+    seldon(
+        &["/transform-input"],
+        A::PREDICT,
+        M::TransformInput,
+        &[
+            (Post, |c| {
+                Box::pin(components::one(
+                    c.app,
+                    c.req,
+                    c.obs,
+                    Component::TransformInput,
+                ))
+            }),
+            (Get, |c| {
+                Box::pin(components::one(
+                    c.app,
+                    c.req,
+                    c.obs,
+                    Component::TransformInput,
+                ))
+            }),
+        ],
+    ),
+    seldon(
+        &["/transform-output"],
+        A::PREDICT,
+        M::TransformOutput,
+        &[
+            (Post, |c| {
+                Box::pin(components::one(
+                    c.app,
+                    c.req,
+                    c.obs,
+                    Component::TransformOutput,
+                ))
+            }),
+            (Get, |c| {
+                Box::pin(components::one(
+                    c.app,
+                    c.req,
+                    c.obs,
+                    Component::TransformOutput,
+                ))
+            }),
+        ],
+    ),
+    seldon(
+        &["/route"],
+        A::PREDICT,
+        M::Route,
+        &[
+            (Post, |c| {
+                Box::pin(components::one(c.app, c.req, c.obs, Component::Route))
+            }),
+            (Get, |c| {
+                Box::pin(components::one(c.app, c.req, c.obs, Component::Route))
+            }),
+        ],
+    ),
+    seldon(
+        &["/aggregate"],
+        A::PREDICT,
+        M::Aggregate,
+        &[
+            (Post, |c| {
+                Box::pin(components::aggregate(c.app, c.req, c.obs))
+            }),
+            (Get, |c| {
+                Box::pin(components::aggregate(c.app, c.req, c.obs))
+            }),
+        ],
     ),
     seldon(
         &["/health/ping", "/api/v1.0/health/ping"],
@@ -192,6 +277,12 @@ pub(super) static ROUTES: &[Route] = &[
         A::PREDICT,
         M::Metadata,
         &[(Get, |c| Box::pin(seldon::metadata(c.app)))],
+    ),
+    route(
+        &["/seldon.json"],
+        A::PREDICT,
+        M::Metadata,
+        &[(Get, |_| Box::pin(seldon::openapi()))],
     ),
     route(
         &["/metrics", "/prometheus"],
@@ -353,6 +444,57 @@ pub(super) static ROUTES: &[Route] = &[
         M::Other,
         &[(Post, |c| Box::pin(v2::unload(c.app, c.name)))],
     ),
+    // Triton's shared-memory extension (system shared memory off unless configured).
+    route(
+        &[
+            "/v2/systemsharedmemory/status",
+            "/v2/systemsharedmemory/region/{name}/status",
+        ],
+        A::PREDICT,
+        M::Other,
+        &[(Get, |c| Box::pin(shared_memory::status(c.app, c.name)))],
+    ),
+    route(
+        &["/v2/systemsharedmemory/region/{name}/register"],
+        crate::shared_memory::REGISTER,
+        M::Other,
+        &[(Post, |c| {
+            Box::pin(shared_memory::register(c.app, c.req, c.name))
+        })],
+    ),
+    route(
+        &[
+            "/v2/systemsharedmemory/unregister",
+            "/v2/systemsharedmemory/region/{name}/unregister",
+        ],
+        crate::shared_memory::REGISTER,
+        M::Other,
+        &[(Post, |c| Box::pin(shared_memory::unregister(c.app, c.name)))],
+    ),
+    route(
+        &[
+            "/v2/cudasharedmemory/status",
+            "/v2/cudasharedmemory/region/{name}/status",
+        ],
+        A::PREDICT,
+        M::Other,
+        &[(Get, |c| Box::pin(shared_memory::cuda_status(c.name)))],
+    ),
+    route(
+        &["/v2/cudasharedmemory/region/{name}/register"],
+        crate::shared_memory::REGISTER,
+        M::Other,
+        &[(Post, |_| Box::pin(shared_memory::cuda_register()))],
+    ),
+    route(
+        &[
+            "/v2/cudasharedmemory/unregister",
+            "/v2/cudasharedmemory/region/{name}/unregister",
+        ],
+        crate::shared_memory::REGISTER,
+        M::Other,
+        &[(Post, |_| Box::pin(shared_memory::cuda_unregister()))],
+    ),
 ];
 
 /// 404 for a path no route serves.
@@ -443,7 +585,11 @@ mod tests {
             "POST,GET /predict predict predict default-model",
             "POST /api/v1.0/feedback predict feedback default-model",
             "POST /api/v0.1/feedback predict feedback default-model",
-            "POST /send-feedback predict feedback default-model",
+            "POST,GET /send-feedback predict feedback default-model",
+            "POST,GET /transform-input predict transform-input default-model",
+            "POST,GET /transform-output predict transform-output default-model",
+            "POST,GET /route predict route default-model",
+            "POST,GET /aggregate predict aggregate default-model",
             "GET /health/ping open health default-model",
             "GET /api/v1.0/health/ping open health default-model",
             "GET /health/status open health default-model",
@@ -453,6 +599,7 @@ mod tests {
             "GET /metadata predict metadata default-model",
             "GET /api/v1.0/metadata predict metadata default-model",
             "GET /api/v1.0/metadata{*rest} predict metadata default-model",
+            "GET /seldon.json predict metadata",
             "GET /metrics open other",
             "GET /prometheus open other",
             "POST /api/{name}/{version} predict predict",
@@ -486,6 +633,16 @@ mod tests {
             "POST /v2/repository/index repository-read other",
             "POST /v2/repository/models/{name}/load repository-write other",
             "POST /v2/repository/models/{name}/unload repository-write other",
+            "GET /v2/systemsharedmemory/status predict other",
+            "GET /v2/systemsharedmemory/region/{name}/status predict other",
+            "POST /v2/systemsharedmemory/region/{name}/register publish other",
+            "POST /v2/systemsharedmemory/unregister publish other",
+            "POST /v2/systemsharedmemory/region/{name}/unregister publish other",
+            "GET /v2/cudasharedmemory/status predict other",
+            "GET /v2/cudasharedmemory/region/{name}/status predict other",
+            "POST /v2/cudasharedmemory/region/{name}/register publish other",
+            "POST /v2/cudasharedmemory/unregister publish other",
+            "POST /v2/cudasharedmemory/region/{name}/unregister publish other",
         ];
         assert_eq!(listed, expected);
     }

@@ -3,7 +3,10 @@ use bytes::Bytes;
 use http::{header, Request, StatusCode};
 use hyper::body::Incoming;
 use inferwire_codec::media::{self, Media};
-use inferwire_codec::protocol::seldon::{json, reply::Output, Array, Meta, Payload, SeldonMessage};
+use inferwire_codec::multipart;
+use inferwire_codec::protocol::seldon::{
+    form, json, reply::Output, Array, Meta, Payload, SeldonMessage,
+};
 
 use super::body::{self, Reply};
 use crate::app::App;
@@ -20,7 +23,17 @@ pub async fn predict(
     model: Option<&Served>,
 ) -> Result<Reply, ServeError> {
     let accept = header_str(&req, header::ACCEPT);
+    let ingress = through_ingress(&req);
     let (media, body) = read_body(app, req).await?;
+    if let Media::Multipart(boundary) = &media {
+        // A form of the message's keys, as Seldon's wrapper takes (`-F 'data=...'`);
+        // a lone file part stays an upload for the model.
+        let parts = multipart::parse(&body, boundary)?;
+        if form::is_seldon_form(&parts) {
+            let msg = form::decode_form(parts, &app.config.limits)?;
+            return predict_message(app, msg, accept, obs, model, ingress).await;
+        }
+    }
     if media != Media::Seldon {
         return predict_media(app, media, body, accept, obs, model).await;
     }
@@ -33,7 +46,13 @@ pub async fn predict(
             other => return predict_media(app, other, body, accept, obs, model).await,
         },
     };
-    predict_message(app, msg, accept, obs, model).await
+    predict_message(app, msg, accept, obs, model, ingress).await
+}
+
+/// Whether the request came by Seldon's ingress path (`/seldon/NAMESPACE/DEPLOYMENT/...`),
+/// where Seldon's executor stands in front of the model.
+fn through_ingress<B>(req: &Request<B>) -> bool {
+    req.uri().path().starts_with("/seldon/")
 }
 
 /// A published model's own route, `POST /api/NAME/VERSION`.
@@ -65,17 +84,23 @@ pub async fn predict_query(
         ));
     };
     let accept = header_str(&req, header::ACCEPT);
+    let ingress = through_ingress(&req);
     let msg = json::decode_message(&percent_decode(value.as_bytes()), &app.config.limits)?;
-    predict_message(app, msg, accept, obs, None).await
+    predict_message(app, msg, accept, obs, None, ingress).await
 }
 
 async fn predict_message(
     app: &App,
-    msg: SeldonMessage,
+    mut msg: SeldonMessage,
     accept: Option<String>,
     obs: &mut Observed,
     model: Option<&Served>,
+    ingress: bool,
 ) -> Result<Reply, ServeError> {
+    // Seldon's executor gives every request a puid; its wrapper only echoes one.
+    if ingress && msg.meta.puid.is_empty() {
+        msg.meta.puid = crate::observe::new_puid();
+    }
     obs.encoding = Encoding::of_payload(&msg.payload);
     if obs.id.is_empty() {
         obs.id.clone_from(&msg.meta.puid);
@@ -154,6 +179,16 @@ pub async fn health_status(app: &App) -> Result<Reply, ServeError> {
     encode_reply(Prediction::Message(app.health_status().await?))
 }
 
+/// `/seldon.json`: an OpenAPI document of the Seldon routes inferwire serves, where
+/// Seldon's wrapper serves its own.
+pub async fn openapi() -> Result<Reply, ServeError> {
+    Ok(body::with_type(
+        StatusCode::OK,
+        Bytes::from_static(include_bytes!("seldon_openapi.json")),
+        "application/json",
+    ))
+}
+
 pub async fn metadata(app: &App) -> Result<Reply, ServeError> {
     let v = app.metadata().await?;
     Ok(body::json(
@@ -162,15 +197,29 @@ pub async fn metadata(app: &App) -> Result<Reply, ServeError> {
     ))
 }
 
-fn encode_reply(reply: Prediction) -> Result<Reply, ServeError> {
+pub(super) fn encode_reply(reply: Prediction) -> Result<Reply, ServeError> {
     let out = match reply {
         Prediction::Message(m) => {
             let mut out = Vec::with_capacity(256);
             json::encode_message(&m, &mut out)?;
             out
         }
-        // predict_raw: the model's own value, as JSON.
-        Prediction::Raw(Output::Json(v)) | Prediction::Raw(Output::Array(Array::Json(v))) => {
+        // predict_raw: the model's own value, as JSON; a `status.code` in it is the
+        // HTTP status, as Seldon's wrapper answers (one that is no HTTP status: 200).
+        Prediction::Raw(Output::Json(v)) => {
+            let status = v
+                .pointer("/status/code")
+                .and_then(serde_json::Value::as_u64)
+                .and_then(|c| u16::try_from(c).ok())
+                .filter(|c| (200..=599).contains(c))
+                .and_then(|c| StatusCode::from_u16(c).ok())
+                .unwrap_or(StatusCode::OK);
+            return Ok(body::json(
+                status,
+                serde_json::to_vec(&v).unwrap_or_default(),
+            ));
+        }
+        Prediction::Raw(Output::Array(Array::Json(v))) => {
             serde_json::to_vec(&v).unwrap_or_default()
         }
         Prediction::Raw(Output::Array(Array::Numeric(t))) => {
@@ -193,7 +242,10 @@ fn encode_reply(reply: Prediction) -> Result<Reply, ServeError> {
 /// Reads a body and the media its Content-Type names. Like Seldon, a missing
 /// Content-Type and curl's default form type are taken as JSON (with the `json=` form
 /// field unwrapped).
-async fn read_body(app: &App, req: Request<Incoming>) -> Result<(Media, Bytes), ServeError> {
+pub(super) async fn read_body(
+    app: &App,
+    req: Request<Incoming>,
+) -> Result<(Media, Bytes), ServeError> {
     let ctype = header_str(&req, header::CONTENT_TYPE);
     let media = Media::from_content_type(ctype.as_deref())?.ok_or_else(|| {
         ServeError::new(
@@ -230,7 +282,7 @@ async fn json_body(app: &App, req: Request<Incoming>) -> Result<Bytes, ServeErro
 /// A form-encoded value (`application/x-www-form-urlencoded`, as a query string too): up
 /// to the next `&` (other fields follow), `+` a space, then %XX escapes decoded; a `%`
 /// without two hex digits after it stays as it is.
-fn percent_decode(s: &[u8]) -> Vec<u8> {
+pub(super) fn percent_decode(s: &[u8]) -> Vec<u8> {
     let value = s.split(|&b| b == b'&').next().unwrap_or_default();
     let spaced: Vec<u8> = value
         .iter()

@@ -155,13 +155,18 @@ pub async fn infer(
         Encoding::Json
     };
     let body = body::read(app, req, app.config.max_body_bytes).await?;
-    let request = json::decode_request(body, header_len, &app.config.limits)?;
+    let request = json::decode_request_with(
+        body,
+        header_len,
+        &app.config.limits,
+        &app.shared_memory.reader(app.config.max_body_bytes),
+    )?;
     if obs.id.is_empty() {
         obs.id.clone_from(&request.id);
     }
     let binary = request.binary_outputs();
     let deadline = app.deadline(obs.start, None);
-    let response = app.infer(&model, request, deadline).await?;
+    let response = crate::shared_memory::infer(app, &model, request, deadline).await?;
     let mut out = Vec::with_capacity(256);
     let blobs = json::encode_response(&response, |name| binary.wants(name), &mut out)?;
     if blobs.is_empty() {

@@ -123,3 +123,43 @@ impl Op for HealthStatus {
         &output.meta.metrics
     }
 }
+
+/// The operations of Seldon's other graph component types, each on its own trait method.
+macro_rules! component_op {
+    ($(#[$doc:meta])* $name:ident($input:ty) => $method:ident) => {
+        $(#[$doc])*
+        pub struct $name(pub $input);
+
+        impl Op for $name {
+            type Output = Prediction;
+
+            fn run(self, model: &dyn Model) -> Result<Prediction, ModelError> {
+                model.$method(self.0)
+            }
+
+            fn custom(output: &Prediction) -> &[Metric] {
+                match output {
+                    Prediction::Message(m) => &m.meta.metrics,
+                    Prediction::Raw(_) => &[],
+                }
+            }
+        }
+    };
+}
+
+component_op!(
+    /// A TRANSFORMER's `transform_input`.
+    TransformInput(SeldonMessage) => transform_input
+);
+component_op!(
+    /// An OUTPUT_TRANSFORMER's `transform_output`.
+    TransformOutput(SeldonMessage) => transform_output
+);
+component_op!(
+    /// A ROUTER's `route`.
+    Route(SeldonMessage) => route
+);
+component_op!(
+    /// A COMBINER's `aggregate` over its children's messages.
+    Aggregate(Vec<SeldonMessage>) => aggregate
+);

@@ -1,4 +1,5 @@
 //! The Seldon protocol (`seldon.protos.SeldonMessage`) over JSON and protobuf.
+pub mod form;
 mod from_pb;
 pub mod json;
 pub mod message;

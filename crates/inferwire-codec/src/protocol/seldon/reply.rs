@@ -3,7 +3,6 @@ use bytes::Bytes;
 use serde_json::Value;
 
 use super::message::*;
-use super::proto::tensor_to_json;
 
 /// What a model returned, already out of Python.
 #[derive(Debug, Clone, PartialEq)]
@@ -15,23 +14,22 @@ pub enum Output {
     Json(Value),
 }
 
-/// Builds the reply payload for `predict`: arrays use the request's encoding (`ndarray`
-/// for requests that carried no array), bytes and strings become `binData`/`strData`,
-/// and a `jsonData` request gets `jsonData` back.
+/// Builds the reply payload for `predict` by Seldon's wrapper's rules
+/// (`construct_response`): a numeric array answers a `data` request in the request's
+/// encoding, and any other request (`strData`, `binData`, `jsonData`, none) as a
+/// `tensor`; a non-numeric array (strings, booleans, mixed) is always an `ndarray`.
+/// Bytes, strings and dicts become `binData`, `strData` and `jsonData`.
 pub fn predict_payload(request: &Payload, output: Output, names: Vec<String>) -> Payload {
-    let json_request = matches!(request, Payload::Json(_));
     match output {
         Output::Bin(b) => Payload::Bin(b),
         Output::Str(s) => Payload::Str(s),
         Output::Json(v) => Payload::Json(v),
-        Output::Array(a) if json_request => Payload::Json(match a {
-            Array::Numeric(t) => tensor_to_json(&t),
-            Array::Json(v) => v,
-        }),
         Output::Array(array) => {
-            let encoding = match request {
-                Payload::Data { encoding, .. } => *encoding,
-                _ => Encoding::Ndarray,
+            let encoding = match (&array, request) {
+                (Array::Numeric(t), _) if !is_number(t) => Encoding::Ndarray,
+                (Array::Json(_), _) => Encoding::Ndarray,
+                (_, Payload::Data { encoding, .. }) => *encoding,
+                _ => Encoding::Tensor,
             };
             Payload::Data {
                 names,
@@ -40,6 +38,14 @@ pub fn predict_payload(request: &Payload, output: Output, names: Vec<String>) ->
             }
         }
     }
+}
+
+/// numpy's `issubdtype(dtype, np.number)`: every numeric type but booleans and bytes.
+fn is_number(t: &crate::tensor::Tensor) -> bool {
+    !matches!(
+        t.data,
+        crate::tensor::TensorData::Bool(_) | crate::tensor::TensorData::Bytes(_)
+    )
 }
 
 #[cfg(test)]
@@ -69,12 +75,32 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        assert_eq!(
-            predict_payload(&Payload::Json(Value::Null), one(), vec![]),
-            Payload::Json(serde_json::json!([1]))
-        );
+        // An array answered to a request that carried none is a `tensor`, as Seldon's.
+        for request in [
+            Payload::Json(Value::Null),
+            Payload::Str("x".into()),
+            Payload::Bin(Bytes::new()),
+            Payload::None,
+        ] {
+            assert!(matches!(
+                predict_payload(&request, one(), vec![]),
+                Payload::Data {
+                    encoding: Encoding::Tensor,
+                    ..
+                }
+            ));
+        }
+        // Not numbers: an `ndarray`, whatever the request.
+        let flags = Output::Array(Array::Numeric(
+            Tensor::new(vec![1], TensorData::Bool(vec![true])).unwrap(),
+        ));
+        let tensor_req = Payload::Data {
+            names: vec![],
+            encoding: Encoding::Tensor,
+            array: Array::Json(Value::Null),
+        };
         assert!(matches!(
-            predict_payload(&Payload::Str("x".into()), one(), vec![]),
+            predict_payload(&tensor_req, flags, vec![]),
             Payload::Data {
                 encoding: Encoding::Ndarray,
                 ..

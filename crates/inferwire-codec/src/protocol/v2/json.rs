@@ -52,6 +52,17 @@ pub fn decode_request(
     header_len: Option<usize>,
     limits: &Limits,
 ) -> Result<InferRequest> {
+    decode_request_with(body, header_len, limits, &NoSharedMemory)
+}
+
+/// `decode_request`, reading the inputs passed by reference (Triton's shared-memory
+/// parameters) from `shm`.
+pub fn decode_request_with(
+    body: Bytes,
+    header_len: Option<usize>,
+    limits: &Limits,
+    shm: &dyn SharedInputs,
+) -> Result<InferRequest> {
     let (header, mut blobs) = match header_len {
         None => (body.clone(), Bytes::new()),
         Some(n) if n > body.len() => {
@@ -72,7 +83,7 @@ pub fn decode_request(
     }
     let mut inputs = Vec::with_capacity(parts.len());
     for (i, input) in parts.into_iter().enumerate() {
-        inputs.push(finish_input(i, input, &mut blobs, limits)?);
+        inputs.push(finish_input(i, input, &mut blobs, limits, shm)?);
     }
     if !blobs.is_empty() {
         return Err(CodecError::bad_request(format!(
@@ -150,10 +161,23 @@ fn finish_input(
     input: Parts<'_>,
     blobs: &mut Bytes,
     limits: &Limits,
+    shm: &dyn SharedInputs,
 ) -> Result<InferInput> {
     let field = format!("inputs[{i}]");
     let (dtype, count, shape) = declared(&field, &input.datatype, &input.shape, limits)?;
     let parameters = input.parameters.unwrap_or_default();
+    if let Some(at) = shared_memory_ref(&parameters, &field)? {
+        if input.data.is_some() || parameters.contains_key("binary_data_size") {
+            return Err(CodecError::bad_request(format!(
+                "{field}: has data and shared_memory_region; send one or the other"
+            )));
+        }
+        return Ok(InferInput {
+            tensor: shared_input(shm, &field, &at, dtype, shape)?,
+            name: input.name,
+            parameters,
+        });
+    }
     let tensor = match parameters.get("binary_data_size") {
         Some(size) => {
             let size = size.as_u64().ok_or_else(|| {
@@ -574,7 +598,10 @@ pub fn encode_response(
             out,
         );
         let mut parameters = o.parameters.clone();
-        if binary(&o.name) {
+        // Written into the client's shared memory: metadata and parameters only.
+        let by_reference = in_shared_memory(o);
+        let as_blob = !by_reference && binary(&o.name);
+        if as_blob {
             let raw = binary::to_bytes(&o.tensor.data);
             parameters.insert("binary_data_size".into(), Value::from(raw.len()));
             blobs.push(Bytes::from(raw));
@@ -584,7 +611,7 @@ pub fn encode_response(
             serde_json::to_writer(&mut *out, &parameters)
                 .map_err(|e| CodecError::bad_output(e.to_string()))?;
         }
-        if !binary(&o.name) {
+        if !as_blob && !by_reference {
             out.extend_from_slice(b",\"data\":");
             write_flat(&o.name, &o.tensor.data, out)?;
         }

@@ -153,3 +153,89 @@ pub struct InferResponse {
     pub parameters: Parameters,
     pub outputs: Vec<InferOutput>,
 }
+
+/// A tensor passed by reference through Triton's shared-memory extension: its
+/// `shared_memory_region`, `shared_memory_offset` (default 0) and
+/// `shared_memory_byte_size` parameters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SharedMemoryRef {
+    pub region: String,
+    pub offset: u64,
+    pub byte_size: u64,
+}
+
+/// The parameter that marks a tensor passed by reference.
+pub const SHARED_MEMORY_REGION: &str = "shared_memory_region";
+
+/// `parameters`' shared-memory reference, if it has one. As Triton: the region and the
+/// byte size are required together, the offset is optional. `field` names the tensor.
+pub fn shared_memory_ref(parameters: &Parameters, field: &str) -> Result<Option<SharedMemoryRef>> {
+    let region = parameters.get(SHARED_MEMORY_REGION);
+    let size = parameters.get("shared_memory_byte_size");
+    let offset = parameters.get("shared_memory_offset");
+    let (region, size) = match (region, size) {
+        (None, None) if offset.is_none() => return Ok(None),
+        (Some(r), Some(s)) => (r, s),
+        _ => {
+            return Err(CodecError::bad_request(format!(
+                "{field}.parameters: shared_memory_region and shared_memory_byte_size go \
+                 together (shared_memory_offset is optional)"
+            )))
+        }
+    };
+    let region = region.as_str().filter(|r| !r.is_empty()).ok_or_else(|| {
+        CodecError::bad_request(format!(
+            "{field}.parameters.shared_memory_region: must be a registered region's name, \
+             got {region}"
+        ))
+    })?;
+    let count = |v: &Value, name: &str| {
+        v.as_u64().ok_or_else(|| {
+            CodecError::bad_request(format!(
+                "{field}.parameters.{name}: must be a byte count (a whole number, 0 or more), \
+                 got {v}"
+            ))
+        })
+    };
+    Ok(Some(SharedMemoryRef {
+        region: region.to_owned(),
+        offset: offset.map_or(Ok(0), |o| count(o, "shared_memory_offset"))?,
+        byte_size: count(size, "shared_memory_byte_size")?,
+    }))
+}
+
+/// Where the decoders read the inputs passed by reference (the server's registry of
+/// shared-memory regions): the `byte_size` bytes at `offset` in `region`. `field` names
+/// the input in errors.
+pub trait SharedInputs {
+    fn read(&self, field: &str, at: &SharedMemoryRef) -> Result<bytes::Bytes>;
+}
+
+/// For decoders given no registry: every input passed by reference is refused.
+pub struct NoSharedMemory;
+
+impl SharedInputs for NoSharedMemory {
+    fn read(&self, field: &str, _: &SharedMemoryRef) -> Result<bytes::Bytes> {
+        Err(CodecError::bad_request(format!(
+            "{field}.parameters.shared_memory_region: inputs in shared memory are not taken here"
+        )))
+    }
+}
+
+/// An input passed by reference: its data from `shm`, checked against its datatype and
+/// shape as any raw data is.
+pub(crate) fn shared_input(
+    shm: &dyn SharedInputs,
+    field: &str,
+    at: &SharedMemoryRef,
+    dtype: crate::tensor::DType,
+    shape: Vec<usize>,
+) -> Result<Tensor> {
+    let raw = shm.read(field, at)?;
+    super::binary::from_bytes(raw, dtype, shape, field)
+}
+
+/// Whether an output was written into shared memory: it then goes back without data.
+pub fn in_shared_memory(o: &InferOutput) -> bool {
+    o.parameters.contains_key(SHARED_MEMORY_REGION)
+}

@@ -59,8 +59,9 @@ fn to_pb_parameters(p: &Parameters) -> HashMap<String, pb::InferParameter> {
 /// Whether the reply to `req` goes in `raw_output_contents`. Triton always answers raw
 /// and its clients (tritonclient, perf_analyzer) read only raw outputs for every datatype
 /// but BYTES, so raw is the default; a request that sent typed `contents` is answered
-/// typed, as KServe's clients and MLServer do. A request-level `binary_data_output`
-/// boolean (the HTTP binary extension's parameter) chooses explicitly.
+/// typed, as KServe's clients and MLServer do, unless an input is in shared memory (only
+/// Triton's clients send that). A request-level `binary_data_output` boolean (the HTTP
+/// binary extension's parameter) chooses explicitly.
 pub fn reply_raw(req: &pb::ModelInferRequest) -> bool {
     if let Some(ParameterChoice::BoolParam(b)) = req
         .parameters
@@ -69,34 +70,72 @@ pub fn reply_raw(req: &pb::ModelInferRequest) -> bool {
     {
         return *b;
     }
-    !req.raw_input_contents.is_empty() || req.inputs.iter().all(|i| i.contents.is_none())
+    !req.raw_input_contents.is_empty()
+        || req.inputs.iter().all(|i| i.contents.is_none())
+        || req
+            .inputs
+            .iter()
+            .any(|i| i.parameters.contains_key(super::SHARED_MEMORY_REGION))
 }
 
 pub fn from_pb(req: pb::ModelInferRequest, limits: &Limits) -> Result<InferRequest> {
+    from_pb_with(req, limits, &NoSharedMemory)
+}
+
+/// `from_pb`, reading the inputs passed by reference (Triton's shared-memory parameters)
+/// from `shm`. As Triton, `raw_input_contents` then holds one entry for each of the other
+/// inputs, in order.
+pub fn from_pb_with(
+    req: pb::ModelInferRequest,
+    limits: &Limits,
+    shm: &dyn SharedInputs,
+) -> Result<InferRequest> {
     unique_names("inputs", req.inputs.iter().map(|i| i.name.as_str()))?;
     unique_names("outputs", req.outputs.iter().map(|o| o.name.as_str()))?;
+    let mut inputs = Vec::with_capacity(req.inputs.len());
+    let mut refs = Vec::with_capacity(req.inputs.len());
+    for (i, input) in req.inputs.iter().enumerate() {
+        refs.push(shared_memory_ref(
+            &parameters(input.parameters.clone()),
+            &format!("inputs[{i}]"),
+        )?);
+    }
+    let by_value = refs.iter().filter(|r| r.is_none()).count();
     let raw = req.raw_input_contents;
-    if !raw.is_empty() && raw.len() != req.inputs.len() {
+    if !raw.is_empty() && raw.len() != by_value {
         return Err(CodecError::bad_request(format!(
-            "raw_input_contents: {} entries for {} inputs (one each, in order)",
+            "raw_input_contents: {} entries for {by_value} inputs (one each, in order{})",
             raw.len(),
-            req.inputs.len()
+            if by_value < refs.len() {
+                ", less those in shared memory"
+            } else {
+                ""
+            }
         )));
     }
     let mut raw = raw.into_iter();
-    let mut inputs = Vec::with_capacity(req.inputs.len());
-    for (i, input) in req.inputs.into_iter().enumerate() {
+    for ((i, input), at) in req.inputs.into_iter().enumerate().zip(refs) {
         let field = format!("inputs[{i}]");
         let (dtype, count, shape) = declared(&field, &input.datatype, &input.shape, limits)?;
-        let tensor = match raw.next() {
-            Some(bytes) => binary::from_bytes(bytes, dtype, shape, &field)?,
-            None => typed(
-                input.contents.unwrap_or_default(),
-                dtype,
-                shape,
-                count,
-                &field,
-            )?,
+        let tensor = match at {
+            Some(at) => {
+                if input.contents.is_some() {
+                    return Err(CodecError::bad_request(format!(
+                        "{field}: has contents and shared_memory_region; send one or the other"
+                    )));
+                }
+                shared_input(shm, &field, &at, dtype, shape)?
+            }
+            None => match raw.next() {
+                Some(bytes) => binary::from_bytes(bytes, dtype, shape, &field)?,
+                None => typed(
+                    input.contents.unwrap_or_default(),
+                    dtype,
+                    shape,
+                    count,
+                    &field,
+                )?,
+            },
         };
         inputs.push(InferInput {
             name: input.name,
@@ -279,9 +318,17 @@ pub fn to_pb(r: InferResponse, raw: bool) -> pb::ModelInferResponse {
     for o in r.outputs {
         let shape = o.tensor.shape.iter().map(|&d| d as i64).collect();
         let datatype = datatype_name(o.tensor.dtype()).to_string();
+        let by_reference = in_shared_memory(&o);
         let contents = if raw {
-            out.raw_output_contents
-                .push(binary::into_bytes(o.tensor.data));
+            // Written into the client's shared memory: an empty entry keeps the others
+            // in step with their outputs, as Triton sends it.
+            out.raw_output_contents.push(if by_reference {
+                bytes::Bytes::new()
+            } else {
+                binary::into_bytes(o.tensor.data)
+            });
+            None
+        } else if by_reference {
             None
         } else {
             Some(contents(o.tensor.data))
@@ -365,6 +412,67 @@ mod tests {
             &Limits::default(),
         );
         assert!(e.unwrap_err().message.contains("raw_input_contents"));
+    }
+
+    /// A registry that holds 8 bytes, 1.0 and 2.0 as FP32, in region "r".
+    struct OneRegion;
+
+    impl SharedInputs for OneRegion {
+        fn read(&self, field: &str, at: &SharedMemoryRef) -> Result<Bytes> {
+            if at.region != "r" {
+                return Err(CodecError::bad_request(format!("{field}: no region")));
+            }
+            let all: Vec<u8> = [1.0f32, 2.0].iter().flat_map(|f| f.to_le_bytes()).collect();
+            Ok(Bytes::from(
+                all[at.offset as usize..][..at.byte_size as usize].to_vec(),
+            ))
+        }
+    }
+
+    #[test]
+    fn inputs_in_shared_memory_take_no_raw_entry() {
+        let shm_param = |v: ParameterChoice| pb::InferParameter {
+            parameter_choice: Some(v),
+        };
+        let in_shm = pb::model_infer_request::InferInputTensor {
+            name: "a".into(),
+            datatype: "FP32".into(),
+            shape: vec![1],
+            parameters: [
+                (
+                    "shared_memory_region".to_string(),
+                    shm_param(ParameterChoice::StringParam("r".into())),
+                ),
+                (
+                    "shared_memory_byte_size".to_string(),
+                    shm_param(ParameterChoice::Int64Param(4)),
+                ),
+                (
+                    "shared_memory_offset".to_string(),
+                    shm_param(ParameterChoice::Int64Param(4)),
+                ),
+            ]
+            .into(),
+            ..Default::default()
+        };
+        let mut req = input("INT8", vec![1], Default::default());
+        req.inputs[0].contents = None;
+        req.inputs.insert(0, in_shm);
+        req.raw_input_contents = vec![Bytes::from_static(&[5])];
+        let r = from_pb_with(req.clone(), &Limits::default(), &OneRegion).unwrap();
+        assert_eq!(r.inputs[0].tensor.data, TensorData::F32(vec![2.0]));
+        assert_eq!(r.inputs[1].tensor.data, TensorData::I8(vec![5]));
+        // Without a registry: refused, naming the input.
+        let e = from_pb(req.clone(), &Limits::default()).unwrap_err();
+        assert!(
+            e.message
+                .starts_with("inputs[0].parameters.shared_memory_region"),
+            "{e:?}"
+        );
+        // One raw entry per input, less those in shared memory.
+        req.raw_input_contents.push(Bytes::from_static(&[6]));
+        let e = from_pb_with(req, &Limits::default(), &OneRegion).unwrap_err();
+        assert!(e.message.contains("less those in shared memory"), "{e:?}");
     }
 
     #[test]

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Installs seldon-core's own client (seldon_core.seldon_client.SeldonClient) into a small
+# Python 3.10 virtualenv at .venv-seldon-client (SELDON_CLIENT_VENV overrides; PYTHON310
+# names the interpreter) for tests/compat/, which run SeldonClient against inferwire.
+# Idempotent and cheap after the first run: a virtualenv that already imports the client
+# at the pinned versions is left alone. Prints the virtualenv's python on stdout.
+#
+# Why these pins: seldon-core 1.18.2 is the release the compatibility tests target; it
+# pins protobuf<4 and protobuf 3.20 has compiled wheels up to Python 3.10 only (hence
+# 3.10); gunicorn 20.1 (its pin) imports pkg_resources, which setuptools 81 removed.
+# No tensorflow: SeldonClient builds ndarray/tensor payloads without it, and the tests
+# build tftensor payloads from seldon-core's own protobuf classes.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="${SELDON_CLIENT_VENV:-$ROOT/.venv-seldon-client}"
+PACKAGES=("seldon-core==1.18.2" "protobuf==3.20.3" "setuptools<81")
+
+find_python310() {
+    # pyenv's shim answers `command -v` even when 3.10 is not selected: try each by running it.
+    local candidates=("${PYTHON310:-}" python3.10)
+    if command -v pyenv >/dev/null; then
+        candidates+=("$(pyenv root)"/versions/3.10.*/bin/python3.10)
+    fi
+    local c
+    for c in "${candidates[@]}"; do
+        if [[ -n "$c" ]] && "$c" -c 'import sys; assert sys.version_info[:2] == (3, 10)' 2>/dev/null; then
+            echo "$c"
+            return
+        fi
+    done
+    echo "Python 3.10 is needed for seldon-core's client (e.g. pyenv install 3.10; PYTHON310=...)" >&2
+    exit 1
+}
+
+installed() {
+    "$VENV/bin/python" - "${PACKAGES[@]}" <<'PY' 2>/dev/null
+import sys
+from importlib.metadata import version
+
+for spec in sys.argv[1:]:
+    if "==" in spec:
+        name, want = spec.split("==")
+        assert version(name) == want, (name, version(name), want)
+import seldon_core.seldon_client  # noqa: F401
+PY
+}
+
+if ! installed; then
+    if [[ ! -x "$VENV/bin/python" ]]; then
+        "$(find_python310)" -m venv "$VENV" >&2
+    fi
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-input "${PACKAGES[@]}" >&2
+    installed || { echo "seldon-core's client did not install into $VENV" >&2; exit 1; }
+fi
+echo "$VENV/bin/python"
