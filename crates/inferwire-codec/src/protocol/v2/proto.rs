@@ -487,6 +487,17 @@ mod tests {
         by_reference.inputs[0].contents = None;
         assert!(reply_raw(&by_reference), "no contents at all: Triton's raw");
         assert!(reply_raw(&pb::ModelInferRequest::default()), "no inputs");
+        let mut in_shm = typed.clone();
+        in_shm.inputs[0].parameters.insert(
+            super::super::SHARED_MEMORY_REGION.into(),
+            pb::InferParameter {
+                parameter_choice: Some(ParameterChoice::StringParam("r".into())),
+            },
+        );
+        assert!(
+            reply_raw(&in_shm),
+            "an input in shared memory: Triton's client"
+        );
         let mut raw = by_reference.clone();
         raw.raw_input_contents = vec![Bytes::from_static(&[0, 0, 128, 63])];
         assert!(reply_raw(&raw));
