@@ -28,6 +28,10 @@ use crate::app::App;
 use crate::error::{Kind, ServeError};
 use crate::models::Served;
 
+/// How long a request waits for its sequence's worker to bind its socket (a worker
+/// starting, or restarted after a crash: the supervisor's first pause is 0.1 s).
+const CONNECT_WITHIN: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// This worker's place among the workers, and where their sockets are.
 #[derive(Debug, Clone)]
 pub struct Route {
@@ -71,7 +75,7 @@ impl Route {
         let mut msg = proto::to_pb_request(req, &model.name, true);
         msg.model_version.clone_from(&model.version);
         let call = async {
-            let mut s = UnixStream::connect(self.socket(owner)).await.map_err(|e| {
+            let mut s = self.connect(owner).await.map_err(|e| {
                 ServeError::new(
                     Kind::ShuttingDown,
                     format!(
@@ -109,6 +113,28 @@ impl Route {
                         "the request's deadline passed on the worker that serves its sequence",
                     ))
                 }),
+        }
+    }
+
+    /// A connection to `owner`'s socket. A worker starting (with the others, or in a dead
+    /// one's place) binds it within moments: until `CONNECT_WITHIN` has passed, a socket
+    /// not there yet, or not listening yet, is tried again.
+    async fn connect(&self, owner: usize) -> std::io::Result<UnixStream> {
+        let path = self.socket(owner);
+        let until = Instant::now() + CONNECT_WITHIN;
+        loop {
+            match UnixStream::connect(&path).await {
+                Ok(s) => return Ok(s),
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused
+                    ) && Instant::now() < until =>
+                {
+                    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                }
+                Err(e) => return Err(e),
+            }
         }
     }
 
