@@ -84,3 +84,25 @@ def test_one_sequence_one_worker(two_workers: Served) -> None:
     owners = {next(iter(p)) for p in pids.values()}
     assert len(owners) == 2, f"the sequences are spread over both workers: {pids}"
     assert all(p != two_workers.proc.pid for p in owners)  # workers, not the supervisor
+
+
+def test_sequences_at_once(two_workers: Served) -> None:
+    """Eight sequences at once from eight threads, each request on a new connection:
+    every sequence keeps one worker and its own total."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def run(seq: int) -> set[int]:
+        pids: set[int] = set()
+        total = 0.0
+        for k in range(10):
+            c = client(two_workers, "grpc" if k % 2 else "http")
+            got, pid = step_pid(c, 1000 + seq, 1.0, start=k == 0, end=k == 9)
+            c.close()
+            total += 1.0
+            assert got == total, (seq, k, got)
+            pids.add(pid)
+        return pids
+
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(run, range(8)))
+    assert all(len(p) == 1 for p in results), results
