@@ -26,7 +26,7 @@ while [ $# -gt 0 ]; do
     shift
 done
 
-ALL="seldon_matrix peers_seldon_matrix runtime v2_mlserver images_numpy realtime_rows generator_overhead reliability scaleout"
+ALL="seldon_matrix peers_seldon_matrix runtime v2_mlserver images_numpy realtime_rows generator_overhead reliability scaleout perf_analyzer"
 CHOSEN="${ONLY//,/ }"
 CHOSEN="${CHOSEN:-$ALL}"
 for name in $CHOSEN; do
@@ -48,6 +48,7 @@ build_extension --release
 bash scripts/install-load-tools.sh
 bash scripts/install-wrk.sh
 bash scripts/apt-install.sh nginx
+bash scripts/install-perf-analyzer.sh >/dev/null
 bash benchmarks/seldon_wrapper/setup.sh
 for peer in mlserver ray fastapi_images numpy_echo; do
     bash "benchmarks/peers/$peer/install.sh"

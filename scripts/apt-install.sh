@@ -1,12 +1,21 @@
 #!/usr/bin/env bash
 # Installs a Debian package whose command the project needs, unless the command is
 # already on PATH: `apt-install.sh PACKAGE [COMMAND]` (COMMAND defaults to PACKAGE).
+# For a library, COMMAND is `lib:SONAME` (`apt-install.sh libb64-0d lib:libb64.so.0d`):
+# present when the dynamic linker's cache has it.
 # Needs root (or passwordless sudo) and the Debian mirrors, as this project's machines
 # have. Used by install-chromium.sh (tests) and install-wrk.sh (benchmarks).
 set -euo pipefail
 package="$1"
 command="${2:-$1}"
-if command -v "$command" >/dev/null 2>&1; then
+present() {
+    if [[ "$command" == lib:* ]]; then
+        ldconfig -p | grep -qF "${command#lib:} "
+    else
+        command -v "$command" >/dev/null 2>&1
+    fi
+}
+if present; then
     exit 0
 fi
 SUDO=""
@@ -21,4 +30,4 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "$package" >/dev/null
-command -v "$command" >/dev/null
+present

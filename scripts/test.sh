@@ -17,6 +17,8 @@ log "chromium (renders the HTML reports in a test)"
 bash scripts/install-chromium.sh
 log "nginx (the balancer in the scale-out test)"
 bash scripts/apt-install.sh nginx
+log "perf_analyzer (tritonclient 2.41's binary, its own cached virtualenv; tests/compat)"
+bash scripts/install-perf-analyzer.sh >/dev/null
 
 log "cargo fmt --check"
 cargo fmt --all --check

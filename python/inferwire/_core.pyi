@@ -112,10 +112,13 @@ class Server:
         CoreModelSpec)`` of further models already built;
         ``repository``: an ``inferwire.repository.Repository`` the repository API loads
         from."""
-    def serve(self, on_bound: Callable[[int, int], None], worker: int = 0) -> None:
+    def serve(
+        self, on_bound: Callable[[int, int], None], worker: int = 0, workers: int = 1
+    ) -> None:
         """Serve until SIGINT, SIGTERM or ``stop()``; the GIL is released meanwhile.
-        ``worker`` is this process' index among ``--workers`` (its slot in the shared
-        metrics). Raises RuntimeError if a port cannot be bound."""
+        ``worker`` is this process' index among ``workers`` (its slot in the shared
+        metrics; V2 requests of a sequence are routed to their owner between workers).
+        Raises RuntimeError if a port cannot be bound."""
     def listen(self) -> tuple[int, int]:
         """Bind both ports now (before forking workers, which inherit the sockets and
         share one accept queue); returns ``(http_port, grpc_port)``."""

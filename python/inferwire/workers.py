@@ -9,10 +9,12 @@ and forwards SIGTERM/SIGINT so that every worker drains."""
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import logging
 import os
 import signal
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -227,14 +229,20 @@ def run_workers(
         def bound(http_port: int, grpc_port: int) -> None:
             log.debug("worker %d (pid %d) listening", index, os.getpid())
 
-        server.serve(bound, index)
+        server.serve(bound, index, workers)
 
-    Supervisor(
-        serve_worker,
-        workers,
-        grace_period,
-        server.worker_restarted,
-        server.worker_exited,
-        server.worker_recycled,
-        server.unlisten,
-    ).run()
+    try:
+        Supervisor(
+            serve_worker,
+            workers,
+            grace_period,
+            server.worker_restarted,
+            server.worker_exited,
+            server.worker_recycled,
+            server.unlisten,
+        ).run()
+    finally:
+        # The folder where the workers' sequence sockets were (named after this process
+        # by the core's sequences.rs); each worker removed its own socket.
+        with contextlib.suppress(OSError):
+            os.rmdir(os.path.join(tempfile.gettempdir(), f"inferwire-sequences-{os.getpid()}"))

@@ -52,15 +52,22 @@ impl Server {
     }
 
     /// Serves until SIGINT/SIGTERM or `stop()`. `on_bound(http_port, grpc_port)` is called
-    /// once both ports listen. `worker` is this process' index among the workers.
-    #[pyo3(signature = (on_bound, worker=0))]
-    fn serve(&self, py: Python<'_>, on_bound: Py<PyAny>, worker: usize) -> PyResult<()> {
+    /// once both ports listen. `worker` is this process' index among the `workers`.
+    #[pyo3(signature = (on_bound, worker=0, workers=1))]
+    fn serve(
+        &self,
+        py: Python<'_>,
+        on_bound: Py<PyAny>,
+        worker: usize,
+        workers: usize,
+    ) -> PyResult<()> {
         let serving = Serving {
             config: self.config.clone(),
             model: self.model.clone(),
             others: self.others.clone(),
             repository: self.repository.clone(),
             worker,
+            workers,
             // Taken, not cloned: once the I/O threads have closed theirs at the drain,
             // nothing in this process holds the sockets open, so the kernel refuses new
             // connections instead of queueing them for no one (and resetting them at

@@ -33,6 +33,8 @@ pub struct App {
     pub limit_reached: (std::sync::Mutex<bool>, std::sync::Condvar),
     /// Triton's system shared-memory regions (off unless configured).
     pub shared_memory: crate::shared_memory::SharedMemory,
+    /// With several workers: where V2 requests of a sequence another worker owns go.
+    pub(crate) sequences: std::sync::OnceLock<crate::sequences::Route>,
 }
 
 impl App {
@@ -58,6 +60,7 @@ impl App {
             answered: std::sync::atomic::AtomicU64::new(0),
             request_limit,
             limit_reached: Default::default(),
+            sequences: std::sync::OnceLock::new(),
         }
     }
 
@@ -250,6 +253,11 @@ impl App {
         req: InferRequest,
         deadline: Option<Instant>,
     ) -> Result<InferResponse, ServeError> {
+        if let Some(route) = self.sequences.get() {
+            if let Some(owner) = route.elsewhere(&req) {
+                return route.forward(owner, model, req, deadline, self).await;
+            }
+        }
         let id = req.id.clone();
         let wanted: Vec<String> = req.outputs.iter().map(|o| o.name.clone()).collect();
         let outputs = model.runner.infer(req, deadline).await?;

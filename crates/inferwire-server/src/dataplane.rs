@@ -67,9 +67,16 @@ fn model_statistics(model: &Served) -> Value {
     let s = model.runner.stats();
     let pair = |(count, ns): (u64, u64)| json!({"count": count, "ns": ns});
     let zero = pair((0, 0));
+    // perf_analyzer parses every reported version as a number (a crash on ""): a model
+    // without versions is reported as Triton numbers a single one, "1".
+    let version = if model.version.is_empty() {
+        "1"
+    } else {
+        model.version.as_str()
+    };
     json!({
         "name": model.name,
-        "version": model.version,
+        "version": version,
         "last_inference": s.last_inference_ms,
         "inference_count": s.success.0,
         "execution_count": s.executions,
@@ -78,10 +85,12 @@ fn model_statistics(model: &Served) -> Value {
             "fail": pair(s.fail),
             "queue": pair((s.success.0, s.queue_ns)),
             // inferwire decodes inputs and encodes outputs outside the model call, in
-            // the transport; it has no response cache.
-            "compute_input": zero,
+            // the transport, untimed per model: counted with compute_infer (clients such
+            // as perf_analyzer require the three counts to agree), 0 ns. It has no
+            // response cache.
+            "compute_input": pair((s.compute.0, 0)),
             "compute_infer": pair(s.compute),
-            "compute_output": zero,
+            "compute_output": pair((s.compute.0, 0)),
             "cache_hit": zero,
             "cache_miss": zero,
         },

@@ -201,6 +201,8 @@ pub struct Serving {
     pub repository: Option<Arc<dyn Repository>>,
     /// This process's index among the workers.
     pub worker: usize,
+    /// How many workers serve (sequences are routed between them when above 1).
+    pub workers: usize,
     /// Sockets bound before the fork (`Listeners::bind`); `None`: bound here.
     pub listeners: Option<Listeners>,
 }
@@ -220,6 +222,7 @@ pub fn serve(
         others,
         repository,
         worker,
+        workers,
         listeners,
     } = serving;
     let Listeners {
@@ -289,6 +292,17 @@ pub fn serve(
             .map_err(internal)?;
     }
     let (stop_tx, stop_rx) = watch::channel(false);
+    if let Some(route) = crate::sequences::Route::for_worker(worker, workers) {
+        route
+            .listen(Arc::downgrade(&app), stop_rx.clone())
+            .map_err(|e| {
+                ServeError::new(
+                    Kind::Internal,
+                    format!("the socket other workers pass sequences to: {e}"),
+                )
+            })?;
+        let _ = app.sequences.set(route);
+    }
     // The signal handlers exist before any thread serves: a SIGTERM sent the moment the
     // server first answers must drain it, not kill it by the default action.
     let signals = tokio::runtime::Builder::new_current_thread()

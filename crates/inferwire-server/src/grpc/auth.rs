@@ -2,7 +2,8 @@
 //! readiness needs `authorization: Bearer <token>` metadata with the method's scope
 //! (its row in `grpc::methods`); without auth, the repository calls are refused unless
 //! allowed explicitly. Refused calls get UNAUTHENTICATED or PERMISSION_DENIED before any
-//! message is read, and are counted like the method's other answers.
+//! message is read, and are counted like the method's other answers. A method not in the
+//! table gets UNIMPLEMENTED naming it.
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
@@ -67,6 +68,16 @@ where
             if let Some(m) = method.filter(|m| m.metric.is_some()) {
                 m.observe().finish(app, Code::Grpc(status.code()), m.name());
             }
+            return Box::pin(async move { Ok(status.into_http()) });
+        }
+        if method.is_none() {
+            // tonic's own answer carries no message; say which method and where the
+            // served ones are listed (tritonclient's streaming calls land here).
+            let status = tonic::Status::unimplemented(format!(
+                "{} is not served by inferwire (the gRPC methods served are listed in \
+                 docs/reference/v2-protocol.md and seldon-protocol.md)",
+                req.uri().path()
+            ));
             return Box::pin(async move { Ok(status.into_http()) });
         }
         Box::pin(self.inner.call(req))

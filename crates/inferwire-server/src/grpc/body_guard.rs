@@ -6,10 +6,10 @@
 //!   5-byte prefix, by the length the prefix declares, before its bytes are read; the
 //!   charge lasts until the next message starts or the body is dropped (tonic drops a
 //!   unary call's body once its message is decoded). RESOURCE_EXHAUSTED when it does not
-//!   fit. (A gzip message is inflated by tonic once it is whole, within
+//!   fit. (A gzip or deflate message is inflated by tonic once it is whole, within
 //!   `max_body_bytes`; that short-lived copy is not charged.)
-//! - a `grpc-encoding` other than gzip or identity is UNIMPLEMENTED before any byte is
-//!   read, with a message saying what is taken.
+//! - a `grpc-encoding` other than gzip, deflate or identity is UNIMPLEMENTED before any
+//!   byte is read, with a message saying what is taken.
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -26,7 +26,12 @@ use tower::{Layer, Service};
 use crate::body_budget::{BodyBudget, Charge};
 
 /// The `grpc-encoding` values taken, as `grpc-accept-encoding` lists them.
-pub const ACCEPTED_ENCODINGS: &str = "identity,gzip";
+pub const ACCEPTED_ENCODINGS: &str = "identity,gzip,deflate";
+
+/// Marks the reply to a deflate request, so that a refusal names the coding
+/// (`codec::refusals_named`); gzip, by far the commoner, is assumed otherwise.
+#[derive(Clone, Copy)]
+pub struct Deflated;
 
 #[derive(Clone)]
 pub struct BodyGuardLayer {
@@ -72,20 +77,32 @@ where
         if let Some(status) = unsupported_encoding(req.headers()) {
             return Box::pin(async move { Ok(status.into_http()) });
         }
+        let deflate = req
+            .headers()
+            .get("grpc-encoding")
+            .is_some_and(|v| v.as_bytes() == b"deflate");
         let (parts, body) = req.into_parts();
         let body = tonic::body::Body::new(Watched::new(body, &self.rules));
-        Box::pin(self.inner.call(http::Request::from_parts(parts, body)))
+        let call = self.inner.call(http::Request::from_parts(parts, body));
+        if !deflate {
+            return Box::pin(call);
+        }
+        Box::pin(async move {
+            let mut res = call.await?;
+            res.extensions_mut().insert(Deflated);
+            Ok(res)
+        })
     }
 }
 
 fn unsupported_encoding(headers: &http::HeaderMap) -> Option<Status> {
     const ENCODING: http::HeaderName = http::HeaderName::from_static("grpc-encoding");
     let value = headers.get(&ENCODING)?;
-    if matches!(value.as_bytes(), b"identity" | b"gzip") {
+    if matches!(value.as_bytes(), b"identity" | b"gzip" | b"deflate") {
         return None;
     }
     let mut status = Status::unimplemented(format!(
-        "grpc-encoding {:?} is not supported: send gzip or identity",
+        "grpc-encoding {:?} is not supported: send deflate, gzip or identity",
         String::from_utf8_lossy(value.as_bytes())
     ));
     status.metadata_mut().insert(
@@ -292,10 +309,10 @@ mod tests {
     }
 
     #[test]
-    fn only_gzip_and_identity_are_taken() {
+    fn only_gzip_deflate_and_identity_are_taken() {
         let mut h = http::HeaderMap::new();
         assert!(unsupported_encoding(&h).is_none());
-        for ok in ["gzip", "identity"] {
+        for ok in ["gzip", "deflate", "identity"] {
             h.insert("grpc-encoding", http::HeaderValue::from_static(ok));
             assert!(unsupported_encoding(&h).is_none());
         }

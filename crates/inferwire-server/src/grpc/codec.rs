@@ -94,13 +94,23 @@ impl Decoder for RawDecoder {
 /// setting, and advertises the `grpc-encoding`s taken on every reply. tonic refuses a
 /// message whose prefix declares too many bytes with OUT_OF_RANGE before reading it;
 /// clients of gRPC servers expect RESOURCE_EXHAUSTED (as grpc-go and grpc-java send). A
-/// gzip message that inflates past the limit is stopped there, RESOURCE_EXHAUSTED too.
+/// gzip or deflate message that inflates past the limit is stopped there,
+/// RESOURCE_EXHAUSTED too.
 pub fn refusals_named<B>(mut res: http::Response<B>, limit: usize) -> http::Response<B> {
     // Names made once: a header looked up by a `&str` is parsed and hashed each time,
     // and this runs on every reply.
     const ACCEPT: http::HeaderName = http::HeaderName::from_static("grpc-accept-encoding");
     const STATUS: http::HeaderName = http::HeaderName::from_static("grpc-status");
     const MESSAGE: http::HeaderName = http::HeaderName::from_static("grpc-message");
+    let coding = if res
+        .extensions()
+        .get::<super::body_guard::Deflated>()
+        .is_some()
+    {
+        "deflate"
+    } else {
+        "gzip"
+    };
     let headers = res.headers_mut();
     headers.insert(
         ACCEPT,
@@ -130,8 +140,8 @@ pub fn refusals_named<B>(mut res: http::Response<B>, limit: usize) -> http::Resp
                 || message.contains("exceeded while decompressing") =>
         {
             format!(
-                "the request message inflates (grpc-encoding: gzip) to more than the limit of \
-                 {limit} bytes (see --max-body-bytes)"
+                "the request message inflates (grpc-encoding: {coding}) to more than the limit \
+                 of {limit} bytes (see --max-body-bytes)"
             )
         }
         _ => return res,

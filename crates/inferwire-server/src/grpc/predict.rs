@@ -67,6 +67,7 @@ where
         let method = RawPredict(self.svc.clone(), self.rpc);
         let mut grpc = Grpc::new(RawRequestCodec)
             .accept_compressed(tonic::codec::CompressionEncoding::Gzip)
+            .accept_compressed(tonic::codec::CompressionEncoding::Deflate)
             .max_decoding_message_size(self.max_decoding)
             .max_encoding_message_size(usize::MAX);
         Box::pin(async move { Ok(grpc.unary(method, req).await) })

@@ -3,7 +3,7 @@ use std::sync::Arc;
 
 use tokio::net::TcpListener;
 use tokio::sync::watch;
-use tonic::codec::CompressionEncoding::Gzip;
+use tonic::codec::CompressionEncoding::{Deflate, Gzip};
 
 use super::generated::combiner_server::CombinerServer;
 use super::generated::generic_server::GenericServer;
@@ -32,11 +32,13 @@ pub async fn serve(app: Arc<App>, listener: TcpListener, mut stop: watch::Receiv
     let svc = SeldonService(app.clone());
     let seldon = SeldonServer::new(svc.clone())
         .accept_compressed(Gzip)
+        .accept_compressed(Deflate)
         .max_decoding_message_size(limit)
         .max_encoding_message_size(usize::MAX);
     let seldon = FastPredict::new(seldon, svc.clone(), limit, &methods::SELDON_PREDICT);
     let model = ModelServer::new(svc.clone())
         .accept_compressed(Gzip)
+        .accept_compressed(Deflate)
         .max_decoding_message_size(limit)
         .max_encoding_message_size(usize::MAX);
     // Seldon's other graph component services; the message limit as for predict.
@@ -56,12 +58,14 @@ pub async fn serve(app: Arc<App>, listener: TcpListener, mut stop: watch::Receiv
     let model = FastPredict::new(model, svc, limit, &methods::MODEL_PREDICT);
     let v2 = GrpcInferenceServiceServer::new(V2Service(app.clone()))
         .accept_compressed(Gzip)
+        .accept_compressed(Deflate)
         .max_decoding_message_size(limit)
         .max_encoding_message_size(usize::MAX);
 
     let (health, health_svc) = super::health::Reporter::new();
     let health_svc = health_svc
         .accept_compressed(Gzip)
+        .accept_compressed(Deflate)
         .max_decoding_message_size(limit);
 
     let reflection = tonic_reflection::server::Builder::configure()
@@ -70,6 +74,7 @@ pub async fn serve(app: Arc<App>, listener: TcpListener, mut stop: watch::Receiv
         .build_v1()
         .expect("the built-in descriptors are valid")
         .accept_compressed(Gzip)
+        .accept_compressed(Deflate)
         .max_decoding_message_size(limit);
     let reflection_alpha = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(inferwire_codec::pb::FILE_DESCRIPTOR_SET)
@@ -77,6 +82,7 @@ pub async fn serve(app: Arc<App>, listener: TcpListener, mut stop: watch::Receiv
         .build_v1alpha()
         .expect("the built-in descriptors are valid")
         .accept_compressed(Gzip)
+        .accept_compressed(Deflate)
         .max_decoding_message_size(limit);
 
     let tls = app.config.tls.clone().map(tokio_rustls::TlsAcceptor::from);

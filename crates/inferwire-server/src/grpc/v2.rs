@@ -1,5 +1,5 @@
 //! V2's `inference.GRPCInferenceService`: health, metadata and `ModelInfer` with typed or
-//! raw contents (a request sent raw is answered raw, as tritonclient expects).
+//! raw contents (answered raw unless the request sent typed contents: `proto::reply_raw`).
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -123,14 +123,16 @@ impl GrpcInferenceService for V2Service {
         }
         let deadline = app.deadline(Instant::now(), client_timeout(req.metadata()));
         let req = req.into_inner();
-        let raw = !req.raw_input_contents.is_empty();
-        // Inputs in shared memory come from Triton's client, which reads raw outputs only.
-        let raw = raw
-            || req.inputs.iter().any(|i| {
-                i.parameters
-                    .contains_key(inferwire_codec::protocol::v2::SHARED_MEMORY_REGION)
-            });
-        obs.encoding = if raw { Encoding::Raw } else { Encoding::Typed };
+        let by_reference = req.inputs.iter().any(|i| {
+            i.parameters
+                .contains_key(inferwire_codec::protocol::v2::SHARED_MEMORY_REGION)
+        });
+        obs.encoding = if by_reference || !req.raw_input_contents.is_empty() {
+            Encoding::Raw
+        } else {
+            Encoding::Typed
+        };
+        let raw = proto::reply_raw(&req);
         let run = async {
             let model = app.models.get(&req.model_name, &req.model_version)?;
             obs.model = model.slot;

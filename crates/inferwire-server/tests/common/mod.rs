@@ -359,6 +359,7 @@ impl Server {
             others: Vec::new(),
             repository: None,
             worker: 0,
+            workers: 1,
             listeners: None,
         };
         let handle = stop.clone();

@@ -56,6 +56,28 @@ fn to_pb_parameters(p: &Parameters) -> HashMap<String, pb::InferParameter> {
         .collect()
 }
 
+/// Whether the reply to `req` goes in `raw_output_contents`. Triton always answers raw
+/// and its clients (tritonclient, perf_analyzer) read only raw outputs for every datatype
+/// but BYTES, so raw is the default; a request that sent typed `contents` is answered
+/// typed, as KServe's clients and MLServer do, unless an input is in shared memory (only
+/// Triton's clients send that). A request-level `binary_data_output` boolean (the HTTP
+/// binary extension's parameter) chooses explicitly.
+pub fn reply_raw(req: &pb::ModelInferRequest) -> bool {
+    if let Some(ParameterChoice::BoolParam(b)) = req
+        .parameters
+        .get("binary_data_output")
+        .and_then(|p| p.parameter_choice.as_ref())
+    {
+        return *b;
+    }
+    !req.raw_input_contents.is_empty()
+        || req.inputs.iter().all(|i| i.contents.is_none())
+        || req
+            .inputs
+            .iter()
+            .any(|i| i.parameters.contains_key(super::SHARED_MEMORY_REGION))
+}
+
 pub fn from_pb(req: pb::ModelInferRequest, limits: &Limits) -> Result<InferRequest> {
     from_pb_with(req, limits, &NoSharedMemory)
 }
@@ -451,6 +473,44 @@ mod tests {
         req.raw_input_contents.push(Bytes::from_static(&[6]));
         let e = from_pb_with(req, &Limits::default(), &OneRegion).unwrap_err();
         assert!(e.message.contains("less those in shared memory"), "{e:?}");
+    }
+
+    #[test]
+    fn reply_raw_unless_typed_or_asked() {
+        let c = pb::InferTensorContents {
+            fp32_contents: vec![1.0],
+            ..Default::default()
+        };
+        let mut typed = input("FP32", vec![1], c);
+        assert!(!reply_raw(&typed));
+        let mut by_reference = typed.clone();
+        by_reference.inputs[0].contents = None;
+        assert!(reply_raw(&by_reference), "no contents at all: Triton's raw");
+        assert!(reply_raw(&pb::ModelInferRequest::default()), "no inputs");
+        let mut in_shm = typed.clone();
+        in_shm.inputs[0].parameters.insert(
+            super::super::SHARED_MEMORY_REGION.into(),
+            pb::InferParameter {
+                parameter_choice: Some(ParameterChoice::StringParam("r".into())),
+            },
+        );
+        assert!(
+            reply_raw(&in_shm),
+            "an input in shared memory: Triton's client"
+        );
+        let mut raw = by_reference.clone();
+        raw.raw_input_contents = vec![Bytes::from_static(&[0, 0, 128, 63])];
+        assert!(reply_raw(&raw));
+        let ask = |b| pb::InferParameter {
+            parameter_choice: Some(ParameterChoice::BoolParam(b)),
+        };
+        typed
+            .parameters
+            .insert("binary_data_output".into(), ask(true));
+        assert!(reply_raw(&typed));
+        raw.parameters
+            .insert("binary_data_output".into(), ask(false));
+        assert!(!reply_raw(&raw));
     }
 
     #[test]

@@ -1,0 +1,85 @@
+"""Triton's perf_analyzer (the binary in the tritonclient 2.41 wheel, installed into its own
+cached virtualenv by scripts/install-perf-analyzer.sh) measuring inferwire over HTTP and
+gRPC with its default options, bounded in time: it must read the model's metadata and
+configuration, run its measurement, read the server's statistics and report a
+throughput. How its figures compare with `inferwire bench` is a benchmark
+(benchmarks/perf_analyzer.py), not a test."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import ROOT, Served
+
+
+@pytest.fixture(scope="module")
+def perf_analyzer() -> str:
+    out = subprocess.run(
+        ["bash", str(ROOT / "scripts/install-perf-analyzer.sh")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert out.returncode == 0, out.stderr
+    path = out.stdout.strip().splitlines()[-1]
+    assert Path(path).is_file(), out
+    return path
+
+
+@pytest.fixture(scope="module")
+def srv(serve: Any) -> Served:
+    # A numeric version, as Triton's are (perf_analyzer parses them as numbers).
+    return serve("compat.tritonmodels:Sleep5ms", "--model-name", "sleep", "--model-version", "3")
+
+
+def run(pa: str, *args: str) -> str:
+    cmd = [
+        pa,
+        "-m",
+        "sleep",
+        # Bounded: 500 ms windows, at most 10 of them per concurrency, and a loose
+        # stability band (a loaded CI machine is noisy; the figures are not checked here).
+        "--measurement-interval",
+        "500",
+        "--max-trials",
+        "10",
+        "--stability-percentage",
+        "100",
+        *args,
+    ]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, f"{cmd}\n{r.stdout}\n{r.stderr}"
+    return r.stdout
+
+
+def throughputs(report: str) -> dict[int, float]:
+    found = re.findall(r"Concurrency: (\d+), throughput: ([\d.]+) infer/sec", report)
+    return {int(c): float(t) for c, t in found}
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_perf_analyzer_defaults(perf_analyzer: str, srv: Served, protocol: str) -> None:
+    url = f"127.0.0.1:{srv.http_port}" if protocol == "http" else srv.grpc_target
+    report = run(perf_analyzer, "-u", url, "-i", protocol, "--concurrency-range", "1:2")
+    got = throughputs(report)
+    assert set(got) == {1, 2}, report
+    # The model sleeps 5 ms: at most 200 requests/s per concurrent request.
+    for c, t in got.items():
+        assert 0 < t < 200 * c * 1.2, report
+    # It read the server's statistics (the statistics extension) for its server-side
+    # breakdown.
+    assert "Server:" in report and "Successful request count" in report, report
+    assert "compute infer" in report, report
+
+
+def test_perf_analyzer_async_and_shared_options(perf_analyzer: str, srv: Served) -> None:
+    """Asynchronous requests over gRPC with an explicit batch size of 1 and the model
+    version named, as perf_analyzer is often run."""
+    report = run(
+        perf_analyzer, "-u", srv.grpc_target, "-i", "grpc", "--async", "-b", "1", "-x", "3"
+    )
+    assert throughputs(report).get(1, 0) > 0, report
