@@ -18,22 +18,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 VENV="${SELDON_VENV:-$ROOT/.venv-seldon}"
 PACKAGES=("seldon-core==1.18.2" "tensorflow-cpu==2.12.1" "protobuf==3.20.3" "setuptools<81")
 
-find_python310() {
-    # pyenv's shim answers `command -v` even when 3.10 is not selected: try each by running it.
-    local candidates=("${PYTHON310:-}" python3.10)
-    if command -v pyenv >/dev/null; then
-        candidates+=("$(pyenv root)"/versions/3.10.*/bin/python3.10)
-    fi
-    local c
-    for c in "${candidates[@]}"; do
-        if [[ -n "$c" ]] && "$c" -c 'import sys; assert sys.version_info[:2] == (3, 10)' 2>/dev/null; then
-            echo "$c"
-            return
-        fi
-    done
-    echo "Python 3.10 is needed for the Seldon wrapper (e.g. pyenv install 3.10; PYTHON310=...)" >&2
-    exit 1
-}
+source "$ROOT/scripts/python310.sh"
 
 installed() {
     [[ -x "$VENV/bin/seldon-core-microservice" ]] &&
@@ -51,7 +36,7 @@ PY
 
 if ! installed; then
     if [[ ! -x "$VENV/bin/python" ]]; then
-        "$(find_python310)" -m venv "$VENV"
+        "$(find_python310 "the Seldon wrapper")" -m venv "$VENV"
     fi
     "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-input "${PACKAGES[@]}"
 fi

@@ -137,6 +137,15 @@ async fn heartbeat() {
 
 const HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// A runtime on the calling thread: each I/O thread, the metrics port and the signal
+/// watcher run their own.
+fn single_threaded_runtime() -> Result<tokio::runtime::Runtime, ServeError> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(internal)
+}
+
 /// One I/O thread: a single-threaded runtime serving REST and gRPC until `stop`.
 fn io_thread(
     app: Arc<App>,
@@ -144,10 +153,7 @@ fn io_thread(
     grpc_listener: std::net::TcpListener,
     stop: watch::Receiver<bool>,
 ) -> Result<(), ServeError> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(internal)?;
+    let runtime = single_threaded_runtime()?;
     let grace = app.config.grace_period;
     runtime.block_on(async move {
         tokio::spawn(heartbeat());
@@ -181,10 +187,7 @@ fn metrics_thread(
     listener: std::net::TcpListener,
     stop: watch::Receiver<bool>,
 ) -> Result<(), ServeError> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(internal)?;
+    let runtime = single_threaded_runtime()?;
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::from_std(listener).map_err(internal)?;
         rest::metrics_port::serve(app, listener, stop).await;
@@ -305,10 +308,7 @@ pub fn serve(
     }
     // The signal handlers exist before any thread serves: a SIGTERM sent the moment the
     // server first answers must drain it, not kill it by the default action.
-    let signals = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(internal)?;
+    let signals = single_threaded_runtime()?;
     let listening = {
         let _runtime = signals.enter();
         Signals::register()
