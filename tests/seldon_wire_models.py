@@ -59,3 +59,18 @@ class WithMetadata:
 class BadMetadata(WithMetadata):
     def init_metadata(self) -> dict[str, Any]:
         return {"inputs": [{"messagetype": "tensor", "schema": {"colour": "red"}}]}
+
+
+class RawMetrics:
+    """predict_raw answering a message with its own meta.metrics, which Seldon counts."""
+
+    def predict_raw(self, msg: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "data": {"ndarray": [[1]]},
+            "meta": {
+                "metrics": [
+                    {"key": "raw_gauge", "type": "GAUGE", "value": 5},
+                    {"key": "raw_calls", "type": "COUNTER", "value": 1},
+                ]
+            },
+        }

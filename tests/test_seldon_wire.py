@@ -379,3 +379,13 @@ def test_metadata_seldon_refuses(meta: dict[str, Any]) -> None:
 
     problem = metadata_problem(meta)
     assert problem is not None and next(iter(meta)) in problem
+
+
+def test_predict_raw_reply_metrics_are_exported(serve: Any, pb: Any) -> None:
+    server = serve("seldon_wire_models.py:RawMetrics")
+    for protocol in ("rest", "grpc"):
+        got = send(protocol, server, pb, {"data": {"ndarray": [[0]]}})
+        assert [m["key"] for m in got["meta"]["metrics"]] == ["raw_gauge", "raw_calls"]
+    text = httpx.get(server.url + "/metrics").text
+    assert "raw_gauge 5" in text
+    assert "raw_calls_total 2" in text

@@ -1,7 +1,10 @@
 //! The operations a runner runs, one type each with its answer's type, so that the
 //! queue, the inline path and the batcher hand every caller the answer of the operation
 //! it asked for.
-use inferwire_codec::protocol::seldon::{Feedback, Metric, SeldonMessage};
+use std::borrow::Cow;
+
+use inferwire_codec::protocol::seldon::reply::Output;
+use inferwire_codec::protocol::seldon::{json as seldon_json, Feedback, Metric, SeldonMessage};
 use inferwire_codec::protocol::v2::{InferOutput, InferRequest};
 use serde_json::Value;
 
@@ -19,14 +22,27 @@ pub trait Op: Send + Sized + 'static {
     fn run(self, model: &dyn Model) -> Result<Self::Output, ModelError>;
 
     /// The model's own metrics given with the answer (Seldon's `metrics()`).
-    fn custom(_output: &Self::Output) -> &[Metric] {
-        &[]
+    fn custom(_output: &Self::Output) -> Cow<'_, [Metric]> {
+        Cow::Borrowed(&[])
     }
 
     /// How this call waits in the model threads' queue: the batchable operations each
     /// have their own variant (no allocation); the others are boxed.
     fn queued(work: Work<Self>) -> Queued {
         Queued::Alone(Box::new(work))
+    }
+}
+
+/// A reply's metrics: a message's, or a low-level method's dict's own `meta.metrics`,
+/// which count as under Seldon's wrapper (ones it cannot read are left uncounted; the
+/// reply still goes out as it is).
+fn prediction_metrics(output: &Prediction) -> Cow<'_, [Metric]> {
+    match output {
+        Prediction::Message(m) => Cow::Borrowed(&m.meta.metrics),
+        Prediction::Raw(Output::Json(v)) => {
+            Cow::Owned(seldon_json::metrics_of(v).unwrap_or_default())
+        }
+        Prediction::Raw(_) => Cow::Borrowed(&[]),
     }
 }
 
@@ -41,11 +57,8 @@ impl Op for Predict {
         model.predict(self.0)
     }
 
-    fn custom(output: &Prediction) -> &[Metric] {
-        match output {
-            Prediction::Message(m) => &m.meta.metrics,
-            Prediction::Raw(_) => &[],
-        }
+    fn custom(output: &Prediction) -> Cow<'_, [Metric]> {
+        prediction_metrics(output)
     }
 
     fn queued(work: Work<Self>) -> Queued {
@@ -64,8 +77,8 @@ impl Op for PredictBatch {
         model.predict_batch(self.0)
     }
 
-    fn custom(output: &Answer) -> &[Metric] {
-        &output.metrics
+    fn custom(output: &Answer) -> Cow<'_, [Metric]> {
+        Cow::Borrowed(&output.metrics)
     }
 }
 
@@ -105,8 +118,8 @@ impl Op for SendFeedback {
         model.send_feedback(*self.0)
     }
 
-    fn custom(output: &SeldonMessage) -> &[Metric] {
-        &output.meta.metrics
+    fn custom(output: &SeldonMessage) -> Cow<'_, [Metric]> {
+        Cow::Borrowed(&output.meta.metrics)
     }
 }
 
@@ -119,8 +132,8 @@ impl Op for HealthStatus {
         model.health_status()
     }
 
-    fn custom(output: &SeldonMessage) -> &[Metric] {
-        &output.meta.metrics
+    fn custom(output: &SeldonMessage) -> Cow<'_, [Metric]> {
+        Cow::Borrowed(&output.meta.metrics)
     }
 }
 
@@ -137,11 +150,8 @@ macro_rules! component_op {
                 model.$method(self.0)
             }
 
-            fn custom(output: &Prediction) -> &[Metric] {
-                match output {
-                    Prediction::Message(m) => &m.meta.metrics,
-                    Prediction::Raw(_) => &[],
-                }
+            fn custom(output: &Prediction) -> Cow<'_, [Metric]> {
+                prediction_metrics(output)
             }
         }
     };

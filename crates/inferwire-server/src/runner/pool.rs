@@ -398,7 +398,7 @@ fn fail_all<T>(waiters: Vec<Waiter<T>>, e: ServeError) {
 /// The model's own metrics (Seldon's `metrics()`), counted once per model call.
 pub(super) fn record_custom<O: Op>(metrics: &Metrics, result: &Result<O::Output, ModelError>) {
     if let Ok(output) = result {
-        for m in O::custom(output) {
+        for m in O::custom(output).iter() {
             metrics.custom(m);
         }
     }

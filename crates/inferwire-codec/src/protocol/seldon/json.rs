@@ -443,8 +443,18 @@ fn message_from(m: MessageIn, limits: &Limits) -> Result<SeldonMessage> {
 }
 
 fn meta_from(m: MetaIn) -> Result<Meta> {
-    let metrics = m
-        .metrics
+    let metrics = metrics_from(m.metrics)?;
+    Ok(Meta {
+        puid: m.puid,
+        tags: m.tags,
+        routing: m.routing,
+        request_path: m.request_path,
+        metrics,
+    })
+}
+
+fn metrics_from(metrics: Vec<MetricIn>) -> Result<Vec<Metric>> {
+    metrics
         .into_iter()
         .enumerate()
         .map(|(i, x)| {
@@ -466,14 +476,18 @@ fn meta_from(m: MetaIn) -> Result<Meta> {
                 tags: x.tags,
             })
         })
-        .collect::<Result<_>>()?;
-    Ok(Meta {
-        puid: m.puid,
-        tags: m.tags,
-        routing: m.routing,
-        request_path: m.request_path,
-        metrics,
-    })
+        .collect()
+}
+
+/// The `meta.metrics` of a message given as a JSON value (a `predict_raw` reply), read
+/// as a request's are.
+pub fn metrics_of(message: &Value) -> Result<Vec<Metric>> {
+    let Some(list) = message.get("meta").and_then(|m| m.get("metrics")) else {
+        return Ok(Vec::new());
+    };
+    let metrics = Vec::<MetricIn>::deserialize(list)
+        .map_err(|e| CodecError::bad_request(format!("meta.metrics: {e}")))?;
+    metrics_from(metrics)
 }
 
 fn data_from(d: DataIn, limits: &Limits) -> Result<Payload> {
