@@ -59,7 +59,7 @@ class RawEcho:
 
     def predict_raw(self, msg: dict[str, Any]) -> dict[str, Any]:
         arr = np.asarray(msg["data"]["ndarray"])
-        return {"data": {"ndarray": (arr + 100).tolist()}}
+        return {"data": {"ndarray": (arr + 100).tolist()}, "meta": {"tags": {"raw": "yes"}}}
 
 
 class FirstColumnRouter:

@@ -205,6 +205,8 @@ def test_nested_graph_with_ab_test_and_raw_node(serve: Any, tmp_path: Path, pb: 
         got = send(protocol, s, pb, body([1, 2]))
         assert got["data"]["ndarray"] == [[100, 100]]
         assert got["meta"]["routing"]["ab"] == 0
+        # The predict_raw node's reply tags count, as its meta's would under Seldon.
+        assert got["meta"]["tags"]["raw"] == "yes"
 
 
 def test_a_failing_node_answers_500_and_the_graph_keeps_serving(serve: Any, tmp_path: Path) -> None:

@@ -34,7 +34,7 @@ import numpy as np
 
 from . import loader, modelfile
 from .errors import ModelLoadError, SettingsError
-from .seldon import SeldonAdapter, _own, default_names
+from .seldon import SeldonAdapter, SeldonResponse, _own, default_names
 from .settings import parse_parameters
 
 log = logging.getLogger("inferwire")
@@ -268,9 +268,12 @@ class _RawCall:
             msg["jsonData"] = x
         else:
             msg["data"] = {"names": names, "ndarray": x}
-        out = payload_of(self.adapter._resolve(self.fn(msg)))
-        a = self.adapter
-        return out, a._class_names(out), a._call_tags(), a._call_metrics()
+        reply = self.adapter._resolve(self.fn(msg))
+        # The reply's own tags and metrics count, as its meta's would under Seldon.
+        meta = reply.get("meta") if isinstance(reply, dict) else None
+        meta = meta if isinstance(meta, dict) else {}
+        data = SeldonResponse(payload_of(reply), meta.get("tags"), meta.get("metrics"))
+        return self.adapter._result(data)
 
 
 def payload_of(reply: Any) -> Any:
@@ -300,11 +303,10 @@ class Node:
     conventions, fallbacks and low-level methods), and the steps it takes. Each step
     returns the adapter's ``(output, names, tags, metrics)``."""
 
-    def __init__(self, spec: NodeSpec, model: Any, version: str) -> None:
+    def __init__(self, spec: NodeSpec, model: Any) -> None:
         self.spec = spec
         self.name = spec.name
         self.model = model
-        self.version = version
         self.adapter: SeldonAdapter | None = None
         if model is not None:
             self.adapter = SeldonAdapter(model, spec.name)
@@ -579,12 +581,12 @@ class GraphAdapter(SeldonAdapter):
         return None, None, None, None
 
 
-def build(spec: GraphSpec, version: str = "") -> Graph:
+def build(spec: GraphSpec) -> Graph:
     """Imports and loads every node's class (``load()`` called once per node)."""
-    return Graph(spec, _build_node(spec.root, version))
+    return Graph(spec, _build_node(spec.root))
 
 
-def _build_node(spec: NodeSpec, version: str) -> Node:
+def _build_node(spec: NodeSpec) -> Node:
     where = f"graph node {spec.name!r}"
     if spec.implementation in PREPACKAGED:
         model = _prepackaged(spec, where)
@@ -602,8 +604,8 @@ def _build_node(spec: NodeSpec, version: str) -> Node:
             f"{where}: no class for it: set MODEL_NAME in the env of its container in "
             f"componentSpecs, or give --graph-nodes {spec.name}=module:Class"
         )
-    node = Node(spec, model, version)
-    node.children = [_build_node(c, version) for c in spec.children]
+    node = Node(spec, model)
+    node.children = [_build_node(c) for c in spec.children]
     if node.ab_ratio is not None and len(node.children) != 2:
         raise ModelLoadError(f"{where}: RANDOM_ABTEST needs exactly two children")
     return node
