@@ -290,6 +290,25 @@ def test_a_combiner_that_raises_is_a_500(combiner: Any, pb: Any) -> None:
     assert rest(combiner.url, [body(1)], path="/aggregate").status_code == 200
 
 
+def test_aggregate_refuses_more_messages_than_its_bound_before_decoding(
+    combiner: Any, pb: Any
+) -> None:
+    # Many tiny messages: a few bytes each on the wire, far more once decoded. Past 1024
+    # the list is refused while it is read, over REST in both JSON forms and over gRPC.
+    many = "[" + ",".join(["{}"] * 200_000) + "]"
+    for text in (many, '{"seldonMessages": ' + many + "}"):
+        r = httpx.post(
+            f"{combiner.url}/aggregate", content=text, headers={"Content-Type": "application/json"}
+        )
+        assert r.status_code == 400 and "more than 1024 messages" in r.text, r.text[:300]
+    e = grpc_error(combiner, pb, "Combiner", "Aggregate", [{}] * 1025)
+    assert e.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "more than 1024 seldonMessages" in (e.details() or "")
+    # At the bound it is served.
+    r = rest(combiner.url, [body(1)] * 1024, path="/aggregate")
+    assert r.status_code == 200, r.text[:300]
+
+
 # -- what a type a class does not implement answers (as Seldon) -----------------------------
 
 

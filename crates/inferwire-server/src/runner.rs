@@ -35,6 +35,11 @@ use pool::{Pool, Waiter, Work};
 use slots::Slots;
 pub use stats::Snapshot;
 
+/// Most messages one `aggregate` takes: a combiner merges its children's answers, a
+/// handful; the bound keeps a body of many tiny messages from costing a hundred times
+/// its size once decoded.
+pub const MAX_AGGREGATE_MESSAGES: usize = 1024;
+
 /// One call of a Seldon graph component's operation (besides predict and feedback).
 #[derive(Debug)]
 pub enum Component {

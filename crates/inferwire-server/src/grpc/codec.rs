@@ -1,5 +1,6 @@
 //! The protobuf codec for the Seldon services: prost, with a malformed request reported
 //! as INVALID_ARGUMENT naming the message (tonic's default says INTERNAL).
+use std::any::TypeId;
 use std::marker::PhantomData;
 
 use bytes::{Buf, Bytes};
@@ -7,6 +8,8 @@ use inferwire_codec::pb::seldon::protos as pb;
 
 use tonic::codec::{Codec, DecodeBuf, Decoder};
 use tonic::Status;
+
+use crate::runner::MAX_AGGREGATE_MESSAGES;
 use tonic_prost::ProstEncoder;
 
 #[derive(Debug, Clone)]
@@ -39,12 +42,16 @@ where
 
 pub struct MessageDecoder<U>(PhantomData<U>);
 
-impl<U: prost::Message + Default> Decoder for MessageDecoder<U> {
+impl<U: prost::Message + Default + 'static> Decoder for MessageDecoder<U> {
     type Item = U;
     type Error = Status;
 
     fn decode(&mut self, buf: &mut DecodeBuf<'_>) -> Result<Option<U>, Status> {
-        U::decode(contiguous(buf)).map(Some).map_err(|e| {
+        let bytes = contiguous(buf);
+        if TypeId::of::<U>() == TypeId::of::<pb::SeldonMessageList>() {
+            check_list_len(&bytes)?;
+        }
+        U::decode(bytes).map(Some).map_err(|e| {
             let name = std::any::type_name::<U>()
                 .rsplit("::")
                 .next()
@@ -52,6 +59,43 @@ impl<U: prost::Message + Default> Decoder for MessageDecoder<U> {
             Status::invalid_argument(format!("malformed protobuf {name}: {e}"))
         })
     }
+}
+
+/// A SeldonMessageList's entries are counted before prost decodes them: an empty
+/// message is two bytes on the wire and a few hundred once decoded.
+fn check_list_len(mut wire: &[u8]) -> Result<(), Status> {
+    let mut count = 0usize;
+    while !wire.is_empty() {
+        let Ok(key) = prost::encoding::decode_varint(&mut wire) else {
+            return Ok(()); // malformed: prost's decode says so
+        };
+        let len = match key & 7 {
+            2 => match prost::encoding::decode_varint(&mut wire) {
+                Ok(n) => usize::try_from(n).unwrap_or(usize::MAX),
+                Err(_) => return Ok(()),
+            },
+            0 => {
+                let _ = prost::encoding::decode_varint(&mut wire);
+                0
+            }
+            1 => 8,
+            5 => 4,
+            _ => return Ok(()),
+        };
+        if key >> 3 == 1 {
+            count += 1;
+            if count > MAX_AGGREGATE_MESSAGES {
+                return Err(Status::invalid_argument(format!(
+                    "SeldonMessageList: more than {MAX_AGGREGATE_MESSAGES} seldonMessages"
+                )));
+            }
+        }
+        if len > wire.len() {
+            return Ok(());
+        }
+        wire = &wire[len..];
+    }
+    Ok(())
 }
 
 /// The whole message as one `Bytes`: a split of tonic's buffer, not a copy. Decoders then

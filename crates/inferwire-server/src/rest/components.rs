@@ -15,7 +15,7 @@ use crate::app::App;
 use crate::error::{Kind, ServeError};
 use crate::metrics::Encoding;
 use crate::observe::Observed;
-use crate::runner::Component;
+use crate::runner::{Component, MAX_AGGREGATE_MESSAGES};
 
 /// `transform_input`, `transform_output` or `route` on one message.
 pub async fn one(
@@ -66,12 +66,13 @@ pub async fn aggregate(
 fn decode_list(body: &[u8], limits: &Limits) -> Result<Vec<SeldonMessage>, ServeError> {
     let bad = |e: serde_json::Error| not_a_list(&e.to_string());
     let list: Vec<&RawValue> = match body.iter().find(|b| !b.is_ascii_whitespace()) {
-        Some(b'[') => serde_json::from_slice(body).map_err(bad)?,
+        Some(b'[') => serde_json::from_slice::<Capped<'_>>(body).map_err(bad)?.0,
         Some(b'{') => {
             let wrapped: Wrapped<'_> = serde_json::from_slice(body).map_err(bad)?;
             wrapped
                 .seldon_messages
                 .ok_or_else(|| not_a_list("an object without a `seldonMessages` list"))?
+                .0
         }
         Some(_) => {
             let kind = serde_json::from_slice::<&RawValue>(body)
@@ -113,8 +114,40 @@ fn decode_list(body: &[u8], limits: &Limits) -> Result<Vec<SeldonMessage>, Serve
 /// `{"seldonMessages": [...]}`; other keys are ignored, as Seldon ignores them.
 #[derive(Deserialize)]
 struct Wrapped<'a> {
-    #[serde(rename = "seldonMessages", borrow)]
-    seldon_messages: Option<Vec<&'a RawValue>>,
+    #[serde(rename = "seldonMessages", borrow, default)]
+    seldon_messages: Option<Capped<'a>>,
+}
+
+/// The list's messages as slices of the body, refused past `MAX_AGGREGATE_MESSAGES`
+/// while reading (before any is decoded or the list grows).
+struct Capped<'a>(Vec<&'a RawValue>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Capped<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Seq;
+        impl<'de> serde::de::Visitor<'de> for Seq {
+            type Value = Vec<&'de RawValue>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a list of SeldonMessages")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut out = Vec::new();
+                while let Some(m) = seq.next_element::<&'de RawValue>()? {
+                    if out.len() == MAX_AGGREGATE_MESSAGES {
+                        return Err(serde::de::Error::custom(format!(
+                            "more than {MAX_AGGREGATE_MESSAGES} messages"
+                        )));
+                    }
+                    out.push(m);
+                }
+                Ok(out)
+            }
+        }
+        d.deserialize_seq(Seq).map(Capped)
+    }
 }
 
 #[cold]
