@@ -17,34 +17,16 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${KSERVE_CLIENT_VENV:-$ROOT/.venv-kserve-client}"
 PACKAGES=("kserve==0.15.2")
 
+source "$ROOT/scripts/pinned-venv.sh"
+
 installed() {
-    "$VENV/bin/python" - "${PACKAGES[@]}" <<'PY' 2>/dev/null
-import sys
-from importlib.metadata import version
-
-for spec in sys.argv[1:]:
-    name, want = spec.split("==")
-    assert version(name) == want, (name, version(name), want)
-from kserve import InferenceGRPCClient, InferenceRESTClient  # noqa: F401
-PY
-}
-
-find_python311() {
-    # pyenv's shim answers `command -v` even when 3.11 is not selected: try each by running it.
-    local c
-    for c in "${PYTHON311:-}" python3.11 /usr/bin/python3.11; do
-        if [[ -n "$c" ]] && "$c" -c 'import sys; assert sys.version_info[:2] == (3, 11)' 2>/dev/null; then
-            echo "$c"
-            return
-        fi
-    done
-    echo "Python 3.11 is needed for KServe's clients (PYTHON311=...)" >&2
-    exit 1
+    pins_installed "$VENV" "from kserve import InferenceGRPCClient, InferenceRESTClient" \
+        "${PACKAGES[@]}"
 }
 
 if ! installed; then
     if [[ ! -x "$VENV/bin/python" ]]; then
-        "$(find_python311)" -m venv "$VENV" >&2
+        "$(find_python 3.11 "KServe's clients")" -m venv "$VENV" >&2
     fi
     "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-input "${PACKAGES[@]}" >&2
     installed || { echo "KServe's clients did not install into $VENV" >&2; exit 1; }

@@ -16,24 +16,15 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${SELDON_CLIENT_VENV:-$ROOT/.venv-seldon-client}"
 PACKAGES=("seldon-core==1.18.2" "protobuf==3.20.3" "setuptools<81")
 
-source "$ROOT/scripts/python310.sh"
+source "$ROOT/scripts/pinned-venv.sh"
 
 installed() {
-    "$VENV/bin/python" - "${PACKAGES[@]}" <<'PY' 2>/dev/null
-import sys
-from importlib.metadata import version
-
-for spec in sys.argv[1:]:
-    if "==" in spec:
-        name, want = spec.split("==")
-        assert version(name) == want, (name, version(name), want)
-import seldon_core.seldon_client  # noqa: F401
-PY
+    pins_installed "$VENV" "import seldon_core.seldon_client" "${PACKAGES[@]}"
 }
 
 if ! installed; then
     if [[ ! -x "$VENV/bin/python" ]]; then
-        "$(find_python310 "seldon-core's client")" -m venv "$VENV" >&2
+        "$(find_python 3.10 "seldon-core's client")" -m venv "$VENV" >&2
     fi
     "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-input "${PACKAGES[@]}" >&2
     installed || { echo "seldon-core's client did not install into $VENV" >&2; exit 1; }

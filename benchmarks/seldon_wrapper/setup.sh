@@ -18,25 +18,17 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 VENV="${SELDON_VENV:-$ROOT/.venv-seldon}"
 PACKAGES=("seldon-core==1.18.2" "tensorflow-cpu==2.12.1" "protobuf==3.20.3" "setuptools<81")
 
-source "$ROOT/scripts/python310.sh"
+source "$ROOT/scripts/pinned-venv.sh"
 
 installed() {
     [[ -x "$VENV/bin/seldon-core-microservice" ]] &&
-        "$VENV/bin/python" - "${PACKAGES[@]}" <<'PY' 2>/dev/null
-import sys
-from importlib.metadata import version
-
-for spec in sys.argv[1:]:
-    if "==" in spec:
-        name, want = spec.split("==")
-        assert version(name) == want, (name, version(name), want)
-import pkg_resources, seldon_core.microservice, tensorflow  # noqa: F401, E401
-PY
+        pins_installed "$VENV" "import pkg_resources, seldon_core.microservice, tensorflow" \
+            "${PACKAGES[@]}"
 }
 
 if ! installed; then
     if [[ ! -x "$VENV/bin/python" ]]; then
-        "$(find_python310 "the Seldon wrapper")" -m venv "$VENV"
+        "$(find_python 3.10 "the Seldon wrapper")" -m venv "$VENV"
     fi
     "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-input "${PACKAGES[@]}"
 fi

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from client_venv import client_venv
 
 HERE = Path(__file__).parent
 ROOT = HERE.parent.parent
@@ -41,15 +42,7 @@ FP16 = np.array([[0.5, 1.0, 65504.0]], np.float16)
 
 @pytest.fixture(scope="module")
 def client_python() -> str:
-    r = subprocess.run(
-        ["bash", str(ROOT / "scripts" / "kserve-client-env.sh")],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    if r.returncode != 0:
-        pytest.fail(f"scripts/kserve-client-env.sh failed:\n{r.stderr[-3000:]}")
-    return r.stdout.strip().splitlines()[-1]
+    return client_venv("kserve-client-env.sh")
 
 
 @pytest.fixture(scope="module")

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from client_venv import client_venv
 
 HERE = Path(__file__).parent
 ROOT = HERE.parent.parent
@@ -21,15 +22,7 @@ TRANSPORTS = ("rest", "grpc")
 
 @pytest.fixture(scope="module")
 def client_python() -> str:
-    r = subprocess.run(
-        ["bash", str(ROOT / "scripts" / "seldon-client-env.sh")],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    if r.returncode != 0:
-        pytest.fail(f"scripts/seldon-client-env.sh failed:\n{r.stderr[-3000:]}")
-    return r.stdout.strip().splitlines()[-1]
+    return client_venv("seldon-client-env.sh")
 
 
 def run_calls(python: str, server: Any, group: str) -> dict[str, Any]:
