@@ -205,3 +205,16 @@ def test_server_metadata_names_the_extensions(plain: Served) -> None:
     assert {"binary_tensor_data", "statistics", "model_configuration"} <= set(ext)
     g = grpc_client(plain).get_server_metadata()
     assert {"statistics", "model_configuration"} <= set(g.extensions)
+
+
+def test_statistics_are_summed_over_workers(serve: Any) -> None:
+    # Each call on a new connection: the kernel spreads them over both workers, and
+    # whichever worker answers the statistics reports every worker's inferences.
+    s = serve("triton_models:Described", "--model-name", "desc", "--workers", "2")
+    for i in range(20):
+        (infer_http if i % 2 else infer_grpc)(s, 1.0)
+    for _ in range(6):
+        got = stats_of(s)
+        assert got["inference_count"] == 20
+        assert got["inference_stats"]["success"]["count"] == 20
+        assert got["execution_count"] == 20

@@ -120,6 +120,8 @@ struct Region {
     restarts: AtomicU64,
     recycles: AtomicU64,
     custom: CustomTable,
+    /// The statistics extension's counts per model slot, summed over the workers.
+    stats: [crate::runner::Stats; MAX_MODELS],
 }
 
 /// A handle on the shared counts, for one worker.
@@ -182,6 +184,12 @@ impl Metrics {
             }
         }
         0
+    }
+
+    /// The statistics extension's counts for this handle's model, shared by every worker;
+    /// None for slot 0, which models past `MAX_MODELS` share and so cannot tell apart.
+    pub fn model_stats(&self) -> Option<&'static crate::runner::Stats> {
+        (self.model > 0).then(|| &self.region.stats[self.model])
     }
 
     /// The same counts, with model calls counted for model slot `slot`.

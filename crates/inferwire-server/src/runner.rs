@@ -33,7 +33,7 @@ use crate::model::{Model, Prediction};
 use ops::Op;
 use pool::{Pool, Waiter, Work};
 use slots::Slots;
-pub use stats::Snapshot;
+pub use stats::{Snapshot, Stats};
 
 /// Most messages one `aggregate` takes: a combiner merges its children's answers, a
 /// handful; the bound keeps a body of many tiny messages from costing a hundred times
@@ -102,7 +102,7 @@ pub struct Runner {
     recent_micros: AtomicU64,
     pool: Pool,
     metrics: Metrics,
-    stats: Arc<stats::Stats>,
+    stats: stats::Handle,
     /// As configured, for the model configuration extension.
     max_batch_size: usize,
     max_batch_delay: Duration,
@@ -135,7 +135,12 @@ impl Runner {
         metrics: Metrics,
     ) -> std::io::Result<Self> {
         let slots = Arc::new(Slots::new(config.model_threads.max(1)));
-        let stats = Arc::new(stats::Stats::default());
+        // In the metrics' shared memory when the model has a slot there, so that every
+        // worker's statistics answer the sum; else this process's own.
+        let stats = match metrics.model_stats() {
+            Some(shared) => stats::Handle::Shared(shared),
+            None => stats::Handle::Own(Arc::new(stats::Stats::default())),
+        };
         let pool = Pool::start(model.clone(), config, slots.clone(), metrics, stats.clone())?;
         Ok(Self {
             model,

@@ -10,7 +10,7 @@ use tokio::sync::{oneshot, OwnedSemaphorePermit};
 
 use super::ops::{Infer, Op, Predict, PredictBatch};
 use super::slots::Slots;
-use super::stats::Stats;
+use super::stats::Handle as Stats;
 use super::{deadline_exceeded, RunnerConfig};
 use crate::batch;
 use crate::error::{Kind, ServeError};
@@ -131,7 +131,7 @@ pub struct Shared {
     queue: Mutex<Receiver<Queued>>,
     slots: Arc<Slots>,
     metrics: Metrics,
-    stats: Arc<Stats>,
+    stats: Stats,
     max_batch_size: usize,
     max_batch_delay: Duration,
 }
@@ -142,7 +142,7 @@ impl Pool {
         config: &RunnerConfig,
         slots: Arc<Slots>,
         metrics: Metrics,
-        stats: Arc<Stats>,
+        stats: Stats,
     ) -> std::io::Result<Self> {
         let (tx, rx) = mpsc::channel();
         let shared = Arc::new(Shared {

@@ -2,9 +2,11 @@
 //! atomics bumped once per inference (Seldon `predict` or V2 `infer`), so that the
 //! request path pays a handful of uncontended adds.
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-/// Counts since the model was loaded.
+/// Counts since the server started (a model reloaded under its name keeps counting).
+/// All-zero is the empty value: it lives in the metrics' shared memory (`metrics.rs`).
 #[derive(Debug, Default)]
 pub struct Stats {
     success: Pair,
@@ -35,6 +37,24 @@ impl Pair {
             self.count.load(Ordering::Relaxed),
             self.ns.load(Ordering::Relaxed),
         )
+    }
+}
+
+/// A runner's statistics: shared by the workers, or its process's own.
+#[derive(Debug, Clone)]
+pub enum Handle {
+    Shared(&'static Stats),
+    Own(Arc<Stats>),
+}
+
+impl std::ops::Deref for Handle {
+    type Target = Stats;
+
+    fn deref(&self) -> &Stats {
+        match self {
+            Handle::Shared(s) => s,
+            Handle::Own(s) => s,
+        }
     }
 }
 
