@@ -3,8 +3,10 @@ scripts in scripts/ (cached: a second call installs nothing), for tests/compat/.
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,3 +21,12 @@ def client_venv(script: str) -> str:
     if r.returncode != 0:
         pytest.fail(f"scripts/{script} failed:\n{r.stderr[-3000:]}")
     return r.stdout.strip().splitlines()[-1]
+
+
+def run_client(python: str, script: Path, *args: str) -> dict[str, Any]:
+    """Runs a client's calls script (one that prints a JSON object of its calls' results)
+    with that client's ``python``."""
+    r = subprocess.run([python, str(script), *args], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    out: dict[str, Any] = json.loads(r.stdout)
+    return out

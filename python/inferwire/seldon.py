@@ -345,32 +345,27 @@ class SeldonAdapter:
         return [*(metrics or []), *runtime]
 
     def _call_tags(self) -> dict[str, Any] | None:
-        if not callable(self._tags):
-            return None
-        try:
-            tags = self._tags()
-        except Exception as e:
-            if not _not_implemented(e):
-                raise
-            self._tags = None
-            return None
-        if tags is not None and not isinstance(tags, dict):
-            raise TypeError(f"tags() must return a dict, not {type(tags).__name__}")
-        return tags
+        return self._call_own("_tags", dict, "tags() must return a dict")  # type: ignore[no-any-return]
 
     def _call_metrics(self) -> list[dict[str, Any]] | None:
-        if not callable(self._metrics):
+        return self._call_own("_metrics", list, "metrics() must return a list of dicts")  # type: ignore[no-any-return]
+
+    def _call_own(self, attr: str, kind: type, must: str) -> Any:
+        """The class's ``tags()`` or ``metrics()`` (``attr`` holds it): None without one,
+        or once it raised SeldonNotImplementedError (then never called again)."""
+        fn = getattr(self, attr)
+        if not callable(fn):
             return None
         try:
-            metrics = self._metrics()
+            value = fn()
         except Exception as e:
             if not _not_implemented(e):
                 raise
-            self._metrics = None
+            setattr(self, attr, None)
             return None
-        if metrics is not None and not isinstance(metrics, list):
-            raise TypeError(f"metrics() must return a list of dicts, not {type(metrics).__name__}")
-        return metrics
+        if value is not None and not isinstance(value, kind):
+            raise TypeError(f"{must}, not {type(value).__name__}")
+        return value
 
     def _init_metadata(self) -> dict[str, Any] | str:
         """The class's ``init_metadata()`` with ``MODEL_METADATA`` (YAML or JSON) over it,

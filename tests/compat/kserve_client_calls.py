@@ -31,28 +31,25 @@ from kserve.protocol.grpc.grpc_predict_v2_pb2_grpc import GRPCInferenceServiceSt
 from kserve.protocol.infer_type import InferResponse, RequestedOutput, to_http_parameters
 from kserve.protocol.rest.v2_datamodels import ModelMetadataResponse, ServerMetadataResponse
 
+# Beside this script (its folder is on sys.path when it runs).
+from kserve_arrays import ARRAYS, FP16
+
 HTTP, GRPC, MODEL = sys.argv[1], sys.argv[2], sys.argv[3]
 BASE = f"http://127.0.0.1:{HTTP}"
 TARGET = f"127.0.0.1:{GRPC}"
 TIMEOUT = 30
 
-# Every datatype kserve's numpy codec has (no BF16), edge values; the model refuses negatives.
-ARRAYS = {
-    "FP32": np.array([[0.5, 1.0, 3.4e38]], np.float32),
-    "FP64": np.array([[0.25, 2.0, 1.7e308]], np.float64),
-    "INT32": np.array([[0, 1, 2**31 - 1]], np.int32),
-    "INT64": np.array([[0, 1, 2**63 - 1]], np.int64),
-    "INT8": np.array([[0, 1, 127]], np.int8),
-    "INT16": np.array([[0, 1, 32767]], np.int16),
-    "UINT8": np.array([[0, 1, 255]], np.uint8),
-    "UINT16": np.array([[0, 1, 65535]], np.uint16),
-    "UINT32": np.array([[0, 1, 2**32 - 1]], np.uint32),
-    "UINT64": np.array([[0, 1, 2**64 - 1]], np.uint64),
-    "BOOL": np.array([[True, False, True]]),
-    "BYTES": np.array([[b"a", b"", "\u00e9".encode()]], dtype=np.object_),
-}
-# kserve refuses FP16 in JSON (InferRequest.to_rest) and gRPC has no typed FP16 field.
-BINARY_ONLY = {"FP16": np.array([[0.5, 1.0, 65504.0]], np.float16)}
+BINARY_ONLY = {"FP16": FP16}
+
+
+def list_inputs():
+    """Data given as plain lists, as kserve's docs write requests by hand."""
+    return [
+        InferInput("x_FP32", [2], "FP32", data=[1.5, 2.5]),
+        InferInput("x_INT64", [2], "INT64", data=[7, 2**62]),
+        InferInput("x_BOOL", [1], "BOOL", data=[True]),
+        InferInput("x_BYTES", [2], "BYTES", data=["hi", "there"]),
+    ]
 
 
 def inputs(binary):
@@ -162,12 +159,7 @@ def rest_calls(c: InferenceRESTClient):
         "rest-infer-lists": lambda: infer(
             InferRequest(
                 MODEL,
-                [
-                    InferInput("x_FP32", [2], "FP32", data=[1.5, 2.5]),
-                    InferInput("x_INT64", [2], "INT64", data=[7, 2**62]),
-                    InferInput("x_BOOL", [1], "BOOL", data=[True]),
-                    InferInput("x_BYTES", [2], "BYTES", data=["hi", "there"]),
-                ],
+                list_inputs(),
                 parameters={"tag": "from-rest"},
             )
         ),
@@ -223,12 +215,7 @@ def grpc_calls(c: InferenceGRPCClient):
         "grpc-infer-lists": lambda: infer(
             InferRequest(
                 MODEL,
-                [
-                    InferInput("x_FP32", [2], "FP32", data=[1.5, 2.5]),
-                    InferInput("x_INT64", [2], "INT64", data=[7, 2**62]),
-                    InferInput("x_BOOL", [1], "BOOL", data=[True]),
-                    InferInput("x_BYTES", [2], "BYTES", data=["hi", "there"]),
-                ],
+                list_inputs(),
             )
         ),
         "grpc-infer-requested-outputs": lambda: infer(

@@ -8,36 +8,18 @@ errors) and prints what the client made of each reply; these tests assert on tha
 
 from __future__ import annotations
 
-import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from client_venv import client_venv
+from client_venv import client_venv, run_client
+from kserve_arrays import ARRAYS, FP16
 
 HERE = Path(__file__).parent
 ROOT = HERE.parent.parent
 MODEL = "ident"
 TRANSPORTS = ("rest", "grpc")
-
-# What kserve_client_calls.py sends, as x_DT (the model answers x_DT_out).
-ARRAYS: dict[str, np.ndarray] = {
-    "FP32": np.array([[0.5, 1.0, 3.4e38]], np.float32),
-    "FP64": np.array([[0.25, 2.0, 1.7e308]], np.float64),
-    "INT32": np.array([[0, 1, 2**31 - 1]], np.int32),
-    "INT64": np.array([[0, 1, 2**63 - 1]], np.int64),
-    "INT8": np.array([[0, 1, 127]], np.int8),
-    "INT16": np.array([[0, 1, 32767]], np.int16),
-    "UINT8": np.array([[0, 1, 255]], np.uint8),
-    "UINT16": np.array([[0, 1, 65535]], np.uint16),
-    "UINT32": np.array([[0, 1, 2**32 - 1]], np.uint32),
-    "UINT64": np.array([[0, 1, 2**64 - 1]], np.uint64),
-    "BOOL": np.array([[True, False, True]]),
-    "BYTES": np.array([[b"a", b"", "\u00e9".encode()]], dtype=np.object_),
-}
-FP16 = np.array([[0.5, 1.0, 65504.0]], np.float16)
 
 
 @pytest.fixture(scope="module")
@@ -49,15 +31,8 @@ def client_python() -> str:
 def calls(client_python: str, serve: Any) -> dict[str, Any]:
     server = serve("compat.kserve_models:Mirror", "--model-name", MODEL, "--model-version", "1")
     port = server.grpc_target.rsplit(":", 1)[1]
-    r = subprocess.run(
-        [client_python, str(HERE / "kserve_client_calls.py"), str(server.http_port), port, MODEL],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert r.returncode == 0, r.stderr[-3000:]
-    out: dict[str, Any] = json.loads(r.stdout)
-    return out
+    script = HERE / "kserve_client_calls.py"
+    return run_client(client_python, script, str(server.http_port), port, MODEL)
 
 
 def ok(calls: dict[str, Any], name: str) -> Any:

@@ -6,14 +6,12 @@ build without tensorflow, and prints what it got; these tests assert on that."""
 
 from __future__ import annotations
 
-import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from client_venv import client_venv
+from client_venv import client_venv, run_client
 
 HERE = Path(__file__).parent
 ROOT = HERE.parent.parent
@@ -27,15 +25,8 @@ def client_python() -> str:
 
 def run_calls(python: str, server: Any, group: str) -> dict[str, Any]:
     port = server.grpc_target.rsplit(":", 1)[1]
-    r = subprocess.run(
-        [python, str(HERE / "seldon_client_calls.py"), str(server.http_port), port, group],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert r.returncode == 0, r.stderr[-3000:]
-    out: dict[str, Any] = json.loads(r.stdout)
-    return out
+    script = HERE / "seldon_client_calls.py"
+    return run_client(python, script, str(server.http_port), port, group)
 
 
 @pytest.fixture(scope="module")

@@ -249,26 +249,15 @@ mod tests {
             (e.http_status(), e.grpc_code(), e.model_body()),
             (404, tonic::Code::NotFound, Some(r#"{"a":1}"#))
         );
-        let e = raised(418, None);
-        assert_eq!(
-            (e.http_status(), e.grpc_code()),
-            (418, tonic::Code::InvalidArgument)
-        );
-        let e = raised(501, None);
-        assert_eq!(
-            (e.http_status(), e.grpc_code()),
-            (501, tonic::Code::Unimplemented)
-        );
-        let e = raised(503, None);
-        assert_eq!(
-            (e.http_status(), e.grpc_code()),
-            (503, tonic::Code::Unavailable)
-        );
-        let e = raised(500, None);
-        assert_eq!(
-            (e.http_status(), e.grpc_code()),
-            (500, tonic::Code::Internal)
-        );
+        for (status, code) in [
+            (418, tonic::Code::InvalidArgument),
+            (501, tonic::Code::Unimplemented),
+            (503, tonic::Code::Unavailable),
+            (500, tonic::Code::Internal),
+        ] {
+            let e = raised(status, None);
+            assert_eq!((e.http_status(), e.grpc_code()), (status, code));
+        }
         for status in [0, 200, 302, 999] {
             let e = raised(status, Some("{}"));
             assert_eq!(

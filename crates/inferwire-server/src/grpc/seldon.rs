@@ -122,18 +122,20 @@ impl SeldonService {
         result.map(Response::new)
     }
 
-    /// The default model's metadata when it is a whole graph's (with `models`).
-    async fn graph_metadata_json(&self) -> std::result::Result<Option<Value>, Status> {
-        let v = self.0.metadata().await.map_err(|e| e.to_status())?;
-        Ok(v.get("models").is_some_and(Value::is_object).then_some(v))
-    }
-
-    async fn metadata(&self, rpc: &Rpc) -> Result<pb::SeldonModelMetadata> {
+    /// The default model's metadata as the model gives it (a whole graph's has `models`),
+    /// counted under `rpc`.
+    async fn metadata_json(&self, rpc: &Rpc) -> std::result::Result<Value, Status> {
         let mut obs = rpc.observe();
         obs.model = self.0.default_slot();
         let result = self.0.metadata().await.map_err(|e| e.to_status());
         obs.finish(&self.0, Code::of_grpc(&result), rpc.name());
-        Ok(Response::new(metadata_to_pb(&result?)))
+        result
+    }
+
+    async fn metadata(&self, rpc: &Rpc) -> Result<pb::SeldonModelMetadata> {
+        Ok(Response::new(metadata_to_pb(
+            &self.metadata_json(rpc).await?,
+        )))
     }
 }
 
@@ -172,6 +174,12 @@ pub(super) fn reply_to_pb(reply: Prediction) -> std::result::Result<pb::SeldonMe
     Ok(proto::to_pb(msg)?)
 }
 
+/// The node metadata of a whole graph's metadata (`inferwire.graph`), or None for a
+/// model's own.
+fn graph_models(v: &Value) -> Option<&serde_json::Map<String, Value>> {
+    v.get("models").and_then(Value::as_object)
+}
+
 /// Seldon's graph metadata JSON (`name`, `models`, `graphinputs`, `graphoutputs`).
 fn graph_to_pb(g: &Value) -> pb::SeldonGraphMetadata {
     let edges = metadata_to_pb(&serde_json::json!({
@@ -180,8 +188,7 @@ fn graph_to_pb(g: &Value) -> pb::SeldonGraphMetadata {
     }));
     pb::SeldonGraphMetadata {
         name: g["name"].as_str().unwrap_or_default().to_owned(),
-        models: g["models"]
-            .as_object()
+        models: graph_models(g)
             .map(|m| {
                 m.iter()
                     .map(|(k, v)| (k.clone(), metadata_to_pb(v)))
@@ -264,22 +271,19 @@ impl seldon_server::Seldon for SeldonService {
         req: Request<pb::SeldonModelMetadataRequest>,
     ) -> Result<pb::SeldonModelMetadata> {
         let name = req.into_inner().name;
-        let found = self.graph_metadata_json().await?;
+        let v = self.metadata_json(&methods::SELDON_MODEL_METADATA).await?;
         // A graph answers for the node the request names.
-        if let Some(node) = found.as_ref().and_then(|g| g["models"].get(&name)) {
-            return Ok(Response::new(metadata_to_pb(node)));
-        }
-        self.metadata(&methods::SELDON_MODEL_METADATA).await
+        let node = graph_models(&v).and_then(|m| m.get(&name));
+        Ok(Response::new(metadata_to_pb(node.unwrap_or(&v))))
     }
 
     async fn graph_metadata(&self, _req: Request<()>) -> Result<pb::SeldonGraphMetadata> {
-        if let Some(g) = self.graph_metadata_json().await? {
-            return Ok(Response::new(graph_to_pb(&g)));
+        let v = self.metadata_json(&methods::SELDON_GRAPH_METADATA).await?;
+        if graph_models(&v).is_some() {
+            return Ok(Response::new(graph_to_pb(&v)));
         }
-        let model = self
-            .metadata(&methods::SELDON_GRAPH_METADATA)
-            .await?
-            .into_inner();
+        // One model: a graph of one node.
+        let model = metadata_to_pb(&v);
         Ok(Response::new(pb::SeldonGraphMetadata {
             name: self.0.models.default_name().to_string(),
             inputs: model.inputs.clone(),
