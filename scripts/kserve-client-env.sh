@@ -18,17 +18,6 @@ VENV="${KSERVE_CLIENT_VENV:-$ROOT/.venv-kserve-client}"
 PACKAGES=("kserve==0.15.2")
 
 source "$ROOT/scripts/pinned-venv.sh"
-
-installed() {
-    pins_installed "$VENV" "from kserve import InferenceGRPCClient, InferenceRESTClient" \
-        "${PACKAGES[@]}"
-}
-
-if ! installed; then
-    if [[ ! -x "$VENV/bin/python" ]]; then
-        "$(find_python 3.11 "KServe's clients")" -m venv "$VENV" >&2
-    fi
-    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-input "${PACKAGES[@]}" >&2
-    installed || { echo "KServe's clients did not install into $VENV" >&2; exit 1; }
-fi
+PYTHON_VERSIONS=(3.11)
+pinned_venv "$VENV" "KServe's clients" kserve
 echo "$VENV/bin/python"

@@ -17,16 +17,6 @@ VENV="${SELDON_CLIENT_VENV:-$ROOT/.venv-seldon-client}"
 PACKAGES=("seldon-core==1.18.2" "protobuf==3.20.3" "setuptools<81")
 
 source "$ROOT/scripts/pinned-venv.sh"
-
-installed() {
-    pins_installed "$VENV" "import seldon_core.seldon_client" "${PACKAGES[@]}"
-}
-
-if ! installed; then
-    if [[ ! -x "$VENV/bin/python" ]]; then
-        "$(find_python 3.10 "seldon-core's client")" -m venv "$VENV" >&2
-    fi
-    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-input "${PACKAGES[@]}" >&2
-    installed || { echo "seldon-core's client did not install into $VENV" >&2; exit 1; }
-fi
+PYTHON_VERSIONS=(3.10)
+pinned_venv "$VENV" "seldon-core's client" seldon_core.seldon_client
 echo "$VENV/bin/python"

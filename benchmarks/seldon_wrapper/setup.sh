@@ -19,19 +19,8 @@ VENV="${SELDON_VENV:-$ROOT/.venv-seldon}"
 PACKAGES=("seldon-core==1.18.2" "tensorflow-cpu==2.12.1" "protobuf==3.20.3" "setuptools<81")
 
 source "$ROOT/scripts/pinned-venv.sh"
-
-installed() {
-    [[ -x "$VENV/bin/seldon-core-microservice" ]] &&
-        pins_installed "$VENV" "import pkg_resources, seldon_core.microservice, tensorflow" \
-            "${PACKAGES[@]}"
-}
-
-if ! installed; then
-    if [[ ! -x "$VENV/bin/python" ]]; then
-        "$(find_python 3.10 "the Seldon wrapper")" -m venv "$VENV"
-    fi
-    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-input "${PACKAGES[@]}"
-fi
+PYTHON_VERSIONS=(3.10)
+pinned_venv "$VENV" "the Seldon wrapper" pkg_resources seldon_core.microservice tensorflow
 
 "$VENV/bin/python" - <<'PY'
 from importlib.metadata import version
