@@ -517,7 +517,10 @@ fn stream(a: StreamArgs) -> Result<(), String> {
             Target::grpc(&a.url, call, &headers, &message)?
         }
         None => {
-            if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("accept")) {
+            if !headers
+                .iter()
+                .any(|(k, _)| k.eq_ignore_ascii_case("accept"))
+            {
                 headers.push(("accept".into(), "text/event-stream".into()));
             }
             Target::http(&a.url, Method::POST, &headers, body, false)?

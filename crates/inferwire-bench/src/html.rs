@@ -105,19 +105,18 @@ fn legend<'a>(s: &mut String, names: impl Iterator<Item = &'a str>, y0: f64) {
 
 /// A report's latency histogram as vertical bars, as ghz prints it.
 pub fn histogram(title: &str, r: &Report) -> String {
-    histogram_of(title, &r.histogram, "requests per latency bucket (upper bounds)")
+    histogram_of(
+        title,
+        &r.histogram,
+        "requests per latency bucket (upper bounds)",
+    )
 }
 
 /// Bucket counts as vertical bars, `what` the counts' caption.
 pub fn histogram_of(title: &str, buckets: &[crate::report::Bucket], what: &str) -> String {
     let (width, height, left, bottom) = (560.0, 220.0, 50.0, 40.0);
     let n = buckets.len().max(1) as f64;
-    let most = buckets
-        .iter()
-        .map(|b| b.count)
-        .max()
-        .unwrap_or(1)
-        .max(1) as f64;
+    let most = buckets.iter().map(|b| b.count).max().unwrap_or(1).max(1) as f64;
     let slot = (width - left - 10.0) / n;
     let plot_h = height - bottom - 20.0;
     let mut s = format!(

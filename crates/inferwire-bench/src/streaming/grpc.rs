@@ -23,6 +23,12 @@ struct StreamReply {
     error_message: String,
     #[prost(message, optional, tag = "2")]
     infer_response: Option<Reply>,
+    /// `ModelInferResponse`'s `id` and `outputs`: set only when the reply is a bare
+    /// `ModelInferResponse` (whose `model_name` would pass for `error_message`).
+    #[prost(string, tag = "3")]
+    stray_id: String,
+    #[prost(bytes = "bytes", repeated, tag = "5")]
+    stray_outputs: Vec<Bytes>,
 }
 
 /// The fields of `ModelInferResponse` that say whether a reply is a piece; outputs stay
@@ -58,6 +64,9 @@ fn kind(shape: ReplyShape, message: Bytes) -> Result<Kind, String> {
             let r: StreamReply = prost::Message::decode(message).map_err(|e| {
                 format!("a reply that is not a ModelStreamInferResponse: {e} (--reply mlserver for bare ModelInferResponse replies)")
             })?;
+            if !r.stray_id.is_empty() || !r.stray_outputs.is_empty() {
+                return Err("a bare ModelInferResponse, not a ModelStreamInferResponse: the server answers as MLServer does (--reply mlserver)".into());
+            }
             if !r.error_message.is_empty() {
                 return Ok(Kind::Error(r.error_message));
             }
@@ -112,7 +121,10 @@ pub async fn stream(
     match exchange(s, t, shape, tally).await {
         Ok(end) => (end, true),
         // A reset stream leaves the connection as it was; anything else may not have.
-        Err(e) => (End::failed("error", crate::transport::error_text(&e)), e.is_reset()),
+        Err(e) => (
+            End::failed("error", crate::transport::error_text(&e)),
+            e.is_reset(),
+        ),
     }
 }
 
@@ -129,7 +141,10 @@ async fn exchange(
     let res = res.await?;
     let status = res.status().as_u16();
     if status != 200 {
-        return Ok(End::failed(&status.to_string(), format!("HTTP status {status}")));
+        return Ok(End::failed(
+            &status.to_string(),
+            format!("HTTP status {status}"),
+        ));
     }
     let mut grpc_status = header_i32(res.headers(), "grpc-status");
     let mut grpc_message = header_text(res.headers(), "grpc-message");
@@ -172,7 +187,9 @@ fn header_i32(h: &http::HeaderMap, name: &str) -> Option<i32> {
 }
 
 fn header_text(h: &http::HeaderMap, name: &str) -> Option<String> {
-    Some(crate::transport::percent_decode(h.get(name)?.to_str().ok()?))
+    Some(crate::transport::percent_decode(
+        h.get(name)?.to_str().ok()?,
+    ))
 }
 
 #[cfg(test)]
@@ -215,16 +232,26 @@ mod tests {
     #[test]
     fn triton_replies_pieces_finals_and_errors() {
         let t = ReplyShape::Triton;
-        assert_eq!(kind(t, triton("", Some(response(1, false)))), Ok(Kind::Piece));
+        assert_eq!(
+            kind(t, triton("", Some(response(1, false)))),
+            Ok(Kind::Piece)
+        );
         // A decoupled model's one reply that is also the last: still a piece.
-        assert_eq!(kind(t, triton("", Some(response(1, true)))), Ok(Kind::Piece));
-        assert_eq!(kind(t, triton("", Some(response(0, true)))), Ok(Kind::Final));
+        assert_eq!(
+            kind(t, triton("", Some(response(1, true)))),
+            Ok(Kind::Piece)
+        );
+        assert_eq!(
+            kind(t, triton("", Some(response(0, true)))),
+            Ok(Kind::Final)
+        );
         assert_eq!(
             kind(t, triton("model failed", None)),
             Ok(Kind::Error("model failed".into()))
         );
-        let bare = response(1, false).encode_to_vec();
-        assert_eq!(kind(ReplyShape::Mlserver, bare.into()), Ok(Kind::Piece));
+        let bare = Bytes::from(response(1, false).encode_to_vec());
+        assert_eq!(kind(ReplyShape::Mlserver, bare.clone()), Ok(Kind::Piece));
+        assert!(kind(t, bare).unwrap_err().contains("--reply mlserver"));
         assert!(kind(t, Bytes::from_static(b"\xff\xff")).is_err());
     }
 

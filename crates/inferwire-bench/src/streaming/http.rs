@@ -44,8 +44,7 @@ fn kind(e: &sse::Event<'_>) -> Kind {
         return Kind::Skip;
     }
     // Parsed only when it may hold the key: most pieces are not looked into.
-    let maybe_error = e.data.first() == Some(&b'{')
-        && e.data.windows(7).any(|w| w == b"\"error\"");
+    let maybe_error = e.data.first() == Some(&b'{') && e.data.windows(7).any(|w| w == b"\"error\"");
     if maybe_error {
         if let Ok(serde_json::Value::Object(o)) = serde_json::from_slice(e.data) {
             if let Some(v) = o.get("error") {
@@ -63,7 +62,10 @@ fn kind(e: &sse::Event<'_>) -> Kind {
 /// carry the next request.
 pub async fn stream(c: &mut Conn, t: &Target, tally: &mut Tally) -> (End, bool) {
     if let Err(e) = c.io.write_all(&t.wire).await {
-        return (End::failed("error", format!("writing the request: {e}")), false);
+        return (
+            End::failed("error", format!("writing the request: {e}")),
+            false,
+        );
     }
     let mut parser = Parser::keeping_body();
     let mut events = sse::Parser::default();
@@ -164,8 +166,14 @@ mod tests {
     #[test]
     fn errors_are_an_error_key_or_event() {
         assert_eq!(kind_of("message", r#"{"text":"abc"}"#), "piece 14");
-        assert_eq!(kind_of("message", r#"{"error":"model failed"}"#), "error model failed");
-        assert_eq!(kind_of("message", r#"{"error":{"code":3}}"#), r#"error {"code":3}"#);
+        assert_eq!(
+            kind_of("message", r#"{"error":"model failed"}"#),
+            "error model failed"
+        );
+        assert_eq!(
+            kind_of("message", r#"{"error":{"code":3}}"#),
+            r#"error {"code":3}"#
+        );
         // Only a top-level key: an output that mentions "error" is a piece.
         assert_eq!(kind_of("message", r#"{"x":{"error":1}}"#), "piece 17");
         assert_eq!(kind_of("message", r#"{"text":"\"error\""}"#), "piece 20");

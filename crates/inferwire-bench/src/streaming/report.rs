@@ -210,11 +210,7 @@ impl StreamReport {
             "Bytes           [total, rate]  {}, {:.0}/s",
             self.bytes, self.bytes_per_second
         );
-        let _ = writeln!(
-            s,
-            "Success         [ratio]  {:.2}%",
-            self.success * 100.0
-        );
+        let _ = writeln!(s, "Success         [ratio]  {:.2}%", self.success * 100.0);
         let codes: Vec<String> = self
             .status_codes
             .iter()
@@ -286,7 +282,8 @@ pub fn markdown_table(reports: &[StreamReport]) -> String {
             r.pieces_per_second,
             r.bytes_per_second,
             d(r.client_cpu_ns_per_piece as u64),
-            r.server_cpu_ns_per_piece.map_or("-".into(), |c| d(c as u64))
+            r.server_cpu_ns_per_piece
+                .map_or("-".into(), |c| d(c as u64))
         );
     }
     s

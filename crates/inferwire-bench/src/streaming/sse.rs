@@ -170,7 +170,9 @@ mod tests {
         assert_eq!(seen, 2);
         let mut p = Parser::default();
         let big = vec![b'x'; MAX_EVENT];
-        let e = p.feed(b"data: ", &mut |_| true).and_then(|_| p.feed(&big, &mut |_| true));
+        let e = p
+            .feed(b"data: ", &mut |_| true)
+            .and_then(|_| p.feed(&big, &mut |_| true));
         assert!(e.unwrap_err().contains("longer than"));
     }
 }

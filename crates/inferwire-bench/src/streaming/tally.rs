@@ -111,7 +111,10 @@ impl Tally {
         let now = Instant::now();
         self.streams += 1;
         self.durations.saturating_record(ns(now - self.from));
-        self.min_pieces = Some(self.min_pieces.map_or(self.current, |m| m.min(self.current)));
+        self.min_pieces = Some(
+            self.min_pieces
+                .map_or(self.current, |m| m.min(self.current)),
+        );
         self.max_pieces = self.max_pieces.max(self.current);
         match end.error {
             None => self.ok += 1,
