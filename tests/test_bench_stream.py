@@ -229,6 +229,9 @@ def infer_response(req: Any, i: int, final: bool) -> Any:
     return r
 
 
+FINALS_SENT: list[str] = []
+
+
 def triton_stream(requests: Iterator[Any], context: Any) -> Iterator[Any]:
     """Triton's decoupled shape: replies wrapped, errors as `error_message`, and the
     empty final reply when the request asks for it."""
@@ -240,6 +243,7 @@ def triton_stream(requests: Iterator[Any], context: Any) -> Iterator[Any]:
         if param(req, "fail", False):
             yield pb.ModelStreamInferResponse(error_message="the model failed on piece 2")
         elif param(req, "triton_enable_empty_final_response", False):
+            FINALS_SENT.append(req.id)
             yield pb.ModelStreamInferResponse(infer_response=infer_response(req, -1, True))
 
 
@@ -289,7 +293,9 @@ GRPC = ["--call", "inference.GRPCInferenceService/ModelStreamInfer", "--model", 
 
 def test_grpc_triton_replies(triton: str) -> None:
     body = v2(pieces=3, sleep_ms=50, triton_enable_empty_final_response=True)
+    FINALS_SENT.clear()
     rep = stream_json(triton, *GRPC, "-d", body, "-c", "2", "-n", "4")
+    assert len(FINALS_SENT) == 4  # the JSON's bool parameter reached the server
     assert (rep["streams"], rep["ok"]) == (4, 4)
     assert rep["status_codes"] == {"OK": 4}
     # Three pieces each: the empty final reply is not one.
