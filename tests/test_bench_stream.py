@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import ssl
 import time
 from collections.abc import Iterator
 from concurrent import futures
@@ -18,6 +19,7 @@ from typing import Any
 
 import grpc
 import pytest
+import trustme
 from conftest import free_port
 from test_bench import FIRST_SERIES, bench, pixels_of, render, self_contained
 from tritonclient.grpc import service_pb2 as pb
@@ -256,7 +258,7 @@ def mlserver_stream(requests: Iterator[Any], context: Any) -> Iterator[Any]:
             context.abort(grpc.StatusCode.INTERNAL, "mlserver: the model failed")
 
 
-def grpc_server(handler: Any) -> Iterator[str]:
+def grpc_server(handler: Any, credentials: Any = None) -> Iterator[str]:
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
     rpc = grpc.stream_stream_rpc_method_handler(
         handler,
@@ -267,10 +269,15 @@ def grpc_server(handler: Any) -> Iterator[str]:
         "inference.GRPCInferenceService", {"ModelStreamInfer": rpc}
     )
     server.add_generic_rpc_handlers((service,))
-    port = server.add_insecure_port("127.0.0.1:0")
+    if credentials is None:
+        port = server.add_insecure_port("127.0.0.1:0")
+    else:
+        port = server.add_secure_port("127.0.0.1:0", credentials)
     server.start()
-    yield f"127.0.0.1:{port}"
-    server.stop(0)
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        server.stop(0)
 
 
 @pytest.fixture(scope="module")
@@ -340,3 +347,34 @@ def test_grpc_mlserver_replies(mlserver: str) -> None:
 def test_grpc_needs_a_model_for_json() -> None:
     r = bench("stream", "127.0.0.1:1", "--call", METHOD, "-d", v2())
     assert r.returncode == 1 and "--model" in r.stderr
+
+
+def test_tls_streams(tmp_path: Path) -> None:
+    """https:// server-sent events and grpcs:// streams, trusting a private CA."""
+    ca = trustme.CA()
+    cert = ca.issue_cert("127.0.0.1")
+    ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    cert.configure_cert(ctx)
+    server = ThreadingHTTPServer(("127.0.0.1", free_port()), SseHandler)
+    server.daemon_threads = True
+    server.socket = ctx.wrap_socket(server.socket, server_side=True)
+    Thread(target=server.serve_forever, daemon=True).start()
+    key = cert.private_key_pem.bytes()
+    chain = b"".join(blob.bytes() for blob in cert.cert_chain_pems)
+    creds = grpc.ssl_server_credentials([(key, chain)])
+    grpcs = grpc_server(triton_stream, creds)
+    try:
+        url = f"https://127.0.0.1:{server.server_address[1]}/v2/models/m/infer_stream"
+        cacert = ["--cacert", str(tmp_path / "ca.pem")]
+        rep = stream_json(url, *cacert, "-d", ask(pieces=3), "-n", "3", "-c", "2")
+        assert (rep["ok"], rep["pieces"]) == (3, 9)
+        target = next(grpcs)
+        rep = stream_json(f"grpcs://{target}", *GRPC, *cacert, "-d", v2(pieces=2), "-n", "2")
+        assert (rep["ok"], rep["pieces"]) == (2, 4)
+        # Without the CA: the certificate's error, before any stream.
+        r = bench("stream", url, "-d", ask(pieces=1), "-n", "1")
+        assert r.returncode == 1 and "UnknownIssuer" in r.stderr, r.stderr
+    finally:
+        server.shutdown()
+        grpcs.close()
