@@ -8,7 +8,10 @@
 //! model stops at its next piece.
 mod channel;
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use inferwire_codec::protocol::v2::InferOutput;
@@ -90,6 +93,8 @@ pub struct PieceStream {
     end: Option<StreamEnd>,
     /// The outputs the request asked for (empty: all).
     wanted: Vec<String>,
+    /// When waiting for the next piece ends (idle or total limit), while waiting.
+    timer: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
 impl PieceStream {
@@ -113,70 +118,93 @@ impl PieceStream {
             bytes: 0,
             end: None,
             wanted,
+            timer: None,
         }
     }
 
     /// The next piece, an error that ends the stream (the model's, or a limit's), or
     /// None at its end.
     pub async fn next(&mut self) -> Option<Result<Vec<InferOutput>, ServeError>> {
+        std::future::poll_fn(|cx| self.poll_next(cx)).await
+    }
+
+    pub fn poll_next(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Vec<InferOutput>, ServeError>>> {
         if self.end.is_some() {
-            return None;
+            return Poll::Ready(None);
         }
-        let until = (self.started + self.limits.total).min(Instant::now() + self.limits.idle);
-        let got = tokio::time::timeout_at(until.into(), self.rx.recv()).await;
-        let piece = match got {
-            Err(_) => {
-                let total = self.started.elapsed() >= self.limits.total;
-                return Some(Err(self.stop(
-                    Kind::Deadline,
-                    if total {
-                        format!(
-                            "the stream ran for its limit of {} s (see --stream-timeout)",
-                            self.limits.total.as_secs_f64()
-                        )
-                    } else {
-                        format!(
-                            "the model sent no piece for {} s (see --stream-idle-timeout)",
-                            self.limits.idle.as_secs_f64()
-                        )
-                    },
-                )));
-            }
-            Ok(None) => {
+        let piece = match self.rx.poll_recv(cx) {
+            Poll::Ready(None) => {
                 self.end = Some(StreamEnd::Completed);
-                return None;
+                return Poll::Ready(None);
             }
-            Ok(Some(p)) => p,
+            Poll::Ready(Some(piece)) => piece,
+            Poll::Pending => {
+                let limits = &self.limits;
+                let until = (self.started + limits.total).min(Instant::now() + limits.idle);
+                let timer = self
+                    .timer
+                    .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(until.into())));
+                if timer.as_mut().poll(cx).is_pending() {
+                    return Poll::Pending;
+                }
+                self.timer = None;
+                return Poll::Ready(Some(Err(self.timed_out())));
+            }
         };
-        match piece {
+        self.timer = None;
+        Poll::Ready(Some(self.accept(piece)))
+    }
+
+    fn accept(&mut self, piece: Piece) -> Result<Vec<InferOutput>, ServeError> {
+        let outputs = match piece.map_err(ServeError::from) {
+            Ok(outputs) => crate::app::pick_outputs(&self.wanted, outputs),
+            Err(e) => Err(e),
+        };
+        let outputs = match outputs {
+            Ok(o) => o,
             Err(e) => {
                 self.end = Some(StreamEnd::Failed);
-                Some(Err(e.into()))
+                return Err(e);
             }
-            Ok(outputs) => {
-                let outputs = match crate::app::pick_outputs(&self.wanted, outputs) {
-                    Ok(o) => o,
-                    Err(e) => {
-                        self.end = Some(StreamEnd::Failed);
-                        return Some(Err(e));
-                    }
-                };
-                if self.pieces >= self.limits.max_pieces {
-                    return Some(Err(self.stop(
-                        Kind::TooLarge,
-                        format!(
-                            "the stream reached its limit of {} pieces (see --stream-max-pieces)",
-                            self.limits.max_pieces
-                        ),
-                    )));
-                }
-                if self.pieces == 0 {
-                    self.metrics
-                        .first_piece(self.model, self.protocol, self.started.elapsed());
-                }
-                self.pieces += 1;
-                Some(Ok(outputs))
-            }
+        };
+        if self.pieces >= self.limits.max_pieces {
+            return Err(self.stop(
+                Kind::TooLarge,
+                format!(
+                    "the stream reached its limit of {} pieces (see --stream-max-pieces)",
+                    self.limits.max_pieces
+                ),
+            ));
+        }
+        if self.pieces == 0 {
+            self.metrics
+                .first_piece(self.model, self.protocol, self.started.elapsed());
+        }
+        self.pieces += 1;
+        Ok(outputs)
+    }
+
+    #[cold]
+    fn timed_out(&mut self) -> ServeError {
+        if self.started.elapsed() >= self.limits.total {
+            self.stop(
+                Kind::Deadline,
+                format!(
+                    "the stream ran for its limit of {} s (see --stream-timeout)",
+                    self.limits.total.as_secs_f64()
+                ),
+            )
+        } else {
+            self.stop(
+                Kind::Deadline,
+                format!(
+                    "the model sent no piece for {} s (see --stream-idle-timeout)",
+                    self.limits.idle.as_secs_f64()
+                ),
+            )
         }
     }
 

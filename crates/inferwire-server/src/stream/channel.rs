@@ -6,7 +6,7 @@
 use std::collections::VecDeque;
 use std::future::poll_fn;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::task::{Poll, Waker};
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use inferwire_codec::protocol::v2::InferOutput;
@@ -179,24 +179,31 @@ impl Drop for Sender {
 impl Receiver {
     /// The next piece; None once the producer has finished and every piece is taken.
     pub async fn recv(&mut self) -> Option<Piece> {
-        poll_fn(|cx| {
-            let mut state = self.shared.lock();
-            if let Some(piece) = state.queue.pop_front() {
-                let on_room = state.on_room.take();
-                drop(state);
-                self.shared.room.notify_one();
-                if let Some(wake) = on_room {
-                    wake();
-                }
-                return Poll::Ready(Some(piece));
+        poll_fn(|cx| self.poll_recv(cx)).await
+    }
+
+    pub fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Option<Piece>> {
+        let mut state = self.shared.lock();
+        if let Some(piece) = state.queue.pop_front() {
+            let on_room = state.on_room.take();
+            drop(state);
+            self.shared.room.notify_one();
+            if let Some(wake) = on_room {
+                wake();
             }
-            if state.done {
-                return Poll::Ready(None);
-            }
+            return Poll::Ready(Some(piece));
+        }
+        if state.done {
+            return Poll::Ready(None);
+        }
+        if !state
+            .reader
+            .as_ref()
+            .is_some_and(|w| w.will_wake(cx.waker()))
+        {
             state.reader = Some(cx.waker().clone());
-            Poll::Pending
-        })
-        .await
+        }
+        Poll::Pending
     }
 }
 
