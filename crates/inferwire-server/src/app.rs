@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use inferwire_codec::media::{self, Media};
 use inferwire_codec::protocol::seldon::{Feedback, Meta, SeldonMessage};
-use inferwire_codec::protocol::v2::{InferRequest, InferResponse};
+use inferwire_codec::protocol::v2::{InferOutput, InferRequest, InferResponse};
 use serde_json::Value;
 
 use crate::config::ServerConfig;
@@ -31,6 +31,8 @@ pub struct App {
     pub request_limit: Option<u64>,
     /// Wakes the recycling thread (recycle::watch) the moment the limit is reached.
     pub limit_reached: (std::sync::Mutex<bool>, std::sync::Condvar),
+    /// Streamed replies open in this worker (`stream_max_open`).
+    pub streams: crate::stream::OpenStreams,
     /// Triton's system shared-memory regions (off unless configured).
     pub shared_memory: crate::shared_memory::SharedMemory,
     /// With several workers: where V2 requests of a sequence another worker owns go.
@@ -52,6 +54,7 @@ impl App {
             )),
             bodies: crate::body_budget::BodyBudget::new(config.max_body_bytes_in_flight, metrics),
             shared_memory: crate::shared_memory::SharedMemory::new(config.shared_memory.clone()),
+            streams: crate::stream::OpenStreams::new(config.streaming.max_open),
             config,
             models,
             metrics,
@@ -260,34 +263,7 @@ impl App {
         }
         let id = req.id.clone();
         let wanted: Vec<String> = req.outputs.iter().map(|o| o.name.clone()).collect();
-        let outputs = model.runner.infer(req, deadline).await?;
-        let outputs = if wanted.is_empty() {
-            outputs
-        } else {
-            let produced: Vec<String> = outputs.iter().map(|o| o.name.clone()).collect();
-            let mut outputs: Vec<_> = outputs.into_iter().map(Some).collect();
-            let mut picked = Vec::with_capacity(wanted.len());
-            for name in &wanted {
-                let found = outputs
-                    .iter_mut()
-                    .find(|o| o.as_ref().is_some_and(|o| &o.name == name))
-                    .and_then(Option::take);
-                match found {
-                    Some(o) => picked.push(o),
-                    None => {
-                        return Err(ServeError::new(
-                            Kind::BadRequest,
-                            format!(
-                                "outputs: the model produced no output named {name:?} (it \
-                                 produced {})",
-                                produced.join(", ")
-                            ),
-                        ));
-                    }
-                }
-            }
-            picked
-        };
+        let outputs = pick_outputs(&wanted, model.runner.infer(req, deadline).await?)?;
         Ok(InferResponse {
             model_name: model.name.clone(),
             model_version: model.version.clone(),
@@ -295,6 +271,34 @@ impl App {
             parameters: Default::default(),
             outputs,
         })
+    }
+
+    /// A streamed V2 inference: its pieces as the transport reads them, each holding the
+    /// outputs the request asked for. Refused at once when the worker has
+    /// `stream_max_open` streams open.
+    pub async fn infer_stream(
+        &self,
+        model: &Served,
+        req: InferRequest,
+        protocol: crate::metrics::Protocol,
+    ) -> Result<crate::stream::PieceStream, ServeError> {
+        let open = self.streams.admit()?;
+        let wanted: Vec<String> = req.outputs.iter().map(|o| o.name.clone()).collect();
+        let limits = self.config.streaming.clone();
+        // The model's start is bounded by the request timeout; the stream, by its limits.
+        let deadline = self.deadline(Instant::now(), None);
+        let rx = model
+            .runner
+            .stream(req, deadline, open, limits.idle)
+            .await?;
+        Ok(crate::stream::PieceStream::new(
+            rx,
+            limits,
+            self.metrics,
+            model.slot,
+            protocol,
+            wanted,
+        ))
     }
 
     /// Seldon's reply meta: the request's `puid` echoed, and this model in `requestPath`
@@ -307,6 +311,39 @@ impl App {
             &self.config.model_image,
         );
     }
+}
+
+/// The outputs a request asked for (`wanted`; empty: all), in its order; 400 naming an
+/// output the model did not produce.
+pub(crate) fn pick_outputs(
+    wanted: &[String],
+    outputs: Vec<InferOutput>,
+) -> Result<Vec<InferOutput>, ServeError> {
+    if wanted.is_empty() {
+        return Ok(outputs);
+    }
+    let produced: Vec<String> = outputs.iter().map(|o| o.name.clone()).collect();
+    let mut outputs: Vec<_> = outputs.into_iter().map(Some).collect();
+    let mut picked = Vec::with_capacity(wanted.len());
+    for name in wanted {
+        let found = outputs
+            .iter_mut()
+            .find(|o| o.as_ref().is_some_and(|o| &o.name == name))
+            .and_then(Option::take);
+        match found {
+            Some(o) => picked.push(o),
+            None => {
+                return Err(ServeError::new(
+                    Kind::BadRequest,
+                    format!(
+                        "outputs: the model produced no output named {name:?} (it produced {})",
+                        produced.join(", ")
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(picked)
 }
 
 fn complete_meta(meta: &mut Meta, puid: String, name: &str, image: &str) {

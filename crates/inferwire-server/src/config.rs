@@ -83,6 +83,8 @@ pub struct ServerConfig {
     pub metrics_endpoint: String,
     /// Triton's system shared-memory extension; `None`: off (the default).
     pub shared_memory: Option<crate::shared_memory::SharedMemoryConfig>,
+    /// Streamed replies' bounds.
+    pub streaming: crate::stream::StreamLimits,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -144,6 +146,7 @@ impl Default for ServerConfig {
             metrics_port: None,
             metrics_endpoint: "/prometheus".into(),
             shared_memory: None,
+            streaming: crate::stream::StreamLimits::default(),
         }
     }
 }

@@ -25,11 +25,12 @@ mod run;
 pub mod runner;
 mod sequences;
 pub mod shared_memory;
+pub mod stream;
 pub mod tls;
 
 pub use config::{AccessLog, ServerConfig};
 pub use error::ServeError;
 pub use metrics::Metrics;
-pub use model::{Answer, Model, ModelError, ModelErrorKind, Prediction};
+pub use model::{Answer, BlockingPieces, Model, ModelError, ModelErrorKind, Pieces, Prediction};
 pub use models::{ModelSpec, Repository};
 pub use run::{serve, Bound, Listeners, Serving, StopHandle};

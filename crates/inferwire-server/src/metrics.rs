@@ -97,7 +97,42 @@ struct WorkerSlot {
     queued: AtomicI64,
     /// Request-body bytes charged to the worker's `max_body_bytes_in_flight` budget.
     body_bytes: AtomicI64,
+    /// Streamed replies open.
+    streams: AtomicI64,
 }
+
+/// How a streamed reply ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamEnd {
+    /// The model had no more pieces.
+    Completed,
+    /// The model raised.
+    Failed,
+    /// The client went away or cancelled.
+    Cancelled,
+    /// A stream limit (pieces, bytes, idle time, total time) cut it short.
+    Limited,
+}
+
+impl StreamEnd {
+    const ALL: [StreamEnd; 4] = [
+        StreamEnd::Completed,
+        StreamEnd::Failed,
+        StreamEnd::Cancelled,
+        StreamEnd::Limited,
+    ];
+
+    fn label(self) -> &'static str {
+        match self {
+            StreamEnd::Completed => "completed",
+            StreamEnd::Failed => "failed",
+            StreamEnd::Cancelled => "cancelled",
+            StreamEnd::Limited => "limited",
+        }
+    }
+}
+
+const STREAM_ENDS: usize = StreamEnd::ALL.len();
 
 /// A model's name, claimed once by whichever process builds the model first.
 #[repr(C)]
@@ -122,6 +157,12 @@ struct Region {
     custom: CustomTable,
     /// The statistics extension's counts per model slot, summed over the workers.
     stats: [crate::runner::Stats; MAX_MODELS],
+    /// Streamed replies, per model and protocol: how they ended, pieces and bytes sent,
+    /// and the time to the first piece.
+    stream_ends: [AtomicU64; MAX_MODELS * PROTOCOLS.len() * STREAM_ENDS],
+    pieces: [AtomicU64; MAX_MODELS * PROTOCOLS.len()],
+    piece_bytes: [AtomicU64; MAX_MODELS * PROTOCOLS.len()],
+    first_piece: [Durations; MAX_MODELS * PROTOCOLS.len()],
 }
 
 /// A handle on the shared counts, for one worker.
@@ -210,6 +251,7 @@ impl Metrics {
         slot.in_flight.store(0, Relaxed);
         slot.queued.store(0, Relaxed);
         slot.body_bytes.store(0, Relaxed);
+        slot.streams.store(0, Relaxed);
         slot.pid.store(u64::from(pid), Relaxed);
     }
 
@@ -260,6 +302,29 @@ impl Metrics {
 
     pub fn add_body_bytes(&self, delta: i64) {
         self.slot().body_bytes.fetch_add(delta, Relaxed);
+    }
+
+    /// A streamed reply opened (1) or closed (-1) in this worker.
+    pub fn stream_opened(&self, delta: i64) {
+        self.slot().streams.fetch_add(delta, Relaxed);
+    }
+
+    pub fn stream_closed(&self, model: usize, protocol: Protocol, end: StreamEnd) {
+        self.stream_opened(-1);
+        let i = (model.min(MAX_MODELS - 1) * PROTOCOLS.len() + protocol as usize) * STREAM_ENDS
+            + end as usize;
+        self.region.stream_ends[i].fetch_add(1, Relaxed);
+    }
+
+    pub fn first_piece(&self, model: usize, protocol: Protocol, took: Duration) {
+        let i = model.min(MAX_MODELS - 1) * PROTOCOLS.len() + protocol as usize;
+        self.region.first_piece[i].observe_duration(took);
+    }
+
+    pub fn piece_sent(&self, model: usize, protocol: Protocol, bytes: usize) {
+        let i = model.min(MAX_MODELS - 1) * PROTOCOLS.len() + protocol as usize;
+        self.region.pieces[i].fetch_add(1, Relaxed);
+        self.region.piece_bytes[i].fetch_add(bytes as u64, Relaxed);
     }
 
     /// A metric the model reported (Seldon's `metrics()`): COUNTER adds, GAUGE sets,
@@ -350,10 +415,12 @@ impl Metrics {
                 h.render(&mut out, "inferwire_batch_size", &labels, &BATCH_SIZES, 1.0);
             }
         }
+        render_streams(r, &names, &mut out);
         let live = || r.workers.iter().filter(|w| w.pid.load(Relaxed) != 0);
         let queued: i64 = live().map(|w| w.queued.load(Relaxed).max(0)).sum();
         let in_flight: i64 = live().map(|w| w.in_flight.load(Relaxed).max(0)).sum();
         let body_bytes: i64 = live().map(|w| w.body_bytes.load(Relaxed).max(0)).sum();
+        let streams: i64 = live().map(|w| w.streams.load(Relaxed).max(0)).sum();
         let _ = write!(
             out,
             "# HELP inferwire_queue_depth Requests waiting for the model.\n\
@@ -364,6 +431,8 @@ impl Metrics {
              # HELP inferwire_request_body_bytes Request-body bytes being received or \
              decoded (charged to max_body_bytes_in_flight).\n\
              # TYPE inferwire_request_body_bytes gauge\ninferwire_request_body_bytes {body_bytes}\n\
+             # HELP inferwire_streams_open Streamed replies open.\n\
+             # TYPE inferwire_streams_open gauge\ninferwire_streams_open {streams}\n\
              # HELP inferwire_workers Worker processes serving.\n# TYPE inferwire_workers gauge\n\
              inferwire_workers {}\n\
              # HELP inferwire_worker_restarts_total Workers restarted after they died.\n\
@@ -377,6 +446,67 @@ impl Metrics {
         );
         r.custom.render(&mut out);
         out
+    }
+}
+
+/// The streamed replies' series, per model and protocol, only where there were some.
+fn render_streams(r: &Region, names: &[String], out: &mut String) {
+    let series = |i: usize| {
+        format!(
+            "model=\"{}\",protocol=\"{}\"",
+            names[i / PROTOCOLS.len()],
+            PROTOCOLS[i % PROTOCOLS.len()]
+        )
+    };
+    out.push_str(
+        "# HELP inferwire_streams_total Streamed replies, by how they ended.\n\
+         # TYPE inferwire_streams_total counter\n",
+    );
+    for (i, n) in r.stream_ends.iter().enumerate() {
+        let n = n.load(Relaxed);
+        if n != 0 {
+            let end = StreamEnd::ALL[i % STREAM_ENDS].label();
+            let _ = writeln!(
+                out,
+                "inferwire_streams_total{{{},end=\"{end}\"}} {n}",
+                series(i / STREAM_ENDS)
+            );
+        }
+    }
+    out.push_str(
+        "# HELP inferwire_stream_pieces_total Pieces sent in streamed replies.\n\
+         # TYPE inferwire_stream_pieces_total counter\n",
+    );
+    for (i, n) in r.pieces.iter().enumerate() {
+        let n = n.load(Relaxed);
+        if n != 0 {
+            let _ = writeln!(out, "inferwire_stream_pieces_total{{{}}} {n}", series(i));
+        }
+    }
+    out.push_str(
+        "# HELP inferwire_stream_bytes_total Encoded bytes of the pieces sent.\n\
+         # TYPE inferwire_stream_bytes_total counter\n",
+    );
+    for (i, n) in r.piece_bytes.iter().enumerate() {
+        let n = n.load(Relaxed);
+        if n != 0 {
+            let _ = writeln!(out, "inferwire_stream_bytes_total{{{}}} {n}", series(i));
+        }
+    }
+    out.push_str(
+        "# HELP inferwire_stream_first_piece_seconds Time from a streamed request's start \
+         to its first piece.\n# TYPE inferwire_stream_first_piece_seconds histogram\n",
+    );
+    for (i, h) in r.first_piece.iter().enumerate() {
+        if h.buckets.iter().any(|b| b.load(Relaxed) != 0) {
+            h.render(
+                out,
+                "inferwire_stream_first_piece_seconds",
+                &series(i),
+                &SECONDS,
+                1e-9,
+            );
+        }
     }
 }
 

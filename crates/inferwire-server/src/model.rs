@@ -110,6 +110,26 @@ impl ModelError {
     }
 }
 
+/// What produces a stream's pieces.
+pub enum Pieces {
+    /// An iterator the runner advances on a thread of its own, one piece per call, each
+    /// call holding a model slot as any model call does (a Python generator).
+    Blocking(Box<dyn BlockingPieces>),
+    /// A producer that runs by itself (a Python async generator on its event loop) and
+    /// sends its pieces into the sender it is given; dropping the sender ends the stream.
+    Driven(Box<dyn FnOnce(crate::stream::Sender) + Send>),
+}
+
+/// A blocking iterator of pieces.
+pub trait BlockingPieces: Send {
+    /// The next piece; None when the model has no more.
+    fn next(&mut self) -> Option<crate::stream::Piece>;
+
+    /// Ends the iterator early: the reader has gone or a limit was reached (a Python
+    /// generator sees `GeneratorExit` at its `yield`).
+    fn close(&mut self);
+}
+
 /// A model runtime: one method per operation, as MLServer's `MLModel`. Only `predict`
 /// is required; the others default to an error saying the model lacks them (or, for
 /// `metadata` and `health_status`, to an answer that says nothing about the model).
@@ -133,6 +153,18 @@ pub trait Model: Send + Sync + 'static {
     /// A V2 inference request: every output the model produced, in its order.
     fn infer(&self, _request: InferRequest) -> Result<Vec<InferOutput>, ModelError> {
         Err(ModelError::unsupported("V2 inference"))
+    }
+
+    /// Whether the model answers in pieces (`infer_stream`); one that does not answers a
+    /// streamed request with one piece, its `infer`.
+    fn streams(&self) -> bool {
+        false
+    }
+
+    /// A V2 inference answered piece by piece: what produces the pieces. Called only
+    /// when `streams()`; runs no model code beyond starting the stream.
+    fn infer_stream(&self, _request: InferRequest) -> Result<Pieces, ModelError> {
+        Err(ModelError::unsupported("streamed inference"))
     }
 
     /// The model's metadata, as JSON (Seldon's `init_metadata()`).

@@ -29,7 +29,7 @@ use tokio::sync::{oneshot, Semaphore};
 
 use crate::error::{Kind, ServeError};
 use crate::metrics::Metrics;
-use crate::model::{Model, Prediction};
+use crate::model::{BlockingPieces, Model, Pieces, Prediction};
 use ops::Op;
 use pool::{Pool, Waiter, Work};
 use slots::Slots;
@@ -176,6 +176,79 @@ impl Runner {
         deadline: Option<Instant>,
     ) -> Result<Vec<InferOutput>, ServeError> {
         self.run(ops::Infer(request), deadline).await
+    }
+
+    /// A streamed V2 inference: the receiving end of its pieces. A model that does not
+    /// stream answers one piece, its `infer`. The stream's place among those open
+    /// (`open`) is held until the model has finished producing. A blocking iterator runs
+    /// on a thread of its own, taking a model slot for each piece, and gives up when the
+    /// reader has taken nothing for `patience`.
+    pub async fn stream(
+        &self,
+        request: InferRequest,
+        deadline: Option<Instant>,
+        open: tokio::sync::OwnedSemaphorePermit,
+        patience: Duration,
+    ) -> Result<crate::stream::Receiver, ServeError> {
+        let (mut tx, rx) = crate::stream::channel();
+        if !self.model.streams() {
+            let outputs = self.infer(request, deadline).await?;
+            let _ = tx.try_send(Ok(outputs));
+            return Ok(rx);
+        }
+        tx.hold(open);
+        tx.patience = patience;
+        match self.run(ops::StartStream(request), deadline).await? {
+            Pieces::Driven(start) => start(tx),
+            Pieces::Blocking(pieces) => self.drive(pieces, tx, patience)?,
+        }
+        Ok(rx)
+    }
+
+    /// Advances a blocking iterator on a thread of its own until it ends, fails, or its
+    /// reader goes away or stalls.
+    fn drive(
+        &self,
+        mut pieces: Box<dyn BlockingPieces>,
+        tx: crate::stream::Sender,
+        patience: Duration,
+    ) -> Result<(), ServeError> {
+        let (model, slots) = (self.model.clone(), self.slots.clone());
+        let run = move || {
+            model.thread_started();
+            loop {
+                if tx.is_closed() {
+                    pieces.close();
+                    break;
+                }
+                let slot = slots.take();
+                let piece = pieces.next();
+                drop(slot);
+                let Some(piece) = piece else { break };
+                let failed = piece.is_err();
+                if tx.send_blocking(piece, patience) != crate::stream::Sent::Queued {
+                    pieces.close();
+                    break;
+                }
+                if failed {
+                    break;
+                }
+            }
+            drop(tx);
+            // The iterator's Python objects go while this thread still has its state.
+            drop(pieces);
+            model.thread_stopping();
+        };
+        std::thread::Builder::new()
+            .name("inferwire-stream".into())
+            .spawn(run)
+            .map(drop)
+            .map_err(|e| {
+                ServeError::new(
+                    Kind::Internal,
+                    format!("could not start a stream's thread: {e}"),
+                )
+            })
     }
 
     /// The model's metadata, as the model gives it.

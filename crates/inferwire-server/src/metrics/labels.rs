@@ -35,6 +35,11 @@ labels! {
         Other => "other",
         /// V2 `infer`.
         Infer => "infer",
+        /// A streamed inference: REST `infer_stream` / `generate_stream`, gRPC
+        /// `ModelStreamInfer`.
+        InferStream => "infer-stream",
+        /// Triton's `generate` (not streamed).
+        Generate => "generate",
         /// Seldon's other graph component types.
         TransformInput => "transform-input",
         TransformOutput => "transform-output",

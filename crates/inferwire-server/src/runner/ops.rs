@@ -173,3 +173,14 @@ component_op!(
     /// A COMBINER's `aggregate` over its children's messages.
     Aggregate(Vec<SeldonMessage>) => aggregate
 );
+
+/// Starts a streamed inference: what will produce its pieces (no piece yet).
+pub struct StartStream(pub InferRequest);
+
+impl Op for StartStream {
+    type Output = crate::model::Pieces;
+
+    fn run(self, model: &dyn Model) -> Result<crate::model::Pieces, ModelError> {
+        model.infer_stream(self.0)
+    }
+}
