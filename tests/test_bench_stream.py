@@ -378,3 +378,30 @@ def test_tls_streams(tmp_path: Path) -> None:
     finally:
         server.shutdown()
         grpcs.close()
+
+
+# ------------------------------------------------------------- inferwire's own server
+
+
+def test_against_inferwire_serve(serve: Any) -> None:
+    """inferwire's own SSE routes (tests/stream_models.py: `n` pieces `delay` apart)."""
+    s = serve("stream_models:Tokens", "--model-name", "model")
+    x = {"name": "x", "datatype": "INT64", "shape": [1], "data": [1]}
+    body = json.dumps({"inputs": [x], "parameters": {"n": 4, "delay": 0.02}})
+    infer = f"{s.url}/v2/models/model/infer_stream"
+    rep = stream_json(infer, "-d", body, "-n", "3", "--server-cpu")
+    assert (rep["ok"], rep["pieces"], rep["status_codes"]) == (3, 12, {"200": 3})
+    assert rep["time_to_first_piece"]["min_ns"] >= 19.9 * MS
+    assert rep["server_pids"] == [s.proc.pid]
+    # Triton's flat body on generate_stream.
+    flat = json.dumps({"x": [1], "parameters": {"n": 2}})
+    rep = stream_json(f"{s.url}/v2/models/model/generate_stream", "-d", flat, "-n", "2")
+    assert (rep["ok"], rep["pieces"]) == (2, 4)
+    # Failing after two pieces: the error event; before the first: a 500.
+    fail = json.dumps({"inputs": [x], "parameters": {"n": 4, "fail_at": 2}})
+    rep = stream_json(infer, "-d", fail, "-n", "2", returncode=1)
+    assert (rep["status_codes"], rep["pieces"]) == ({"error event": 2}, 4)
+    assert "failed at piece 2" in rep["errors"][0]
+    fail = json.dumps({"inputs": [x], "parameters": {"n": 4, "fail_at": 0}})
+    rep = stream_json(infer, "-d", fail, "-n", "2", returncode=1)
+    assert rep["status_codes"] == {"500": 2} and "failed at piece 0" in rep["errors"][0]
