@@ -123,7 +123,9 @@ def test_sse_counts_pieces_and_times_them(sse: str) -> None:
     first, gaps = rep["time_to_first_piece"], rep["time_between_pieces"]
     # The server sleeps 50 ms before each piece (HDR buckets are within 0.1%).
     assert first["min_ns"] >= 49.9 * MS
-    assert gaps["min_ns"] >= 49.9 * MS and gaps["p50_ns"] < 200 * MS
+    # A gap is not bounded below by the sleep (a piece read late shortens the next gap),
+    # but the typical one is the sleep, and the stream lasts all four.
+    assert 30 * MS <= gaps["p50_ns"] < 200 * MS
     assert rep["stream_duration"]["min_ns"] >= 199 * MS
     assert sum(b["count"] for b in rep["ttft_histogram"]) == 6
     assert sum(b["count"] for b in rep["gap_histogram"]) == 6 * 3
@@ -308,7 +310,7 @@ def test_grpc_triton_replies(triton: str) -> None:
     # Three pieces each: the empty final reply is not one.
     assert rep["pieces"] == 12 and rep["pieces_per_stream"]["max"] == 3
     assert rep["time_to_first_piece"]["min_ns"] >= 49.9 * MS
-    assert rep["time_between_pieces"]["min_ns"] >= 49.9 * MS
+    assert 30 * MS <= rep["time_between_pieces"]["p50_ns"] < 200 * MS
     assert rep["reply"] == "triton" and rep["connections"] == 1
 
 
@@ -393,6 +395,10 @@ def test_against_inferwire_serve(serve: Any) -> None:
     assert (rep["ok"], rep["pieces"], rep["status_codes"]) == (3, 12, {"200": 3})
     assert rep["time_to_first_piece"]["min_ns"] >= 19.9 * MS
     assert rep["server_pids"] == [s.proc.pid]
+    # Over HTTP/2 (h2c): two streams at once on one connection.
+    rep = stream_json(infer, "--http2", "-d", body, "-n", "4", "-c", "2")
+    assert (rep["ok"], rep["pieces"], rep["connections"]) == (4, 16, 1)
+    assert rep["transport"] == "HTTP/2 server-sent events"
     # Triton's flat body on generate_stream.
     flat = json.dumps({"x": [1], "parameters": {"n": 2}})
     rep = stream_json(f"{s.url}/v2/models/model/generate_stream", "-d", flat, "-n", "2")
@@ -403,5 +409,6 @@ def test_against_inferwire_serve(serve: Any) -> None:
     assert (rep["status_codes"], rep["pieces"]) == ({"error event": 2}, 4)
     assert "failed at piece 2" in rep["errors"][0]
     fail = json.dumps({"inputs": [x], "parameters": {"n": 4, "fail_at": 0}})
-    rep = stream_json(infer, "-d", fail, "-n", "2", returncode=1)
-    assert rep["status_codes"] == {"500": 2} and "failed at piece 0" in rep["errors"][0]
+    for h2 in ([], ["--http2"]):
+        rep = stream_json(infer, *h2, "-d", fail, "-n", "2", returncode=1)
+        assert rep["status_codes"] == {"500": 2} and "failed at piece 0" in rep["errors"][0]

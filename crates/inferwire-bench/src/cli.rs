@@ -183,6 +183,10 @@ struct StreamArgs {
     /// gRPC streaming method to call (inference.GRPCInferenceService/ModelStreamInfer).
     #[arg(long)]
     call: Option<String>,
+    /// Server-sent events over HTTP/2 instead of HTTP/1.1: h2c (prior knowledge) on
+    /// http://, ALPN h2 on https://.
+    #[arg(long, conflicts_with = "call")]
+    http2: bool,
     /// gRPC: how the server shapes its replies: Triton's ModelStreamInferResponse, or
     /// MLServer's bare ModelInferResponse.
     #[arg(long, value_enum, default_value = "triton")]
@@ -523,7 +527,7 @@ fn stream(a: StreamArgs) -> Result<(), String> {
             {
                 headers.push(("accept".into(), "text/event-stream".into()));
             }
-            Target::http(&a.url, Method::POST, &headers, body, false)?
+            Target::http(&a.url, Method::POST, &headers, body, a.http2)?
         }
     };
     let server_pids = match (a.load.server_pid, a.load.server_port) {

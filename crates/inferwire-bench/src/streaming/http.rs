@@ -86,31 +86,14 @@ pub async fn stream(c: &mut Conn, t: &Target, tally: &mut Tally) -> (End, bool) 
                 body_len += body.len() as u64;
             } else {
                 if !checked {
-                    let ct = parser.content_type();
-                    if !ct.to_ascii_lowercase().starts_with("text/event-stream") {
-                        let m = format!("content-type {ct:?}, not text/event-stream");
-                        return (End::failed("not SSE", m), false);
+                    if let Some(end) = not_sse(parser.content_type()) {
+                        return (end, false);
                     }
                     checked = true;
                 }
-                let mut failed = None;
-                let fed = events.feed(&body, &mut |e| match kind(&e) {
-                    Kind::Piece(n) => {
-                        tally.piece(n);
-                        true
-                    }
-                    Kind::Skip => true,
-                    Kind::Error(m) => {
-                        failed = Some(m);
-                        false
-                    }
-                });
-                if let Some(m) = failed {
+                if let Some(end) = pieces(&mut events, &body, tally) {
                     // The body may go on: the connection is not reused.
-                    return (End::failed("error event", m), false);
-                }
-                if let Err(e) = fed {
-                    return (End::failed("error", e), false);
+                    return (end, false);
                 }
             }
         }
@@ -137,9 +120,42 @@ pub async fn stream(c: &mut Conn, t: &Target, tally: &mut Tally) -> (End, bool) 
     }
 }
 
+/// Reads the events in `body`, the next part of an SSE body, into `tally`; how the
+/// stream ended if an event or the body's form ended it.
+pub fn pieces(events: &mut sse::Parser, body: &[u8], tally: &mut Tally) -> Option<End> {
+    let mut failed = None;
+    let fed = events.feed(body, &mut |e| match kind(&e) {
+        Kind::Piece(n) => {
+            tally.piece(n);
+            true
+        }
+        Kind::Skip => true,
+        Kind::Error(m) => {
+            failed = Some(m);
+            false
+        }
+    });
+    match (failed, fed) {
+        (Some(m), _) => Some(End::failed("error event", m)),
+        (None, Err(e)) => Some(End::failed("error", e)),
+        (None, Ok(_)) => None,
+    }
+}
+
+/// A 200 whose content-type is not an event stream, as a failed stream's end.
+pub fn not_sse(content_type: &str) -> Option<End> {
+    (!content_type
+        .to_ascii_lowercase()
+        .starts_with("text/event-stream"))
+    .then(|| {
+        let m = format!("content-type {content_type:?}, not text/event-stream");
+        End::failed("not SSE", m)
+    })
+}
+
 /// A finished response: 200 is a stream that ended well; any other status failed, with
 /// the start of its body as the message.
-fn end_of(status: u16, head: &[u8], body_len: u64) -> End {
+pub fn end_of(status: u16, head: &[u8], body_len: u64) -> End {
     if status == 200 {
         End::ok("200")
     } else {

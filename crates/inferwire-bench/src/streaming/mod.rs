@@ -1,6 +1,6 @@
 //! `inferwire bench stream`: load of streamed replies. Each stream is one request whose
-//! answer comes in pieces: server-sent events over HTTP/1.1 (`http`, `sse`), or replies
-//! on a bidirectional gRPC stream (`grpc`). The run measures when each stream's first
+//! answer comes in pieces: server-sent events over HTTP/1.1 or HTTP/2 (`http`, `http2`,
+//! `sse`), or replies on a bidirectional gRPC stream (`grpc`). The run measures when each stream's first
 //! piece came, the gaps between pieces, pieces and bytes per second, and CPU per piece.
 //!
 //! Every stream runs as a task on one thread (a current-thread tokio runtime): a stream
@@ -10,6 +10,7 @@
 //! open, a late one timed from when it was due).
 mod grpc;
 mod http;
+mod http2;
 mod page;
 mod report;
 mod sse;
@@ -56,6 +57,7 @@ impl StreamTarget {
         match (self.target.transport, self.shape) {
             (Transport::Grpc, ReplyShape::Triton) => "gRPC stream, Triton replies",
             (Transport::Grpc, ReplyShape::Mlserver) => "gRPC stream, MLServer replies",
+            (Transport::H2c, _) => "HTTP/2 server-sent events",
             _ => "HTTP/1.1 server-sent events",
         }
     }
@@ -63,9 +65,6 @@ impl StreamTarget {
 
 /// Runs the load and reports; errors only when the target cannot be reached at all.
 pub fn run(target: &StreamTarget, load: &Load) -> Result<StreamReport, String> {
-    if target.target.transport == Transport::H2c {
-        return Err("stream: server-sent events over HTTP/2 are not supported yet".into());
-    }
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -77,21 +76,22 @@ pub fn run(target: &StreamTarget, load: &Load) -> Result<StreamReport, String> {
 /// A worker's connection; `None` until (re)opened.
 enum Conn {
     Http(Option<http::Conn>),
-    Grpc(Option<SendRequest<Bytes>>),
+    /// gRPC, or server-sent events over HTTP/2: streams share it.
+    H2(Option<SendRequest<Bytes>>),
 }
 
 impl Conn {
     async fn open(t: &StreamTarget) -> Result<Conn, String> {
         Ok(match t.target.transport {
-            Transport::Grpc => Conn::Grpc(Some(h2_of(transport::connect(&t.target).await?))),
-            _ => Conn::Http(Some(http::open(&t.target).await?)),
+            Transport::Http1 => Conn::Http(Some(http::open(&t.target).await?)),
+            _ => Conn::H2(Some(h2_of(transport::connect(&t.target).await?))),
         })
     }
 
     /// Another handle on the same gRPC connection; none for HTTP/1.1.
     fn share(&self) -> Option<Conn> {
         match self {
-            Conn::Grpc(Some(s)) => Some(Conn::Grpc(Some(s.clone()))),
+            Conn::H2(Some(s)) => Some(Conn::H2(Some(s.clone()))),
             _ => None,
         }
     }
@@ -100,7 +100,7 @@ impl Conn {
     async fn ready(&mut self, t: &StreamTarget) -> Result<(), String> {
         match self {
             Conn::Http(slot @ None) => *slot = Some(http::open(&t.target).await?),
-            Conn::Grpc(slot @ None) => {
+            Conn::H2(slot @ None) => {
                 *slot = Some(h2_of(transport::connect(&t.target).await?));
             }
             _ => {}
@@ -111,7 +111,7 @@ impl Conn {
     fn lose(&mut self) {
         match self {
             Conn::Http(c) => *c = None,
-            Conn::Grpc(c) => *c = None,
+            Conn::H2(c) => *c = None,
         }
     }
 
@@ -119,7 +119,10 @@ impl Conn {
     async fn stream(&mut self, t: &StreamTarget, tally: &mut Tally) -> (End, bool) {
         match self {
             Conn::Http(Some(c)) => http::stream(c, &t.target, tally).await,
-            Conn::Grpc(Some(s)) => grpc::stream(s, &t.target, t.shape, tally).await,
+            Conn::H2(Some(s)) if t.target.transport == Transport::Grpc => {
+                grpc::stream(s, &t.target, t.shape, tally).await
+            }
+            Conn::H2(Some(s)) => http2::stream(s, &t.target, tally).await,
             _ => (End::failed("error", "no connection"), false),
         }
     }
@@ -128,15 +131,15 @@ impl Conn {
 fn h2_of(s: Sender) -> SendRequest<Bytes> {
     match s {
         Sender::H2(s) => s,
-        Sender::H1(_) => unreachable!("a gRPC target connects over HTTP/2"),
+        Sender::H1(_) => unreachable!("gRPC and --http2 targets connect over HTTP/2"),
     }
 }
 
 async fn drive(t: Rc<StreamTarget>, load: Load) -> Result<StreamReport, String> {
     let workers = load.concurrency.max(1);
     let conns = match t.target.transport {
-        Transport::Grpc => load.connections.unwrap_or(1).clamp(1, workers),
-        _ => workers,
+        Transport::Http1 => workers,
+        _ => load.connections.unwrap_or(1).clamp(1, workers),
     };
     // Opened before the clock starts, so that an unreachable target stops the run with
     // its reason and a stream's time does not include its connection's setup.
