@@ -258,3 +258,40 @@ async fn worker(
     }
     (conn, tally)
 }
+
+#[cfg(test)]
+mod tests {
+    use inferwire_codec::pb::inference::{infer_parameter::ParameterChoice, ModelInferRequest};
+    use prost::Message;
+
+    /// `stream --call ... -d JSON`: the V2 JSON request as the `ModelInferRequest` sent,
+    /// typed contents for every common datatype and the parameters a streaming model reads.
+    #[test]
+    fn v2_json_requests_become_typed_protobuf() {
+        let body = br#"{"id": "r1", "inputs": [
+            {"name": "b", "datatype": "BYTES", "shape": [2], "data": ["hi", "yo"]},
+            {"name": "i", "datatype": "INT32", "shape": [2], "data": [1, -2]},
+            {"name": "l", "datatype": "INT64", "shape": [1], "data": [3]},
+            {"name": "f", "datatype": "FP32", "shape": [1], "data": [1.5]},
+            {"name": "d", "datatype": "FP64", "shape": [1], "data": [2.5]},
+            {"name": "t", "datatype": "BOOL", "shape": [2], "data": [true, false]}],
+            "parameters": {"n": 3, "triton_enable_empty_final_response": true}}"#;
+        let pb = crate::payload::v2_json_to_protobuf(body, "llm", false).unwrap();
+        let r = ModelInferRequest::decode(&pb[..]).unwrap();
+        assert_eq!((r.model_name.as_str(), r.id.as_str()), ("llm", "r1"));
+        let c = |k: usize| r.inputs[k].contents.clone().unwrap();
+        assert_eq!(c(0).bytes_contents, [&b"hi"[..], &b"yo"[..]]);
+        assert_eq!(c(1).int_contents, [1, -2]);
+        assert_eq!(c(2).int64_contents, [3]);
+        assert_eq!(c(3).fp32_contents, [1.5]);
+        assert_eq!(c(4).fp64_contents, [2.5]);
+        assert_eq!(c(5).bool_contents, [true, false]);
+        assert!(r.raw_input_contents.is_empty());
+        let p = |k: &str| r.parameters[k].parameter_choice.clone();
+        assert_eq!(p("n"), Some(ParameterChoice::Int64Param(3)));
+        assert_eq!(
+            p("triton_enable_empty_final_response"),
+            Some(ParameterChoice::BoolParam(true))
+        );
+    }
+}
