@@ -49,7 +49,10 @@ class SseHandler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
     def do_POST(self) -> None:
-        ask = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        length = int(self.headers.get("content-length", 0))
+        ask = json.loads(self.rfile.read(length)) if length else {"pieces": 2, "how": "GET"}
+        assert self.command == ask.get("how", "POST")
+        assert self.headers["accept"] == "text/event-stream"
         status = ask.get("status", 200)
         if status != 200:
             body = json.dumps({"error": "the queue is full, try later"}).encode()
@@ -85,6 +88,8 @@ class SseHandler(BaseHTTPRequestHandler):
             self.write_chunk(b"data: [DONE]" + nl + nl)
         if self.chunked:
             self.wfile.write(b"0\r\n\r\n")
+
+    do_GET = do_POST
 
 
 @pytest.fixture(scope="module")
@@ -147,6 +152,11 @@ def test_sse_wire_forms(sse: str, wire: dict[str, Any]) -> None:
     rep = stream_json(sse, "-d", ask(pieces=3, **wire), "-c", "2", "-n", "4")
     assert (rep["ok"], rep["pieces"]) == (4, 12), rep
     assert rep["pieces_per_stream"]["min"] == 3
+
+
+def test_sse_without_a_body_is_a_get(sse: str) -> None:
+    rep = stream_json(sse, "-n", "2")
+    assert (rep["ok"], rep["pieces"]) == (2, 4)
 
 
 def test_sse_errors_fail_the_stream(sse: str) -> None:

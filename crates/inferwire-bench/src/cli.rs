@@ -187,6 +187,9 @@ struct StreamArgs {
     /// http://, ALPN h2 on https://.
     #[arg(long, conflicts_with = "call")]
     http2: bool,
+    /// HTTP method (default: POST with a body, GET without).
+    #[arg(short = 'X', long, conflicts_with = "call")]
+    method: Option<String>,
     /// gRPC: how the server shapes its replies: Triton's ModelStreamInferResponse, or
     /// MLServer's bare ModelInferResponse.
     #[arg(long, value_enum, default_value = "triton")]
@@ -527,7 +530,13 @@ fn stream(a: StreamArgs) -> Result<(), String> {
             {
                 headers.push(("accept".into(), "text/event-stream".into()));
             }
-            Target::http(&a.url, Method::POST, &headers, body, a.http2)?
+            let method = match &a.method {
+                Some(m) => Method::from_bytes(m.to_uppercase().as_bytes())
+                    .map_err(|e| format!("method {m:?}: {e}"))?,
+                None if body.is_empty() => Method::GET,
+                None => Method::POST,
+            };
+            Target::http(&a.url, method, &headers, body, a.http2)?
         }
     };
     let server_pids = match (a.load.server_pid, a.load.server_port) {
