@@ -156,6 +156,92 @@ mod tests {
         }
     }
 
+    /// The standard's algorithm on a whole body, written the plain way: a reference for
+    /// the incremental parser.
+    fn reference(body: &[u8]) -> Vec<(String, String)> {
+        let text = String::from_utf8_lossy(body)
+            .replace("\r\n", "\n")
+            .replace('\r', "\n");
+        let mut lines: Vec<&str> = text.split('\n').collect();
+        lines.pop(); // the unfinished last line
+        let (mut out, mut data, mut event) = (Vec::new(), None::<String>, String::new());
+        for line in lines {
+            if line.is_empty() {
+                if let Some(d) = data.take() {
+                    let name = if event.is_empty() { "message" } else { &event };
+                    out.push((name.to_string(), d));
+                }
+                event.clear();
+                continue;
+            }
+            if line.starts_with(':') {
+                continue;
+            }
+            let (field, value) = line.split_once(':').unwrap_or((line, ""));
+            let value = value.strip_prefix(' ').unwrap_or(value);
+            match field {
+                "data" => match &mut data {
+                    Some(d) => {
+                        d.push('\n');
+                        d.push_str(value);
+                    }
+                    None => data = Some(value.to_string()),
+                },
+                "event" => event = value.to_string(),
+                _ => {}
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn random_bodies_in_random_pieces_match_the_reference() {
+        let tokens: [&[u8]; 12] = [
+            b"data: x",
+            b"data:",
+            b"data:  y",
+            b"event: e",
+            b"event:",
+            b": c",
+            b"id: 1",
+            b"zz",
+            b"\n",
+            b"\r\n",
+            b"\r",
+            b"\n\n",
+        ];
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        for _ in 0..500 {
+            let body: Vec<u8> = (0..next(40))
+                .flat_map(|_| tokens[next(tokens.len())].iter().copied())
+                .collect();
+            let mut p = Parser::default();
+            let mut got = Vec::new();
+            let mut rest = &body[..];
+            while !rest.is_empty() {
+                let (piece, after) = rest.split_at(1 + next(rest.len()));
+                p.feed(piece, &mut |e| {
+                    got.push((e.event.to_string(), String::from_utf8_lossy(e.data).into()));
+                    true
+                })
+                .unwrap();
+                rest = after;
+            }
+            assert_eq!(
+                got,
+                reference(&body),
+                "{:?}",
+                String::from_utf8_lossy(&body)
+            );
+        }
+    }
+
     #[test]
     fn the_callback_can_stop_and_sizes_are_bounded() {
         let mut p = Parser::default();
