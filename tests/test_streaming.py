@@ -46,9 +46,7 @@ def sse_events(lines: Any) -> Any:
 
 
 def stream(url: str, body: Any, path: str = "infer_stream", model: str = "model") -> Any:
-    with httpx.stream(
-        "POST", f"{url}/v2/models/{model}/{path}", json=body, timeout=30
-    ) as r:
+    with httpx.stream("POST", f"{url}/v2/models/{model}/{path}", json=body, timeout=30) as r:
         events = list(sse_events(r.iter_lines())) if r.status_code == 200 else r.read()
         return r, events
 
@@ -116,7 +114,7 @@ def test_requested_outputs_only(tokens: Any) -> None:
     body = {**v2_body(n=2), "outputs": [{"name": "nope"}]}
     r, body_bytes = stream(server.url, body)
     assert r.status_code == 400
-    assert "no output named \"nope\"" in json.loads(body_bytes)["error"]
+    assert 'no output named "nope"' in json.loads(body_bytes)["error"]
 
 
 def test_curl_reads_the_events_unbuffered(tokens: Any) -> None:
@@ -234,9 +232,7 @@ def test_a_client_that_disconnects_stops_the_model(tokens: Any) -> None:
     wait_for(lambda: any(line.startswith("closed") for line in log.read_text().splitlines()))
     closed = [line for line in log.read_text().splitlines() if line.startswith("closed")][-1]
     assert int(closed.split()[1]) < 100
-    wait_for(
-        lambda: metric(server.url, "inferwire_streams_total", end="cancelled") > cancelled
-    )
+    wait_for(lambda: metric(server.url, "inferwire_streams_total", end="cancelled") > cancelled)
     wait_for(lambda: metric(server.url, "inferwire_streams_open") == 0)
     # The worker is free: the next stream runs at once.
     r, events = stream(server.url, v2_body(n=2))
@@ -310,7 +306,7 @@ def test_stream_limits(serve: Any) -> None:
 
 def test_a_model_that_does_not_stream_answers_one_piece(serve: Any) -> None:
     server = serve("stream_models:Echo", "--model-name", "model")
-    r, events = stream(server.url, v2_body())
+    _, events = stream(server.url, v2_body())
     assert [e["outputs"][0]["data"] for e in events] == [[1]]
 
 

@@ -318,9 +318,7 @@ class Settings(BaseSettings, ModelServing):
         "worker; past it 503 + Retry-After / RESOURCE_EXHAUSTED",
     )
     stream_max_pieces: Int = _opt(65536, "pieces one streamed reply may send")
-    stream_max_bytes: Int = _opt(
-        256 * 1024 * 1024, "encoded bytes one streamed reply may send"
-    )
+    stream_max_bytes: Int = _opt(256 * 1024 * 1024, "encoded bytes one streamed reply may send")
     stream_idle_timeout: Float = _opt(
         60.0,
         "seconds a stream may go without a piece from the model, or with its reader taking "

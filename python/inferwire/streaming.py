@@ -69,9 +69,7 @@ def event_loop() -> asyncio.AbstractEventLoop:
         if _loop is not None and _loop[0] == os.getpid():
             return _loop[1]
         loop = asyncio.new_event_loop()
-        threading.Thread(
-            target=loop.run_forever, name="inferwire-streams", daemon=True
-        ).start()
+        threading.Thread(target=loop.run_forever, name="inferwire-streams", daemon=True).start()
         _loop = (os.getpid(), loop)
         return loop
 
