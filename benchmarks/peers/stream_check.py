@@ -64,7 +64,7 @@ def read_sse(client: httpx.Client, url: str, body: dict[str, Any]) -> Stream:
     started = time.monotonic()
     with client.stream("POST", url, json=body, headers={"Accept": "text/event-stream"}) as reply:
         if reply.status_code != 200:
-            stream.error = f"{reply.status_code} {reply.read()[:300]!r}"
+            stream.error = f"{reply.status_code} {reply.read()[:4000].decode(errors='replace')}"
             return stream
         ctype = reply.headers.get("content-type", "")
         assert ctype.startswith("text/event-stream"), f"content-type {ctype!r}"
