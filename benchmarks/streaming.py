@@ -103,6 +103,10 @@ def cell_of(report: dict[str, Any]) -> Cell:
     one place that knows its keys (times in ns)."""
     ttft, gaps = report["time_to_first_piece"], report["time_between_pieces"]
     cpu = report.get("server_cpu_ns_per_piece")
+    if not report["pieces"]:  # every stream failed: no time to report, CPU per nothing
+        return failed_cell(
+            (report.get("errors") or ["no piece"])[0], report["streams"], report["failed"]
+        )
     return Cell(
         ttft_p50=ttft["p50_ns"] / 1e3,
         ttft_p99=ttft["p99_ns"] / 1e3,
@@ -117,9 +121,9 @@ def cell_of(report: dict[str, Any]) -> Cell:
     )
 
 
-def failed_cell(why: str) -> Cell:
+def failed_cell(why: str, streams: int = 0, failed: int = 0) -> Cell:
     nan = float("nan")
-    return Cell(nan, nan, nan, nan, 0.0, None, 0, 0, 0.0, [why])
+    return Cell(nan, nan, nan, nan, 0.0, None, streams, failed, 0.0, [why])
 
 
 def median_cell(cells: list[Cell]) -> Cell:
@@ -274,10 +278,14 @@ def measure(
                 cells[f"{protocol.label}|{clients}"] = cell
                 print(
                     f"{server.name:<17} {protocol.label:<8} c={clients:<4} "
-                    f"{cell.pieces_per_s:>9.0f} pieces/s, TTFT p50 {fmt_us(cell.ttft_p50)}, "
+                    f"{cell.pieces_per_s:>9.0f} pieces/s, TTFT p50 {fmt(cell.ttft_p50)}, "
                     f"{cell.failed}/{cell.streams} failed {cell.errors[:1]}",
                     file=sys.stderr,
                 )
+                if cell.pieces_per_s == 0 and cell.errors:
+                    # Not served (an inferwire without gRPC streaming): once is enough.
+                    notes.append(f"{server.name} {protocol.label}: no piece ({cell.errors[0]})")
+                    break
     finally:
         proc.stop()
     return cells
@@ -306,8 +314,10 @@ def table(results: dict[str, dict[str, Cell]], clients: list[int], seconds: floa
                 if mine and mine.cpu_per_piece and cell.cpu_per_piece and name != "inferwire":
                     ratio = f"{cell.cpu_per_piece / mine.cpu_per_piece:.1f}×"
                 failed = f"{cell.failed} / {cell.streams}"
-                if cell.streams == 0 and cell.errors:
-                    failed = f"all: {cell.errors[0][:80]}"
+                if cell.failed == cell.streams and cell.errors:
+                    failed = (
+                        f"all{f' {cell.streams:,}' if cell.streams else ''}: {cell.errors[0][:100]}"
+                    )
                 lines.append(
                     f"| {protocol} | {c} | {name} | {fmt(cell.ttft_p50)} | {fmt(cell.ttft_p99)} "
                     f"| {fmt(cell.gap_p50)} | {fmt(cell.gap_p99)} | {cell.pieces_per_s:,.0f} "
