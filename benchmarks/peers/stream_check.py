@@ -154,7 +154,7 @@ def loopback_only(addresses: list[str]) -> None:
 def left_running(marker: str) -> list[str]:
     """Processes, other than this one, whose command line contains ``marker`` (the
     virtualenv's folder, PyTriton's workspace)."""
-    out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
+    out = subprocess.run(["ps", "-ww", "-eo", "pid,args"], capture_output=True, text=True).stdout
     return [
         line.strip()
         for line in out.splitlines()[1:]

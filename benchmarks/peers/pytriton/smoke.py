@@ -168,12 +168,12 @@ def main() -> int:
         print(f"started in {peer.start_s:.1f} s, listening on {', '.join(listening)}")
         loopback_only(listening)
         tree = subprocess.run(
-            ["ps", "-o", "args=", "-p", ",".join(map(str, peer.tree()))],
+            ["ps", "-ww", "-o", "args=", "-p", ",".join(map(str, peer.tree()))],
             capture_output=True,
             text=True,
         ).stdout
-        assert "bin/tritonserver" in tree, "tritonserver is not below serve.py"
-        assert "triton_python_backend_stub" in tree, "the backend stub is not below serve.py"
+        assert "bin/tritonserver" in tree, f"tritonserver is not below serve.py:\n{tree}"
+        assert "triton_python_backend_stub" in tree, f"no backend stub below serve.py:\n{tree}"
         for check in (grpc_streams, rest):
             for line in check(peer):
                 print(line, flush=True)
