@@ -148,12 +148,20 @@ def median_cell(cells: list[Cell]) -> Cell:
 
 
 def bench_stream(
-    bench: list[str], target: str, clients: int, seconds: float, pid: int, extra: list[str]
+    bench: list[str],
+    target: str,
+    clients: int,
+    args: argparse.Namespace,
+    pid: int,
+    extra: list[str],
 ) -> Cell:
-    argv = [*bench, "stream", target, *extra, "-c", str(clients), "-z", f"{seconds}s"]
-    argv += ["--warmup", "1s", "--timeout", "60s", "--server-pid", str(pid)]
+    argv = [*bench, "stream", target, *extra, "-c", str(clients), "-z", f"{args.seconds}s"]
+    argv += ["--warmup", "1s", "--timeout", f"{args.stream_timeout}s", "--server-pid", str(pid)]
     argv += ["--format", "json", "--no-progress"]
-    out = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + 180)
+    # Streams still open when the time is up are waited for (up to their timeout), twice:
+    # after the warm-up and after the measured run.
+    limit = args.seconds + 2 * args.stream_timeout + 120
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=limit)
     if out.returncode != 0 and not out.stdout.strip():
         # Every stream failed (or the tool refused its arguments): say why, go on.
         return failed_cell(out.stderr.strip().splitlines()[-1] if out.stderr.strip() else "?")
@@ -161,24 +169,27 @@ def bench_stream(
 
 
 def probe(url: str, body: str) -> str | None:
-    """None when ``url`` answers the body, asked for 2 pieces, with server-sent events;
-    else why not (a server without the route, an older inferwire)."""
+    """None when ``url`` answers the body with server-sent events, none an error; else
+    why not (a server without the route, an older inferwire). It asks for 2 pieces, but
+    a model that ignores the request's parameters passes too."""
     payload = json.loads(body)
     payload["parameters"] = {**payload.get("parameters", {}), "pieces": 2}
     request = urllib.request.Request(
         url, json.dumps(payload).encode(), {"Content-Type": "application/json"}
     )
     try:
-        with urllib.request.urlopen(request, timeout=30) as reply:
+        with urllib.request.urlopen(request, timeout=60) as reply:
             ctype = reply.headers.get("content-type", "")
             text = reply.read().decode(errors="replace")
     except urllib.error.HTTPError as e:
         return f"{e.code} {e.read()[:200].decode(errors='replace')}"
     except (urllib.error.URLError, OSError) as e:
         return str(e)
-    if not ctype.startswith("text/event-stream") or text.count("data:") != 2:
-        return f"not 2 server-sent events ({ctype}): {text[:200]!r}"
-    return None
+    events = [line for line in text.splitlines() if line.startswith("data:")]
+    if not ctype.startswith("text/event-stream") or not events:
+        return f"no server-sent events ({ctype}): {text[:200]!r}"
+    errors = [e for e in events if '"error"' in e]
+    return f"an error event: {errors[0][:200]}" if errors else None
 
 
 def start_inferwire(python: str, cls: str) -> tuple[Proc, list[Protocol]]:
@@ -272,9 +283,7 @@ def measure(
                 print(f"{server.name} {protocol.label}: skipped ({why})", file=sys.stderr)
                 continue
             for clients in args.clients:
-                cell = bench_stream(
-                    bench, protocol.target, clients, args.seconds, proc.pid, protocol.args
-                )
+                cell = bench_stream(bench, protocol.target, clients, args, proc.pid, protocol.args)
                 cells[f"{protocol.label}|{clients}"] = cell
                 print(
                     f"{server.name:<17} {protocol.label:<8} c={clients:<4} "
@@ -353,6 +362,13 @@ def main() -> int:
         help="comma-separated subset of: inferwire, inferwire (sync), MLServer, PyTriton",
     )
     p.add_argument("--pytriton-instances", type=int, default=1)
+    p.add_argument(
+        "--stream-timeout",
+        type=float,
+        default=300.0,
+        help="seconds one stream may take before it counts as failed: a server that "
+        "sends 1,000 pieces/s takes about 130 s for 512 streams of 256 pieces",
+    )
     args = p.parse_args()
     args.clients = [int(c) for c in args.clients.split(",")]
     bench = shlex.split(args.bench) if args.bench else [sys.executable, "-m", "inferwire", "bench"]

@@ -29,6 +29,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import grpc
 import httpx
@@ -53,7 +54,7 @@ MODEL = "tokens"
 BODY = {"inputs": [{"name": "text_input", "shape": [1], "datatype": "BYTES", "data": ["hi"]}]}
 
 
-def check_rest_piece(event: dict, piece: bytes, request_id: str | None = None) -> None:
+def check_rest_piece(event: dict[str, Any], piece: bytes, request_id: str | None = None) -> None:
     (out,) = event["outputs"]
     got = (out["name"], out["datatype"], out["shape"], out["data"])
     assert got == ("text", "BYTES", [1], [piece.decode()]), got
@@ -92,7 +93,11 @@ def rest(peer: Peer) -> list[str]:
 
 
 def checked(
-    client: httpx.Client, url: str, body: dict, piece: bytes = PIECE, request_id: str | None = None
+    client: httpx.Client,
+    url: str,
+    body: dict[str, Any],
+    piece: bytes = PIECE,
+    request_id: str | None = None,
 ) -> Stream:
     """One REST stream, every event checked."""
     stream = read_sse(client, url, body)
