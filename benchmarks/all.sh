@@ -3,7 +3,7 @@
 # load tools, installs each peer server in its own virtualenv (.venv-seldon, .tools/peers),
 # runs each benchmark against inferwire and its peers side by side, each in one run, and
 # renders docs/benchmarks.md and docs/reliability.md from the results (benchmarks/render.py:
-# tables, plots, commands, versions, machine). About an hour on a 2-core machine.
+# tables, plots, commands, versions, machine). About 65 minutes on a 2-core machine.
 #
 #     bash benchmarks/all.sh            # the full run; rewrites docs/benchmarks.md
 #     bash benchmarks/all.sh --quick    # every benchmark briefly (about 10 minutes),
@@ -70,7 +70,7 @@ for name in $CHOSEN; do
         scaleout) cmd=("$PY" benchmarks/scaleout.py --out "$OUT")
             if [ "$QUICK" = 1 ]; then cmd+=(--seconds 1 --repeats 1); fi ;;
         streaming) cmd=("$PY" benchmarks/streaming.py --out "$OUT" $(seconds))
-            if [ "$QUICK" = 0 ]; then cmd+=(--rounds 3); fi ;;
+            if [ "$QUICK" = 1 ]; then cmd+=(--clients 1,64); fi ;;
         *) cmd=("$PY" "benchmarks/$name.py" --out "$OUT" $(seconds)) ;;
     esac
     echo "+ ${cmd[*]}" >&2

@@ -28,7 +28,7 @@ below it).
 
 A peer that is not installed is skipped with a line saying so; so is a server or protocol
 that does not stream (a probe before measuring). Results: benchmarks/results/
-streaming.{md,json}.
+streaming.{md,json}, and every load run's whole report in streaming.raw.json.
 """
 
 from __future__ import annotations
@@ -154,18 +154,23 @@ def bench_stream(
     args: argparse.Namespace,
     pid: int,
     extra: list[str],
+    warm_up: bool,
 ) -> Cell:
     argv = [*bench, "stream", target, *extra, "-c", str(clients), "-z", f"{args.seconds}s"]
-    argv += ["--warmup", "1s", "--timeout", f"{args.stream_timeout}s", "--server-pid", str(pid)]
+    argv += ["--timeout", f"{args.stream_timeout}s", "--server-pid", str(pid)]
     argv += ["--format", "json", "--no-progress"]
-    # Streams still open when the time is up are waited for (up to their timeout), twice:
-    # after the warm-up and after the measured run.
+    if warm_up:
+        argv += ["--warmup", "1s"]
+    # Streams still open when the time is up are waited for (up to their timeout), after
+    # the warm-up and after the measured run.
     limit = args.seconds + 2 * args.stream_timeout + 120
     out = subprocess.run(argv, capture_output=True, text=True, timeout=limit)
     if out.returncode != 0 and not out.stdout.strip():
         # Every stream failed (or the tool refused its arguments): say why, go on.
         return failed_cell(out.stderr.strip().splitlines()[-1] if out.stderr.strip() else "?")
-    return cell_of(json.loads(out.stdout))
+    report = json.loads(out.stdout)
+    args.raw.append({"argv": argv, "report": report})  # the whole report, for a closer look
+    return cell_of(report)
 
 
 def probe(url: str, body: str) -> str | None:
@@ -283,7 +288,12 @@ def measure(
                 print(f"{server.name} {protocol.label}: skipped ({why})", file=sys.stderr)
                 continue
             for clients in args.clients:
-                cell = bench_stream(bench, protocol.target, clients, args, proc.pid, protocol.args)
+                # Only the first cell of a protocol warms up: the next ones find the
+                # server warm, and a warm-up at 512 slow streams would take minutes.
+                first = clients == args.clients[0]
+                cell = bench_stream(
+                    bench, protocol.target, clients, args, proc.pid, protocol.args, first
+                )
                 cells[f"{protocol.label}|{clients}"] = cell
                 print(
                     f"{server.name:<17} {protocol.label:<8} c={clients:<4} "
@@ -334,7 +344,8 @@ def table(results: dict[str, dict[str, Cell]], clients: list[int], seconds: floa
                 )
     lines += [
         "",
-        f"Closed loop, {seconds:g} s per cell after a 1 s warm-up; {PIECES} pieces of 16 bytes "
+        f"Closed loop, {seconds:g} s per cell (the first of each protocol after a 1 s "
+        f"warm-up; streams open at the end are waited for); {PIECES} pieces of 16 bytes "
         "per stream, 1 ms apart. TTFT: from sending the request to the first piece; gap: "
         "between two pieces of a stream (all streams pooled); server CPU/piece: the "
         "server's whole process tree over the run, divided by the pieces it sent.",
@@ -371,6 +382,7 @@ def main() -> int:
     )
     args = p.parse_args()
     args.clients = [int(c) for c in args.clients.split(",")]
+    args.raw = []
     bench = shlex.split(args.bench) if args.bench else [sys.executable, "-m", "inferwire", "bench"]
     check = subprocess.run([*bench, "stream", "--help"], capture_output=True, text=True)
     if check.returncode != 0:
@@ -420,6 +432,7 @@ def main() -> int:
     (args.out / "streaming.json").write_text(
         json.dumps({n: {k: c.__dict__ for k, c in r.items()} for n, r in results.items()}, indent=2)
     )
+    (args.out / "streaming.raw.json").write_text(json.dumps(args.raw, indent=1))
     print("\n".join(md))
     return 0
 
