@@ -11,9 +11,12 @@ CI installs no peers, so there they are skipped. About 5 s and 15 s.
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -43,3 +46,49 @@ def test_pytriton_streams() -> None:
     assert "HTTP generate_stream: 256 pieces" in out, out
     assert "pieces=-1: error" in out, out
     assert "streaming checks passed" in out, out
+
+
+def _has_streaming() -> bool:
+    try:
+        import inferwire.streaming  # noqa: F401  (the server side of issue 21)
+    except ImportError:
+        return False
+    return True
+
+
+def _events(reply: httpx.Response) -> list[dict[str, Any]]:
+    assert reply.status_code == 200, reply.text[:500]
+    assert reply.headers["content-type"].startswith("text/event-stream")
+    return [json.loads(line[5:]) for line in reply.text.splitlines() if line.startswith("data:")]
+
+
+@pytest.mark.skipif(not _has_streaming(), reason="this inferwire does not stream yet")
+@pytest.mark.parametrize("cls", ["Tokens", "TokensSync"])
+def test_inferwire_serves_the_benchmark_model(cls: str) -> None:
+    """benchmarks/models/stream_tokens.py, as benchmarks/streaming.py serves it: the same
+    pieces as the peers, and the same request parameters."""
+    from conftest import Served
+
+    server = Served(f"../benchmarks/models/stream_tokens.py:{cls}", "--model-name", "tokens")
+    url = f"{server.url}/v2/models/tokens/infer_stream"
+    body: dict[str, Any] = {
+        "inputs": [{"name": "text_input", "shape": [1], "datatype": "BYTES", "data": ["hi"]}]
+    }
+    try:
+        events = _events(httpx.post(url, json=body, timeout=30))
+        assert len(events) == 256
+        for event in events:
+            (out,) = event["outputs"]
+            assert (out["name"], out["datatype"], out["data"]) == (
+                "text",
+                "BYTES",
+                ["0123456789abcdef"],
+            ), out
+        few = {**body, "parameters": {"pieces": 3, "piece_bytes": 4, "delay_s": 0}}
+        events = _events(httpx.post(url, json=few, timeout=30))
+        assert [e["outputs"][0]["data"] for e in events] == [["0123"]] * 3
+        bad = httpx.post(url, json={**body, "parameters": {"pieces": -1}}, timeout=30)
+        assert "pieces" in bad.text, bad.text[:500]
+        assert bad.status_code != 200 or '"error"' in bad.text, bad.text[:500]
+    finally:
+        server.stop()
