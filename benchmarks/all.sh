@@ -3,7 +3,7 @@
 # load tools, installs each peer server in its own virtualenv (.venv-seldon, .tools/peers),
 # runs each benchmark against inferwire and its peers side by side, each in one run, and
 # renders docs/benchmarks.md and docs/reliability.md from the results (benchmarks/render.py:
-# tables, plots, commands, versions, machine). About 50 minutes on a 2-core machine.
+# tables, plots, commands, versions, machine). About 65 minutes on a 2-core machine.
 #
 #     bash benchmarks/all.sh            # the full run; rewrites docs/benchmarks.md
 #     bash benchmarks/all.sh --quick    # every benchmark briefly (about 10 minutes),
@@ -26,7 +26,7 @@ while [ $# -gt 0 ]; do
     shift
 done
 
-ALL="seldon_matrix peers_seldon_matrix runtime v2_mlserver images_numpy realtime_rows generator_overhead reliability scaleout perf_analyzer"
+ALL="seldon_matrix peers_seldon_matrix runtime v2_mlserver images_numpy realtime_rows generator_overhead reliability scaleout perf_analyzer streaming"
 CHOSEN="${ONLY//,/ }"
 CHOSEN="${CHOSEN:-$ALL}"
 for name in $CHOSEN; do
@@ -50,7 +50,7 @@ bash scripts/install-wrk.sh
 bash scripts/apt-install.sh nginx
 bash scripts/install-perf-analyzer.sh >/dev/null
 bash benchmarks/seldon_wrapper/setup.sh
-for peer in mlserver ray fastapi_images numpy_echo; do
+for peer in mlserver ray fastapi_images numpy_echo pytriton; do
     bash "benchmarks/peers/$peer/install.sh"
 done
 
@@ -69,6 +69,8 @@ for name in $CHOSEN; do
             if [ "$QUICK" = 1 ]; then cmd+=(--seconds 3 --minutes 0.5); fi ;;
         scaleout) cmd=("$PY" benchmarks/scaleout.py --out "$OUT")
             if [ "$QUICK" = 1 ]; then cmd+=(--seconds 1 --repeats 1); fi ;;
+        streaming) cmd=("$PY" benchmarks/streaming.py --out "$OUT" $(seconds))
+            if [ "$QUICK" = 1 ]; then cmd+=(--clients 1,64); fi ;;
         *) cmd=("$PY" "benchmarks/$name.py" --out "$OUT" $(seconds)) ;;
     esac
     echo "+ ${cmd[*]}" >&2

@@ -143,6 +143,7 @@ def machine_block() -> str:
         ("fastapi-images", "fastapi"),
         ("fastapi-images", "grpcio"),
         ("numpy-echo", "aiohttp"),
+        ("pytriton", "nvidia-pytriton"),
     ]:
         rows.append((name, package(peers / venv, name)))
     lines = ["| | version |", "|---|---|"]

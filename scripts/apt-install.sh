@@ -2,7 +2,9 @@
 # Installs a Debian package whose command the project needs, unless the command is
 # already on PATH: `apt-install.sh PACKAGE [COMMAND]` (COMMAND defaults to PACKAGE).
 # For a library, COMMAND is `lib:SONAME` (`apt-install.sh libb64-0d lib:libb64.so.0d`):
-# present when the dynamic linker's cache has it.
+# present when the dynamic linker's cache has it. For anything else, COMMAND is
+# `file:PATH` (`apt-install.sh python3.11-venv file:/usr/lib/python3.11/ensurepip/__init__.py`):
+# present when that file exists.
 # Needs root (or passwordless sudo) and the Debian mirrors, as this project's machines
 # have. Used by install-chromium.sh (tests) and install-wrk.sh (benchmarks).
 set -euo pipefail
@@ -11,6 +13,8 @@ command="${2:-$1}"
 present() {
     if [[ "$command" == lib:* ]]; then
         ldconfig -p | grep -qF "${command#lib:} "
+    elif [[ "$command" == file:* ]]; then
+        [[ -e "${command#file:}" ]]
     else
         command -v "$command" >/dev/null 2>&1
     fi

@@ -9,8 +9,8 @@ one suite has a peer to run against:
 
 The other peers speak their own APIs and have their own scripts, which this one names at
 the end: ``benchmarks/runtime.py`` (Ray Serve, ray-micro), ``benchmarks/v2_mlserver.py``
-(MLServer, V2) and ``benchmarks/images_numpy.py`` (FastAPI, aiohttp and grpcio: seeds 001
-and 003).
+(MLServer, V2), ``benchmarks/images_numpy.py`` (FastAPI, aiohttp and grpcio: seeds 001
+and 003) and ``benchmarks/streaming.py`` (MLServer and PyTriton, streamed replies).
 
     bash benchmarks/peers/run.sh [--duration 10s]
 """
@@ -31,6 +31,7 @@ ELSEWHERE = {
     "Ray Serve": "benchmarks/runtime.py",
     "MLServer": "benchmarks/v2_mlserver.py",
     "FastAPI, aiohttp, grpcio (seeds 001, 003)": "benchmarks/images_numpy.py",
+    "MLServer and PyTriton, streaming": "benchmarks/streaming.py",
 }
 
 

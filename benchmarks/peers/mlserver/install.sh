@@ -12,7 +12,8 @@
 # MLServer's default, the model never loads.
 # tritonclient[grpc] is the benchmark's gRPC client. MLServer already needs
 # tritonclient[http]; the [grpc] extra adds nothing MLServer's server needs and keeps the
-# resolved versions intact. One process cannot import both tritonclient.grpc and mlserver
+# resolved versions intact. httpx reads the streamed (server-sent events) replies in
+# smoke_stream.py. One process cannot import both tritonclient.grpc and mlserver
 # (both register the protobuf package "inference"), so clients must not import mlserver.
 set -euo pipefail
 
@@ -21,6 +22,7 @@ VENV="${MLSERVER_VENV:-$ROOT/.tools/peers/mlserver}"
 MLSERVER_VERSION="1.7.1"
 UVLOOP_VERSION="0.21.0"
 TRITONCLIENT_VERSION="2.73.0"
+HTTPX_VERSION="0.28.1"
 # The scikit-learn runtime serves seed 002's tree (benchmarks/realtime_rows.py); its
 # scikit-learn is pinned to the version the model is trained with in .venv, so the pickle
 # loads unchanged.
@@ -31,6 +33,7 @@ PACKAGES=(
     "scikit-learn==$SKLEARN_VERSION"
     "uvloop==$UVLOOP_VERSION"
     "tritonclient[grpc]==$TRITONCLIENT_VERSION"
+    "httpx==$HTTPX_VERSION"
 )
 
 # shellcheck source=../lib.sh
@@ -39,16 +42,17 @@ source "$ROOT/benchmarks/peers/lib.sh"
 installed() {
     [[ -x "$VENV/bin/python" ]] &&
         "$VENV/bin/python" - "$MLSERVER_VERSION" "$UVLOOP_VERSION" "$TRITONCLIENT_VERSION" \
-            "$MLSERVER_VERSION" "$SKLEARN_VERSION" <<'PY' 2>/dev/null &&
+            "$MLSERVER_VERSION" "$SKLEARN_VERSION" "$HTTPX_VERSION" <<'PY' 2>/dev/null &&
 import sys
 from importlib.metadata import version
 
-wanted = dict(zip(("mlserver", "uvloop", "tritonclient", "mlserver-sklearn", "scikit-learn"),
-                  sys.argv[1:]))
+wanted = dict(zip(("mlserver", "uvloop", "tritonclient", "mlserver-sklearn", "scikit-learn",
+                   "httpx"), sys.argv[1:]))
 got = {name: version(name) for name in wanted}
 assert got == wanted, (got, wanted)
 import mlserver.cli.main  # noqa: F401  (what `mlserver start` imports)
 import uvloop  # noqa: F401
+import httpx  # noqa: F401
 PY
         "$VENV/bin/python" -c 'import tritonclient.grpc' 2>/dev/null  # its own process: see above
 }
@@ -66,7 +70,7 @@ fi
 import platform
 from importlib.metadata import version
 
-names = ["mlserver", "mlserver-sklearn", "scikit-learn", "uvloop", "tritonclient", "fastapi", "uvicorn", "starlette", "grpcio",
+names = ["mlserver", "mlserver-sklearn", "scikit-learn", "uvloop", "tritonclient", "httpx", "fastapi", "uvicorn", "starlette", "grpcio",
          "protobuf", "pydantic", "numpy"]
 print(
     f"MLServer ready: Python {platform.python_version()}, "
