@@ -56,7 +56,7 @@ def request(
     values: list[float], rid: str = "", model: str = MODEL, **params: Any
 ) -> service_pb2.ModelInferRequest:
     req = service_pb2.ModelInferRequest(model_name=model, id=rid)
-    t = req.inputs.add(name="x", datatype="FP32", shape=[1, len(values)])
+    req.inputs.add(name="x", datatype="FP32", shape=[1, len(values)])
     req.raw_input_contents.append(np.asarray(values, np.float32).tobytes())
     for k, v in params.items():
         req.parameters[k].bool_param = v
