@@ -146,7 +146,7 @@ impl Replies {
         });
         let model = match app.models.get(&req.model_name, &req.model_version) {
             Ok(m) => m,
-            Err(e) => return Some(self.failed(call, &e)),
+            Err(e) => return Some(self.failed(*call, &e)),
         };
         call.obs.model = model.slot;
         call.model_name.clone_from(&model.name);
@@ -165,7 +165,7 @@ impl Replies {
                      ModelStreamInfer (use ModelInfer, or receive the output in the reply)"
                 ),
             );
-            return Some(self.failed(call, &e));
+            return Some(self.failed(*call, &e));
         }
         let request = match proto::from_pb_with(
             req,
@@ -173,7 +173,7 @@ impl Replies {
             &app.shared_memory.reader(app.config.max_body_bytes),
         ) {
             Ok(r) => r,
-            Err(e) => return Some(self.failed(call, &e.into())),
+            Err(e) => return Some(self.failed(*call, &e.into())),
         };
         let start = async move { start(&app, &model, request).await };
         self.state = State::Starting(Box::pin(start), call);
@@ -181,7 +181,7 @@ impl Replies {
     }
 
     /// The error reply for a request, counted; the call goes on.
-    fn failed(&mut self, call: Box<Call>, e: &ServeError) -> Reply {
+    fn failed(&mut self, call: Call, e: &ServeError) -> Reply {
         let status = e.to_status();
         let Call {
             obs,
@@ -189,7 +189,7 @@ impl Replies {
             model_version,
             id,
             ..
-        } = *call;
+        } = call;
         obs.finish(
             &self.app,
             Code::Grpc(status.code()),
@@ -349,7 +349,7 @@ impl Stream for Replies {
                     };
                     match started {
                         Ok(pieces) => this.state = State::Answering(pieces, call),
-                        Err(e) => return Poll::Ready(Some(this.failed(call, &e))),
+                        Err(e) => return Poll::Ready(Some(this.failed(*call, &e))),
                     }
                 }
                 State::Answering(pieces, call) => match std::task::ready!(pieces.poll_next(cx)) {
@@ -394,6 +394,6 @@ impl Replies {
         };
         // Its metrics are recorded as it goes (how it ended).
         drop(pieces);
-        self.failed(call, e)
+        self.failed(*call, e)
     }
 }
