@@ -164,6 +164,21 @@ class TreeEnsemble:
     @property
     def classes(self) -> list[Any]: ...
 
+class Sink:
+    """Where an async generator's driver (``inferwire.streaming``) sends a stream's
+    pieces; made by the core, one per stream."""
+
+    def has_room(self) -> bool:
+        """Whether ``send`` queues a piece now (or drops it: the reader has gone)."""
+    def when_room(self, callback: Callable[[], Any]) -> None:
+        """Calls ``callback()``, from any thread, once there is room or the reader has gone."""
+    def send(self, outputs: list[tuple[str, Any]]) -> bool:
+        """Queues one piece's outputs; False when the reader has gone."""
+    def fail(self, exc: BaseException) -> None:
+        """Ends the stream with the model's exception."""
+    def close(self) -> None:
+        """Ends the stream."""
+
 def bench_main(args: list[str]) -> int:
     """Run ``inferwire bench`` with ``args`` (the first is the program name), without the
     GIL; return the exit status. Only in builds with the ``bench`` cargo feature."""

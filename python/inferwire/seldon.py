@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from . import content_types
+from . import content_types, streaming
 from .error_log import errors
 from .errors import ModelLoadError
 
@@ -61,6 +61,17 @@ class SeldonAdapter:
         self.raw_ops = sorted(self._low)
         raw = _own(model, "predict_raw")
         predict = _own(model, "predict")
+        # A method that yields answers streamed requests piece by piece; unstreamed ones
+        # get its pieces joined (`streaming.gather`).
+        predict_stream = _own(model, "predict_stream")
+        if not callable(predict_stream) and callable(predict) and streaming.streams(predict):
+            predict_stream = predict
+        if not callable(predict) and callable(predict_stream):
+            predict = predict_stream
+        self.streams = callable(predict_stream)
+        self._predict_stream: Callable[..., Any] = predict_stream if self.streams else _no_predict
+        self._stream_meta = _accepts_meta(self._predict_stream)
+        self._stream_positional = _positional_count(self._predict_stream)
         self.has_predict_raw = callable(raw) or "predict" in self._low
         self.service_type = service_type(model)
         if not self.has_predict_raw and not callable(predict):
@@ -94,8 +105,13 @@ class SeldonAdapter:
         self._loops = threading.local()
 
     def _resolve(self, out: Any) -> Any:
+        if streaming.is_stream(out):
+            return streaming.gather(out, self._run_async)
         if not inspect.isawaitable(out):
             return out
+        return self._run_async(out)
+
+    def _run_async(self, out: Any) -> Any:
         loop = getattr(self._loops, "loop", None)
         if loop is None:
             loop = self._loops.loop = asyncio.new_event_loop()
@@ -143,6 +159,36 @@ class SeldonAdapter:
             errors.error(f"{self.name}.predict", e)
             raise
         return content_types.encode_outputs(out, requested)
+
+    def infer_stream(
+        self,
+        inputs: dict[str, Any],
+        parameters: dict[str, Any],
+        requested: list[str],
+        input_parameters: dict[str, dict[str, Any]],
+    ) -> tuple[Any, Any]:
+        """Starts a streamed V2 request, as ``infer`` reads it: ``(pieces, None)`` for a
+        plain generator, whose items are the outputs of each piece, or ``(None, start)``
+        for an async one, which the core starts with ``start(sink, patience)``."""
+        X = content_types.decode_request(inputs, parameters, input_parameters)
+        names = list(inputs)
+        fn = self._predict_stream
+        try:
+            if self._stream_meta:
+                out = fn(X, names, meta={"parameters": parameters})
+            elif self._stream_positional >= 2:
+                out = fn(X, names)
+            else:
+                out = fn(X)
+            if inspect.isawaitable(out) and not streaming.is_stream(out):
+                out = self._run_async(out)
+        except Exception as e:
+            errors.error(f"{self.name}.predict_stream", e)
+            raise
+        call = f"{self.name}.predict_stream"
+        if hasattr(out, "__anext__"):
+            return None, functools.partial(streaming.start_async, out, requested, call)
+        return streaming.encoded(iter(out), requested, call), None
 
     def predict_raw(self, request: dict[str, Any]) -> Any:
         if "predict" in self._low:
@@ -496,7 +542,7 @@ def service_type(model: Any) -> str:
             callable(_own(model, f"{name}_{k}")) for k in _LOW_LEVEL_KINDS
         )
 
-    if has("predict"):
+    if has("predict") or callable(_own(model, "predict_stream")):
         return "MODEL"
     for kind, method in _TYPE_METHODS:
         if has(method):

@@ -312,6 +312,19 @@ class Settings(BaseSettings, ModelServing):
     max_streams: Int = _opt(
         200, "HTTP/2 streams (REST h2 and gRPC calls) open at once per connection"
     )
+    stream_max_open: Int = _opt(
+        1024,
+        "streamed replies (infer_stream, generate_stream, ModelStreamInfer) open at once per "
+        "worker; past it 503 + Retry-After / RESOURCE_EXHAUSTED",
+    )
+    stream_max_pieces: Int = _opt(65536, "pieces one streamed reply may send")
+    stream_max_bytes: Int = _opt(256 * 1024 * 1024, "encoded bytes one streamed reply may send")
+    stream_idle_timeout: Float = _opt(
+        60.0,
+        "seconds a stream may go without a piece from the model, or with its reader taking "
+        "none (the model is then stopped)",
+    )
+    stream_timeout: Float = _opt(3600.0, "seconds one streamed reply may last")
     workers: Int = _opt(
         1,
         "worker processes forked after the model is loaded, taking connections from one "
@@ -406,6 +419,9 @@ class Settings(BaseSettings, ModelServing):
             "login_client_failures",
             "shared_memory_max_regions",
             "shared_memory_max_bytes",
+            "stream_max_open",
+            "stream_max_pieces",
+            "stream_max_bytes",
         )
         for name in at_least_one:
             if getattr(self, name) < 1:
@@ -414,8 +430,9 @@ class Settings(BaseSettings, ModelServing):
             raise SettingsError(f"workers: at most {MAX_WORKERS}, got {self.workers}")
         if self.header_timeout <= 0:
             raise SettingsError(f"header_timeout: must be above 0, got {self.header_timeout}")
-        if self.body_timeout <= 0:
-            raise SettingsError(f"body_timeout: must be above 0, got {self.body_timeout}")
+        for name in ("body_timeout", "stream_idle_timeout", "stream_timeout"):
+            if getattr(self, name) <= 0:
+                raise SettingsError(f"{name}: must be above 0, got {getattr(self, name)}")
         if self.max_body_bytes_in_flight < self.max_body_bytes:
             raise SettingsError(
                 f"max_body_bytes_in_flight {self.max_body_bytes_in_flight} is below "

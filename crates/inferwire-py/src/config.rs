@@ -13,6 +13,7 @@ use inferwire_server::login_guard::LoginLimits;
 use inferwire_server::repository_sync::SyncConfig;
 use inferwire_server::runner::RunnerConfig;
 use inferwire_server::shared_memory::SharedMemoryConfig;
+use inferwire_server::stream::StreamLimits;
 use inferwire_server::tls::TlsConfig;
 use inferwire_server::{AccessLog, ModelSpec, ServerConfig};
 use pyo3::exceptions::PyValueError;
@@ -73,6 +74,8 @@ impl CoreConfig {
         metrics_port, metrics_endpoint,
         system_shared_memory, shared_memory_max_regions, shared_memory_max_bytes,
         shared_memory_dir,
+        stream_max_open, stream_max_pieces, stream_max_bytes, stream_idle_timeout,
+        stream_timeout,
     ))]
     #[allow(clippy::too_many_arguments)] // one keyword argument per setting, by design
     fn new(
@@ -124,6 +127,11 @@ impl CoreConfig {
         shared_memory_max_regions: usize,
         shared_memory_max_bytes: u64,
         shared_memory_dir: String,
+        stream_max_open: usize,
+        stream_max_pieces: u64,
+        stream_max_bytes: u64,
+        stream_idle_timeout: f64,
+        stream_timeout: f64,
     ) -> PyResult<Self> {
         let access_log = match access_log {
             "off" => AccessLog::Off,
@@ -149,6 +157,13 @@ impl CoreConfig {
             max_batch_delay,
         );
         let config = ServerConfig {
+            streaming: StreamLimits {
+                max_open: stream_max_open,
+                max_pieces: stream_max_pieces,
+                max_bytes: stream_max_bytes,
+                idle: Duration::from_secs_f64(stream_idle_timeout.max(0.001)),
+                total: Duration::from_secs_f64(stream_timeout.max(0.001)),
+            },
             host,
             http_port,
             grpc_port,

@@ -11,6 +11,7 @@ mod convert;
 mod model;
 mod repository;
 mod server;
+mod stream;
 mod thread_state;
 mod trees;
 mod wire;
@@ -29,6 +30,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<config::CoreConfig>()?;
     m.add_class::<config::CoreModelSpec>()?;
     m.add_class::<trees::TreeEnsemble>()?;
+    m.add_class::<stream::Sink>()?;
     #[cfg(feature = "bench")]
     m.add_function(wrap_pyfunction!(bench::bench_main, m)?)?;
     m.add_function(wrap_pyfunction!(auth::token_digest, m)?)?;

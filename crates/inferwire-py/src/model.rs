@@ -6,11 +6,12 @@ use inferwire_codec::protocol::seldon::{
 };
 use inferwire_codec::protocol::v2::{InferOutput, InferRequest};
 use inferwire_codec::Limits;
-use inferwire_server::{Answer, Model, ModelError, ModelErrorKind, Prediction};
+use inferwire_server::{Answer, Model, ModelError, ModelErrorKind, Pieces, Prediction};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
-use crate::thread_state;
+use crate::{stream, thread_state};
+use std::sync::Arc;
 
 use crate::convert::{
     json_to_py, message_to_py, meta_to_py, payload_to_py, py_to_json, py_to_output, py_to_tensor,
@@ -28,6 +29,13 @@ pub struct PyModel {
     /// The operations the class answers with a low-level method (`*_raw`, `*_rest`,
     /// `*_grpc`): they get the request as a dict and answer the reply themselves.
     raw_ops: Vec<String>,
+    errors: Arc<Errors>,
+    /// Whether the class yields its answers (`predict_stream`, or a generator `predict`).
+    streams: bool,
+}
+
+/// How a Python exception becomes a `ModelError`; shared with the streams' iterators.
+pub struct Errors {
     bad_request: Py<PyAny>,
     /// `inferwire.seldon.error_reply`: the HTTP status and body an exception carries.
     error_reply: Py<PyAny>,
@@ -47,19 +55,28 @@ impl PyModel {
             wants_meta: adapter.getattr("wants_meta")?.extract()?,
             raw_ops: adapter.getattr("raw_ops")?.extract()?,
             raw_lists: adapter.getattr("raw_arrays_as_lists")?.extract()?,
-            bad_request: py
-                .import("inferwire.errors")?
-                .getattr("BadRequest")?
-                .unbind(),
-            error_reply: py
-                .import("inferwire.seldon")?
-                .getattr("error_reply")?
-                .unbind(),
+            streams: adapter.getattr("streams")?.extract()?,
+            errors: Arc::new(Errors {
+                bad_request: py
+                    .import("inferwire.errors")?
+                    .getattr("BadRequest")?
+                    .unbind(),
+                error_reply: py
+                    .import("inferwire.seldon")?
+                    .getattr("error_reply")?
+                    .unbind(),
+            }),
             adapter: adapter.unbind(),
         })
     }
 
     fn error(&self, py: Python<'_>, e: PyErr) -> ModelError {
+        self.errors.of(py, e)
+    }
+}
+
+impl Errors {
+    pub fn of(&self, py: Python<'_>, e: PyErr) -> ModelError {
         let value = e.value(py);
         if e.is_instance(py, self.bad_request.bind(py)) {
             return ModelError {
@@ -95,7 +112,9 @@ impl PyModel {
             body: body.map(String::into_boxed_str),
         })
     }
+}
 
+impl PyModel {
     /// Reads the adapter's `(output, names, tags, metrics)`.
     fn answer(&self, result: &Bound<'_, PyAny>) -> PyResult<Answer> {
         let t = result.cast::<PyTuple>()?;
@@ -420,34 +439,26 @@ impl Model for PyModel {
 
     fn infer(&self, req: InferRequest) -> Result<Vec<InferOutput>, ModelError> {
         self.with_gil(|py| {
-            let requested: Vec<String> = req.outputs.iter().map(|o| o.name.clone()).collect();
-            let inputs = PyDict::new(py);
-            let input_parameters = PyDict::new(py);
-            for input in req.inputs {
-                if !input.parameters.is_empty() {
-                    let p = json_to_py(py, &serde_json::Value::Object(input.parameters))?;
-                    input_parameters.set_item(&input.name, p)?;
-                }
-                inputs.set_item(input.name, tensor_to_numpy(py, input.tensor)?)?;
-            }
-            let parameters = json_to_py(py, &serde_json::Value::Object(req.parameters))?;
-            let out = self
-                .adapter
-                .bind(py)
-                .call_method1("infer", (inputs, parameters, requested, input_parameters))?;
-            let mut outputs = Vec::new();
-            for item in out.try_iter()? {
-                let pair = item?;
-                let pair = pair.cast::<PyTuple>()?;
-                let name: String = pair.get_item(0)?.extract()?;
-                let tensor = py_to_tensor(&pair.get_item(1)?, &name)?;
-                outputs.push(InferOutput {
-                    name,
-                    tensor,
-                    parameters: Default::default(),
-                });
-            }
-            Ok(outputs)
+            let args = infer_args(py, req)?;
+            let out = self.adapter.bind(py).call_method1("infer", args)?;
+            outputs_from(&out)
+        })
+    }
+
+    fn streams(&self) -> bool {
+        self.streams
+    }
+
+    fn infer_stream(&self, req: InferRequest) -> Result<Pieces, ModelError> {
+        self.with_gil(|py| {
+            let args = infer_args(py, req)?;
+            let started = self.adapter.bind(py).call_method1("infer_stream", args)?;
+            let (pieces, start): (Bound<'_, PyAny>, Bound<'_, PyAny>) = started.extract()?;
+            Ok(if start.is_none() {
+                stream::blocking(pieces, self.errors.clone())
+            } else {
+                stream::driven(start, self.errors.clone())
+            })
         })
     }
 
@@ -458,4 +469,38 @@ impl Model for PyModel {
     fn thread_stopping(&self) {
         thread_state::release();
     }
+}
+
+/// `infer`'s and `infer_stream`'s arguments: inputs (numpy arrays by name), the
+/// request's parameters, the outputs it asked for, and each input's parameters.
+fn infer_args(py: Python<'_>, req: InferRequest) -> PyResult<Bound<'_, PyTuple>> {
+    let requested: Vec<String> = req.outputs.iter().map(|o| o.name.clone()).collect();
+    let inputs = PyDict::new(py);
+    let input_parameters = PyDict::new(py);
+    for input in req.inputs {
+        if !input.parameters.is_empty() {
+            let p = json_to_py(py, &serde_json::Value::Object(input.parameters))?;
+            input_parameters.set_item(&input.name, p)?;
+        }
+        inputs.set_item(input.name, tensor_to_numpy(py, input.tensor)?)?;
+    }
+    let parameters = json_to_py(py, &serde_json::Value::Object(req.parameters))?;
+    (inputs, parameters, requested, input_parameters).into_pyobject(py)
+}
+
+/// The adapter's `[(name, value), ...]` as V2 outputs.
+pub fn outputs_from(out: &Bound<'_, PyAny>) -> PyResult<Vec<InferOutput>> {
+    let mut outputs = Vec::new();
+    for item in out.try_iter()? {
+        let pair = item?;
+        let pair = pair.cast::<PyTuple>()?;
+        let name: String = pair.get_item(0)?.extract()?;
+        let tensor = py_to_tensor(&pair.get_item(1)?, &name)?;
+        outputs.push(InferOutput {
+            name,
+            tensor,
+            parameters: Default::default(),
+        });
+    }
+    Ok(outputs)
 }

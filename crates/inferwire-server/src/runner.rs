@@ -203,6 +203,7 @@ impl Runner {
             return Ok(rx);
         }
         tx.hold(open);
+        tx.patience = patience;
         match self.run(ops::StartStream(request), deadline).await? {
             Pieces::Driven(start) => start(tx),
             Pieces::Blocking(pieces) => self.drive(pieces, tx, patience)?,

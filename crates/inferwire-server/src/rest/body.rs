@@ -1,15 +1,55 @@
 //! Reading request bodies within the size limit, the body timeout and the server's
 //! budget of body bytes, and building replies.
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
 use bytes::{Bytes, BytesMut};
 use http::{header, HeaderValue, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
+use hyper::body::{Body, Frame, SizeHint};
 
 use super::content_coding::{self, Coding};
 use crate::app::App;
 use crate::error::{Kind, ServeError};
 
-pub type Reply = Response<Full<Bytes>>;
+pub type Reply = Response<ReplyBody>;
+
+/// A reply's body: whole, or a stream of events written as they come (`rest::stream`).
+pub enum ReplyBody {
+    Full(Full<Bytes>),
+    Stream(Pin<Box<dyn Body<Data = Bytes, Error = Infallible> + Send>>),
+}
+
+impl Body for ReplyBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        match self.get_mut() {
+            ReplyBody::Full(b) => Pin::new(b).poll_frame(cx),
+            ReplyBody::Stream(b) => b.as_mut().poll_frame(cx),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match self {
+            ReplyBody::Full(b) => b.is_end_stream(),
+            ReplyBody::Stream(b) => b.is_end_stream(),
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self {
+            ReplyBody::Full(b) => b.size_hint(),
+            ReplyBody::Stream(b) => b.size_hint(),
+        }
+    }
+}
 
 /// Collects the body into one buffer, refusing more than `limit` bytes (before reading
 /// anything when Content-Length already says so), and inflates it as `Content-Encoding`
@@ -108,7 +148,7 @@ pub fn text(status: StatusCode, body: &'static str) -> Reply {
 }
 
 pub fn with_type(status: StatusCode, body: Bytes, content_type: &'static str) -> Reply {
-    let mut r = Response::new(Full::new(body));
+    let mut r = Response::new(ReplyBody::Full(Full::new(body)));
     *r.status_mut() = status;
     r.headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
@@ -117,7 +157,7 @@ pub fn with_type(status: StatusCode, body: Bytes, content_type: &'static str) ->
 
 /// A reply whose Content-Type is only known at run time (a media type from the request).
 pub fn with_media(status: StatusCode, body: Bytes, content_type: &str) -> Reply {
-    let mut r = Response::new(Full::new(body));
+    let mut r = Response::new(ReplyBody::Full(Full::new(body)));
     *r.status_mut() = status;
     let value = HeaderValue::from_str(content_type)
         .unwrap_or(HeaderValue::from_static("application/octet-stream"));

@@ -11,6 +11,7 @@ mod routes;
 mod seldon;
 mod serve;
 mod shared_memory;
+mod stream;
 mod v2;
 
 pub use serve::serve;

@@ -17,7 +17,7 @@ use http::{Method, Request};
 use hyper::body::Incoming;
 
 use super::body::Reply;
-use super::{components, health, login, publish, seldon, shared_memory, v2};
+use super::{components, health, login, publish, seldon, shared_memory, stream, v2};
 use crate::app::App;
 use crate::auth::Access;
 use crate::error::{Kind, ServeError};
@@ -406,6 +406,42 @@ pub(super) static ROUTES: &[Route] = &[
             Box::pin(v2::infer(c.app, c.req, c.name, c.version, c.obs))
         })],
     ),
+    // Streamed replies (server-sent events) and Triton's generate extension.
+    route(
+        &[
+            "/v2/models/{name}/infer_stream",
+            "/v2/models/{name}/versions/{version}/infer_stream",
+        ],
+        A::PREDICT,
+        M::InferStream,
+        &[(Post, |c| {
+            Box::pin(stream::infer_stream(c.app, c.req, c.name, c.version, c.obs))
+        })],
+    ),
+    route(
+        &[
+            "/v2/models/{name}/generate_stream",
+            "/v2/models/{name}/versions/{version}/generate_stream",
+        ],
+        A::PREDICT,
+        M::InferStream,
+        &[(Post, |c| {
+            Box::pin(stream::generate_stream(
+                c.app, c.req, c.name, c.version, c.obs,
+            ))
+        })],
+    ),
+    route(
+        &[
+            "/v2/models/{name}/generate",
+            "/v2/models/{name}/versions/{version}/generate",
+        ],
+        A::PREDICT,
+        M::Generate,
+        &[(Post, |c| {
+            Box::pin(stream::generate(c.app, c.req, c.name, c.version, c.obs))
+        })],
+    ),
     // Triton's statistics and model configuration extensions.
     route(
         &[
@@ -625,6 +661,12 @@ mod tests {
             "GET /v2/models/{name}/versions/{version}/ready open health",
             "POST /v2/models/{name}/infer predict infer",
             "POST /v2/models/{name}/versions/{version}/infer predict infer",
+            "POST /v2/models/{name}/infer_stream predict infer-stream",
+            "POST /v2/models/{name}/versions/{version}/infer_stream predict infer-stream",
+            "POST /v2/models/{name}/generate_stream predict infer-stream",
+            "POST /v2/models/{name}/versions/{version}/generate_stream predict infer-stream",
+            "POST /v2/models/{name}/generate predict generate",
+            "POST /v2/models/{name}/versions/{version}/generate predict generate",
             "GET /v2/models/stats predict metadata",
             "GET /v2/models/{name}/stats predict metadata",
             "GET /v2/models/{name}/versions/{version}/stats predict metadata",

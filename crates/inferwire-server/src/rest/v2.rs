@@ -2,7 +2,7 @@
 //! `infer` with JSON or the binary tensor extension. Errors are `{"error": "..."}`.
 use http::{HeaderValue, Request, StatusCode};
 use hyper::body::Incoming;
-use inferwire_codec::protocol::v2::json;
+use inferwire_codec::protocol::v2::{json, InferRequest};
 use serde_json::{json, Value};
 
 use super::body::{self, Reply};
@@ -135,6 +135,34 @@ pub async fn infer(
 ) -> Result<Reply, ServeError> {
     let model = app.models.get(name, version)?;
     obs.model = model.slot;
+    let request = decode(app, req, obs).await?;
+    let binary = request.binary_outputs();
+    let deadline = app.deadline(obs.start, None);
+    let response = crate::shared_memory::infer(app, &model, request, deadline).await?;
+    let mut out = Vec::with_capacity(256);
+    let blobs = json::encode_response(&response, |name| binary.wants(name), &mut out)?;
+    if blobs.is_empty() {
+        return Ok(body::json(StatusCode::OK, out));
+    }
+    let json_len = out.len();
+    for b in blobs {
+        out.extend_from_slice(&b);
+    }
+    let mut r = body::with_type(StatusCode::OK, out.into(), "application/octet-stream");
+    r.headers_mut().insert(
+        BINARY_HEADER,
+        HeaderValue::from_str(&json_len.to_string()).unwrap_or(HeaderValue::from_static("0")),
+    );
+    Ok(r)
+}
+
+/// Reads a V2 inference request: JSON, or JSON and binary data with
+/// `Inference-Header-Content-Length`; inputs may be in shared-memory regions.
+pub(super) async fn decode(
+    app: &App,
+    req: Request<Incoming>,
+    obs: &mut Observed,
+) -> Result<InferRequest, ServeError> {
     let header_len = match req.headers().get(BINARY_HEADER) {
         None => None,
         Some(v) => Some(
@@ -164,22 +192,5 @@ pub async fn infer(
     if obs.id.is_empty() {
         obs.id.clone_from(&request.id);
     }
-    let binary = request.binary_outputs();
-    let deadline = app.deadline(obs.start, None);
-    let response = crate::shared_memory::infer(app, &model, request, deadline).await?;
-    let mut out = Vec::with_capacity(256);
-    let blobs = json::encode_response(&response, |name| binary.wants(name), &mut out)?;
-    if blobs.is_empty() {
-        return Ok(body::json(StatusCode::OK, out));
-    }
-    let json_len = out.len();
-    for b in blobs {
-        out.extend_from_slice(&b);
-    }
-    let mut r = body::with_type(StatusCode::OK, out.into(), "application/octet-stream");
-    r.headers_mut().insert(
-        BINARY_HEADER,
-        HeaderValue::from_str(&json_len.to_string()).unwrap_or(HeaderValue::from_static("0")),
-    );
-    Ok(r)
+    Ok(request)
 }

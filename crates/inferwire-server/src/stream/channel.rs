@@ -49,6 +49,9 @@ pub struct Sender {
     /// The stream's place among those open (`OpenStreams`), held while the model produces:
     /// a reader that stops reading holds its connection, not a place for the model.
     _open: Option<tokio::sync::OwnedSemaphorePermit>,
+    /// How long the producer waits for a reader that takes nothing before it gives up
+    /// (the stream's idle limit).
+    pub patience: Duration,
 }
 
 /// The transport's end.
@@ -71,6 +74,7 @@ pub fn channel() -> (Sender, Receiver) {
         Sender {
             shared: shared.clone(),
             _open: None,
+            patience: Duration::from_secs(60),
         },
         Receiver { shared },
     )

@@ -621,7 +621,7 @@ pub fn encode_response(
     Ok(blobs)
 }
 
-fn write_flat(name: &str, data: &TensorData, out: &mut Vec<u8>) -> Result<()> {
+pub(crate) fn write_flat(name: &str, data: &TensorData, out: &mut Vec<u8>) -> Result<()> {
     if write::flat_data(data, out) {
         return Ok(());
     }
