@@ -239,3 +239,176 @@ def test_auth_is_checked_once_per_call(serve: Any, tmp_path: Any) -> None:
         meta = [("authorization", f"Bearer {token}")]
         replies = list(stream_call(ch)(iter([request([1.0]), request([2.0])]), metadata=meta))
     assert [values(r) for r in replies] == [[1.0], [2.0]]
+
+
+# With models that stream (tests/stream_models.py: knobs in the request's parameters).
+
+GENERATORS = ["stream_models:Tokens", "stream_models:AsyncTokens"]
+
+
+def metric(url: str, name: str, **labels: str) -> float:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    total = 0.0
+    for family in text_string_to_metric_families(httpx.get(url + "/metrics").text):
+        for s in family.samples:
+            if s.name == name and all(s.labels.get(k) == v for k, v in labels.items()):
+                total += s.value
+    return total
+
+
+def wait_for(predicate: Any, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError("condition not reached in time")
+
+
+@pytest.fixture(scope="module", params=GENERATORS, ids=["generator", "async-generator"])
+def gen(request: Any, serve: Any, tmp_path_factory: Any) -> tuple[Served, Any]:
+    log = tmp_path_factory.mktemp("grpc-stream") / "events.log"
+    server = serve(
+        request.param,
+        "--model-name",
+        "tokens",
+        "--stream-max-pieces",
+        "20",
+        env={"STREAM_LOG": str(log)},
+    )
+    return server, log
+
+
+def knobs(rid: str, empty_final: bool = False, **params: float) -> Any:
+    req = service_pb2.ModelInferRequest(model_name="tokens", id=rid)
+    req.inputs.add(name="x", datatype="INT64", shape=[1])
+    req.raw_input_contents.append(np.array([1], np.int64).tobytes())
+    for k, v in params.items():
+        if isinstance(v, float):
+            req.parameters[k].double_param = v
+        else:
+            req.parameters[k].int64_param = v
+    if empty_final:
+        req.parameters["triton_enable_empty_final_response"].bool_param = True
+    return req
+
+
+def indices(reply: service_pb2.ModelStreamInferResponse) -> list[int]:
+    r = reply.infer_response
+    assert not reply.error_message, reply.error_message
+    names = [o.name for o in r.outputs]
+    raw = r.raw_output_contents[names.index("index")]
+    return np.frombuffer(raw, np.int64).tolist()
+
+
+def test_tritonclient_reads_a_generator_piece_by_piece(gen: Any) -> None:
+    """Decoupled replies: each piece with triton_final_response false, then (when asked)
+    the empty final reply; requests in order on one stream."""
+    server, _ = gen
+    got: queue.Queue[Any] = queue.Queue()
+    c = grpcclient.InferenceServerClient(url=server.grpc_target)
+    c.start_stream(callback=lambda result, error: got.put((result, error)))
+    try:
+        for rid, n, empty_final in (("a", 4, True), ("b", 3, False)):
+            i = grpcclient.InferInput("x", [1], "INT64")
+            i.set_data_from_numpy(np.array([1], np.int64))
+            c.async_stream_infer(
+                "tokens",
+                [i],
+                request_id=rid,
+                parameters={"n": n},
+                enable_empty_final_response=empty_final,
+            )
+        replies = [got.get(timeout=10) for _ in range(4 + 1 + 3)]
+    finally:
+        c.stop_stream()
+    seen = []
+    for result, error in replies:
+        assert error is None, error
+        r = result.get_response()
+        last = r.parameters["triton_final_response"].bool_param
+        index = result.as_numpy("index")
+        seen.append((r.id, None if index is None else int(index[0]), last))
+        if index is not None:
+            assert result.as_numpy("text")[0] == f"piece-{index[0]}".encode()
+    assert seen == [
+        ("a", 0, False),
+        ("a", 1, False),
+        ("a", 2, False),
+        ("a", 3, False),
+        ("a", None, True),
+        ("b", 0, False),
+        ("b", 1, False),
+        ("b", 2, False),
+    ]
+    assert got.empty()
+
+
+def test_a_generator_that_raises_then_the_next_request(gen: Any) -> None:
+    server, _ = gen
+    failed = metric(server.url, "inferwire_streams_total", protocol="grpc", end="failed")
+    with server.channel() as ch:
+        replies = list(
+            stream_call(ch)(
+                iter([knobs("f", n=5, fail_at=2), knobs("g", True, n=2)]),
+                timeout=10,
+            )
+        )
+    assert [indices(r) for r in replies[:2]] == [[0], [1]]
+    assert "the model failed at piece 2" in replies[2].error_message
+    assert replies[2].infer_response.id == "f"
+    assert [indices(r) for r in replies[3:5]] == [[0], [1]]
+    assert final(replies[5]) and not replies[5].infer_response.outputs
+    assert len(replies) == 6
+    assert metric(server.url, "inferwire_streams_total", protocol="grpc", end="failed") > failed
+    assert "the model failed at piece 2" in server.log()  # logged, and the server serves on
+
+
+def test_a_stream_limit_is_an_error_reply(gen: Any) -> None:
+    server, _ = gen
+    with server.channel() as ch:
+        replies = list(stream_call(ch)(iter([knobs("l", n=50), knobs("m", n=1)]), timeout=10))
+    assert len(replies) == 20 + 1 + 1, [r.error_message for r in replies]
+    assert "--stream-max-pieces" in replies[20].error_message
+    assert indices(replies[21]) == [0] and replies[21].infer_response.id == "m"
+
+
+def test_cancel_mid_stream_closes_the_generator(gen: Any) -> None:
+    server, log = gen
+    labels = {"protocol": "grpc", "end": "cancelled"}
+    cancelled = metric(server.url, "inferwire_streams_total", **labels)
+    with server.channel() as ch:
+        call = stream_call(ch)(iter([knobs("c", n=1000, delay=0.02)]))
+        for n, reply in enumerate(call):
+            assert indices(reply) == [n]
+            if n == 2:
+                break
+        call.cancel()
+        wait_for(lambda: "closed" in log.read_text())
+        closed = [x for x in log.read_text().splitlines() if x.startswith("closed")][-1]
+        assert int(closed.split()[1]) < 100
+        wait_for(lambda: metric(server.url, "inferwire_streams_total", **labels) > cancelled)
+        # The next call is served at once.
+        replies = list(stream_call(ch)(iter([knobs("n", n=1)]), timeout=10))
+    assert indices(replies[0]) == [0]
+
+
+def test_an_idle_stream_ends_after_the_idle_timeout(serve: Any) -> None:
+    """No request for --stream-idle-timeout while none is being answered: the call ends
+    with DEADLINE_EXCEEDED naming the setting (after answering what came)."""
+    server = serve("stream_models:Tokens", "--model-name", "tokens", "--stream-idle-timeout", "1")
+    reqs: queue.Queue[Any] = queue.Queue()
+    reqs.put(knobs("i", n=1))
+    with server.channel() as ch:
+        call = stream_call(ch)(iter(reqs.get, None), timeout=20)
+        first = next(call)
+        assert indices(first) == [0]
+        started = time.monotonic()
+        with pytest.raises(grpc.RpcError) as e:
+            next(call)
+        waited = time.monotonic() - started
+        reqs.put(None)
+    assert e.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED, e.value
+    assert "--stream-idle-timeout" in (e.value.details() or "")
+    assert 0.5 < waited < 10, waited
