@@ -412,3 +412,41 @@ def test_an_idle_stream_ends_after_the_idle_timeout(serve: Any) -> None:
     assert e.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED, e.value
     assert "--stream-idle-timeout" in (e.value.details() or "")
     assert 0.5 < waited < 10, waited
+
+
+def test_a_drain_ends_an_idle_stream(serve: Any) -> None:
+    """SIGTERM with a stream open and idle: the call ends UNAVAILABLE within about a
+    second, and the server stops without waiting out its grace period."""
+    server = serve("compat.tritonmodels:Identity", "--model-name", MODEL, "--grace-period", "20")
+    reqs: queue.Queue[Any] = queue.Queue()
+    reqs.put(request([1.0], "before"))
+    with server.channel() as ch:
+        call = stream_call(ch)(iter(reqs.get, None), timeout=30)
+        assert values(next(call)) == [1.0]
+        started = time.monotonic()
+        server.proc.send_signal(15)
+        with pytest.raises(grpc.RpcError) as e:
+            next(call)
+        reqs.put(None)
+    assert e.value.code() == grpc.StatusCode.UNAVAILABLE, e.value
+    assert "shutting down" in (e.value.details() or "")
+    assert server.proc.wait(15) == 0
+    assert time.monotonic() - started < 10
+
+
+@pytest.mark.parametrize("algorithm", ["gzip", "deflate"])
+def test_compressed_requests_on_a_stream(srv: Served, algorithm: str) -> None:
+    got: queue.Queue[Any] = queue.Queue()
+    c = grpcclient.InferenceServerClient(url=srv.grpc_target)
+    c.start_stream(
+        callback=lambda result, error: got.put((result, error)), compression_algorithm=algorithm
+    )
+    try:
+        i = grpcclient.InferInput("x", [1, 1000], "FP32")
+        i.set_data_from_numpy(np.zeros((1, 1000), np.float32))
+        c.async_stream_infer(MODEL, [i], request_id="z")
+        result, error = got.get(timeout=10)
+    finally:
+        c.stop_stream()
+    assert error is None, error
+    assert result.as_numpy("x_out").shape == (1, 1000)
