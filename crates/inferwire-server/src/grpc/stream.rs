@@ -9,7 +9,8 @@
 //! - a request that fails (bad input, unknown model, the model's error, a limit) gets a
 //!   reply with `error_message` set, and the call goes on with the next request.
 //!
-//! What ends the call with a status, as in Triton's gRPC library: a malformed message
+//! What ends the call with a status (the first two as Triton's gRPC library ends it; the
+//! waits are bounded here, where Triton leaves them open): a malformed message
 //! (INVALID_ARGUMENT), one over `max_body_bytes` (RESOURCE_EXHAUSTED), a message that
 //! takes longer than `body_timeout` to arrive once begun, no request for
 //! `stream_idle_timeout` while none is being answered (DEADLINE_EXCEEDED), and a drain
