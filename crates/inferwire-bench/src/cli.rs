@@ -37,6 +37,9 @@ enum Command {
     Payload(PayloadArgs),
     /// Run a source benchmark and print its table beside the published figures.
     Suite(SuiteArgs),
+    /// Open streams (server-sent events, or gRPC ModelStreamInfer) over and over and
+    /// report time to first piece, time between pieces, pieces/s and CPU per piece.
+    Stream(StreamArgs),
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -168,6 +171,57 @@ struct AttackArgs {
     html: Option<PathBuf>,
     /// Exit with status 1 when any request failed (as `curl --fail`); without it, only
     /// when every request did.
+    #[arg(long)]
+    fail: bool,
+}
+
+#[derive(Args)]
+struct StreamArgs {
+    /// http(s)://host:port/path (answered with server-sent events), or host:port
+    /// (grpc://, grpcs:// for TLS) with --call.
+    url: String,
+    /// gRPC streaming method to call (inference.GRPCInferenceService/ModelStreamInfer).
+    #[arg(long)]
+    call: Option<String>,
+    /// Server-sent events over HTTP/2 instead of HTTP/1.1: h2c (prior knowledge) on
+    /// http://, ALPN h2 on https://.
+    #[arg(long, conflicts_with = "call")]
+    http2: bool,
+    /// HTTP method (default: POST with a body, GET without).
+    #[arg(short = 'X', long, conflicts_with = "call")]
+    method: Option<String>,
+    /// gRPC: how the server shapes its replies: Triton's ModelStreamInferResponse, or
+    /// MLServer's bare ModelInferResponse.
+    #[arg(long, value_enum, default_value = "triton")]
+    reply: crate::streaming::ReplyShape,
+    /// A header ("Name: value"); gRPC metadata with --call. Repeatable.
+    #[arg(short = 'H', long = "header")]
+    headers: Vec<String>,
+    /// The request body; with --call, a V2 JSON inference request (needs --model).
+    #[arg(short, long, conflicts_with = "data_file")]
+    data: Option<String>,
+    /// The request body from a file; with --call, an encoded ModelInferRequest.
+    #[arg(short = 'D', long)]
+    data_file: Option<PathBuf>,
+    /// gRPC with -d: the model to call.
+    #[arg(long)]
+    model: Option<String>,
+    /// gRPC with -d: the inputs as raw_input_contents (raw) or typed contents (typed).
+    #[arg(long, value_parser = ["raw", "typed"], default_value = "typed")]
+    v2: String,
+    #[command(flatten)]
+    load: LoadArgs,
+    #[command(flatten)]
+    tls: TlsArgs,
+    #[arg(long, value_enum, default_value = "text")]
+    format: Format,
+    /// Write the report here instead of stdout.
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+    /// Also write a self-contained HTML report with charts.
+    #[arg(long)]
+    html: Option<PathBuf>,
+    /// Exit with status 1 when any stream failed; without it, only when every one did.
     #[arg(long)]
     fail: bool,
 }
@@ -307,6 +361,7 @@ pub fn main(args: Vec<String>) -> i32 {
         Command::Attack(a) => attack(a),
         Command::Payload(p) => write_payload(p),
         Command::Suite(s) => run_suite(s),
+        Command::Stream(s) => stream(s),
     };
     match result {
         Ok(()) => 0,
@@ -433,6 +488,103 @@ fn verdict(reports: &[Report], fail: bool) -> Result<(), String> {
     } else if fail && failed > 0 {
         Err(format!(
             "{failed} of {requests} requests failed (--fail): {}",
+            first()
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+fn stream(a: StreamArgs) -> Result<(), String> {
+    use crate::streaming::{self, StreamReport, StreamTarget};
+    a.tls.configure()?;
+    let body: Bytes = match (&a.data, &a.data_file) {
+        (Some(d), _) => d.clone().into(),
+        (None, Some(f)) => std::fs::read(f)
+            .map_err(|e| format!("{}: {e}", f.display()))?
+            .into(),
+        (None, None) => Bytes::new(),
+    };
+    let mut headers = a
+        .headers
+        .iter()
+        .map(|h| parse_header(h))
+        .collect::<Result<Vec<_>, _>>()?;
+    let target = match &a.call {
+        Some(call) => {
+            let message = match &a.data {
+                Some(_) => {
+                    let model = a.model.as_deref().ok_or(
+                        "--call with -d needs --model NAME (the data is a V2 JSON request; -D takes an encoded ModelInferRequest)",
+                    )?;
+                    payload::v2_json_to_protobuf(&body, model, a.v2 == "raw")?
+                }
+                None => body.to_vec(),
+            };
+            Target::grpc(&a.url, call, &headers, &message)?
+        }
+        None => {
+            if !headers
+                .iter()
+                .any(|(k, _)| k.eq_ignore_ascii_case("accept"))
+            {
+                headers.push(("accept".into(), "text/event-stream".into()));
+            }
+            let method = match &a.method {
+                Some(m) => Method::from_bytes(m.to_uppercase().as_bytes())
+                    .map_err(|e| format!("method {m:?}: {e}"))?,
+                None if body.is_empty() => Method::GET,
+                None => Method::POST,
+            };
+            Target::http(&a.url, method, &headers, body, a.http2)?
+        }
+    };
+    let server_pids = match (a.load.server_pid, a.load.server_port) {
+        (Some(pid), _) => vec![pid],
+        (None, Some(port)) => listener::on_port(port, "--server-port")?,
+        (None, None) if a.load.server_cpu => {
+            listener::server_of(&target.authority, "--server-cpu")?
+        }
+        (None, None) => Vec::new(),
+    };
+    let target = StreamTarget {
+        target,
+        shape: a.reply,
+    };
+    let mut reports = Vec::new();
+    for &c in &a.load.concurrency {
+        reports.push(streaming::run(&target, &load_of(&a.load, c, &server_pids))?);
+    }
+    if let Some(path) = &a.html {
+        write_file(path, &streaming::stream_page(&reports))?;
+    }
+    let text = match a.format {
+        Format::Text => reports
+            .iter()
+            .map(StreamReport::text)
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Format::Json if reports.len() == 1 => reports[0].json() + "\n",
+        Format::Json => serde_json::to_string_pretty(&reports).unwrap_or_default() + "\n",
+        Format::Markdown => streaming::markdown_table(&reports),
+    };
+    emit(&text, &a.output)?;
+    let streams: u64 = reports.iter().map(|r| r.streams).sum();
+    let failed: u64 = reports.iter().map(|r| r.failed).sum();
+    let first = || {
+        reports
+            .iter()
+            .find_map(|r| r.errors.first().cloned())
+            .unwrap_or_default()
+    };
+    if streams > 0 && failed == streams {
+        Err(format!(
+            "every stream failed ({failed} of {streams}): {}",
+            first()
+        ))
+    } else if a.fail && failed > 0 {
+        Err(format!(
+            "{failed} of {streams} streams failed (--fail): {}",
             first()
         ))
     } else {

@@ -11,14 +11,14 @@ const COLOURS: [&str; 6] = [
     "#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2",
 ];
 
-fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")
 }
 
-fn ns(v: f64) -> String {
+pub(crate) fn ns(v: f64) -> String {
     human(Duration::from_nanos(v.max(0.0) as u64))
 }
 
@@ -105,15 +105,18 @@ fn legend<'a>(s: &mut String, names: impl Iterator<Item = &'a str>, y0: f64) {
 
 /// A report's latency histogram as vertical bars, as ghz prints it.
 pub fn histogram(title: &str, r: &Report) -> String {
+    histogram_of(
+        title,
+        &r.histogram,
+        "requests per latency bucket (upper bounds)",
+    )
+}
+
+/// Bucket counts as vertical bars, `what` the counts' caption.
+pub fn histogram_of(title: &str, buckets: &[crate::report::Bucket], what: &str) -> String {
     let (width, height, left, bottom) = (560.0, 220.0, 50.0, 40.0);
-    let n = r.histogram.len().max(1) as f64;
-    let most = r
-        .histogram
-        .iter()
-        .map(|b| b.count)
-        .max()
-        .unwrap_or(1)
-        .max(1) as f64;
+    let n = buckets.len().max(1) as f64;
+    let most = buckets.iter().map(|b| b.count).max().unwrap_or(1).max(1) as f64;
     let slot = (width - left - 10.0) / n;
     let plot_h = height - bottom - 20.0;
     let mut s = format!(
@@ -121,7 +124,7 @@ pub fn histogram(title: &str, r: &Report) -> String {
          width=\"{width}\" height=\"{height}\" role=\"img\"><title>{}</title>",
         esc(title)
     );
-    for (i, b) in r.histogram.iter().enumerate() {
+    for (i, b) in buckets.iter().enumerate() {
         let h = (b.count as f64 / most * plot_h).max(if b.count > 0 { 1.0 } else { 0.0 });
         let x = left + i as f64 * slot;
         let _ = write!(
@@ -141,8 +144,9 @@ pub fn histogram(title: &str, r: &Report) -> String {
     }
     let _ = writeln!(
         s,
-        "<text x=\"{left}\" y=\"12\">requests per latency bucket (upper bounds)</text></svg>\
+        "<text x=\"{left}\" y=\"12\">{}</text></svg>\
          <figcaption>{}</figcaption></figure>",
+        esc(what),
         esc(title)
     );
     s

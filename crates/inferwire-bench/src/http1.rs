@@ -36,6 +36,9 @@ pub struct Parser {
     close: bool,
     body_len: u64,
     head_of_body: Vec<u8>,
+    /// With `keeping_body`: the body's bytes since the last `take_body`.
+    kept: Option<BytesMut>,
+    content_type: String,
 }
 
 #[derive(Clone, Copy)]
@@ -61,7 +64,33 @@ impl Parser {
             close: false,
             body_len: 0,
             head_of_body: Vec::new(),
+            kept: None,
+            content_type: String::new(),
         }
+    }
+
+    /// A parser that keeps the body's bytes for `take_body` (the stream reader reads
+    /// events out of them as they arrive) instead of only counting them.
+    pub fn keeping_body() -> Self {
+        Self {
+            kept: Some(BytesMut::new()),
+            ..Self::new(false)
+        }
+    }
+
+    /// The body's bytes that arrived since the last call (with `keeping_body`).
+    pub fn take_body(&mut self) -> BytesMut {
+        self.kept.as_mut().map(BytesMut::split).unwrap_or_default()
+    }
+
+    /// The status, once the head is in (0 before).
+    pub fn status(&self) -> u16 {
+        self.status
+    }
+
+    /// The response's content-type, once the head is in.
+    pub fn content_type(&self) -> &str {
+        &self.content_type
     }
 
     /// Consumes from `buf` what belongs to this response; `true` once it is complete.
@@ -144,6 +173,9 @@ impl Parser {
     }
 
     fn count(&mut self, data: &[u8]) {
+        if let Some(k) = &mut self.kept {
+            k.extend_from_slice(data);
+        }
         if self.status >= 400 {
             crate::error_body::keep_head(&mut self.head_of_body, data);
         }
@@ -203,6 +235,8 @@ impl Parser {
                 framing = State::ChunkSize;
             } else if h.name.eq_ignore_ascii_case("connection") {
                 self.close = v.eq_ignore_ascii_case("close");
+            } else if h.name.eq_ignore_ascii_case("content-type") {
+                self.content_type = v.to_string();
             }
         }
         let bodiless = self.head_request

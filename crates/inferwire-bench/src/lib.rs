@@ -17,6 +17,7 @@ mod progress;
 pub mod report;
 pub mod stats;
 mod stream;
+pub mod streaming;
 pub mod suite;
 pub mod target;
 pub mod tls;

@@ -81,17 +81,17 @@ pub fn run(target: &Target, load: &Load) -> Result<Report, String> {
 
 /// When the run stops, and how requests are spaced.
 #[derive(Clone, Copy)]
-struct Plan {
-    start: Instant,
+pub(crate) struct Plan {
+    pub(crate) start: Instant,
     deadline: Option<Instant>,
     limit: Option<u64>,
     /// Open loop: the gap between intended send times.
     interval: Option<Duration>,
-    timeout: Duration,
+    pub(crate) timeout: Duration,
 }
 
 impl Plan {
-    fn warmup(load: &Load) -> Option<Self> {
+    pub(crate) fn warmup(load: &Load) -> Option<Self> {
         let now = Instant::now();
         (!load.warmup.is_zero()).then(|| Plan {
             start: now,
@@ -102,7 +102,7 @@ impl Plan {
         })
     }
 
-    fn measured(load: &Load) -> Self {
+    pub(crate) fn measured(load: &Load) -> Self {
         let start = Instant::now();
         let (duration, limit) = budget(load);
         Plan {
@@ -116,7 +116,7 @@ impl Plan {
 
     /// Takes the next request: `None` when the run is over, else its intended send
     /// time in the open loop (`Some(None)` in the closed loop).
-    fn ticket(&self, issued: &AtomicU64) -> Option<Option<Instant>> {
+    pub(crate) fn ticket(&self, issued: &AtomicU64) -> Option<Option<Instant>> {
         let i = issued.fetch_add(1, Ordering::Relaxed);
         if self.limit.is_some_and(|l| i >= l) {
             return None;
@@ -130,12 +130,12 @@ impl Plan {
     }
 }
 
-fn rate(load: &Load) -> Option<f64> {
+pub(crate) fn rate(load: &Load) -> Option<f64> {
     load.rate.filter(|&r| r > 0.0)
 }
 
 /// The run's length: as given, or 10 s when neither a duration nor a count is.
-fn budget(load: &Load) -> (Option<Duration>, Option<u64>) {
+pub(crate) fn budget(load: &Load) -> (Option<Duration>, Option<u64>) {
     match (load.duration, load.requests) {
         (None, None) => (Some(Duration::from_secs(10)), None),
         other => other,
@@ -144,9 +144,9 @@ fn budget(load: &Load) -> (Option<Duration>, Option<u64>) {
 
 /// Shared by the workers of one run: tickets taken, requests done (for the progress bar).
 #[derive(Default)]
-struct Counters {
-    issued: AtomicU64,
-    done: AtomicU64,
+pub(crate) struct Counters {
+    pub(crate) issued: AtomicU64,
+    pub(crate) done: AtomicU64,
 }
 
 /// One worker's results, merged into the run's at the end.

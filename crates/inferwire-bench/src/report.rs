@@ -256,7 +256,7 @@ impl Report {
 }
 
 /// A histogram's summary (all zeros when it is empty).
-fn latencies(h: &hdrhistogram::Histogram<u64>) -> Latencies {
+pub(crate) fn latencies(h: &hdrhistogram::Histogram<u64>) -> Latencies {
     let empty = h.is_empty();
     let q = |p: f64| if empty { 0 } else { h.value_at_quantile(p) };
     Latencies {
@@ -305,10 +305,15 @@ pub fn markdown_table(reports: &[Report]) -> String {
 
 /// `n` equal-width buckets from the fastest to the slowest request, as ghz draws them.
 fn buckets(r: &Recorder, n: u64) -> Vec<Bucket> {
-    if r.requests == 0 {
+    buckets_of(&r.hist, n)
+}
+
+/// `n` equal-width buckets from the smallest to the largest value of `h`.
+pub(crate) fn buckets_of(h: &hdrhistogram::Histogram<u64>, n: u64) -> Vec<Bucket> {
+    if h.is_empty() {
         return Vec::new();
     }
-    let (lo, hi) = (r.hist.min(), r.hist.max());
+    let (lo, hi) = (h.min(), h.max());
     let width = ((hi - lo) / n).max(1);
     let mut out: Vec<Bucket> = (1..=n)
         .map(|i| Bucket {
@@ -316,7 +321,7 @@ fn buckets(r: &Recorder, n: u64) -> Vec<Bucket> {
             count: 0,
         })
         .collect();
-    for v in r.hist.iter_recorded() {
+    for v in h.iter_recorded() {
         let at = v.value_iterated_to();
         let i = out
             .iter()

@@ -42,7 +42,7 @@ impl Default for Recorder {
 }
 
 /// Latencies in nanoseconds, 3 significant digits, up to an hour.
-fn new_histogram() -> Histogram<u64> {
+pub(crate) fn new_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid histogram bounds")
 }
 

@@ -35,7 +35,7 @@ pub(crate) fn connect_error(addr: &str, e: std::io::Error) -> String {
 
 pub use crate::stream::Io;
 
-async fn tcp(t: &Target) -> Result<Box<dyn Io>, String> {
+pub(crate) async fn tcp(t: &Target) -> Result<Box<dyn Io>, String> {
     let tcp = TcpStream::connect(&t.authority)
         .await
         .map_err(|e| connect_error(&t.authority, e))?;
@@ -212,7 +212,7 @@ fn failed(e: String) -> Outcome {
 }
 
 /// hyper's error and its cause ("connection reset by peer"), on one line.
-fn error_text(e: &dyn std::error::Error) -> String {
+pub(crate) fn error_text(e: &dyn std::error::Error) -> String {
     let mut s = e.to_string();
     let mut source = e.source();
     while let Some(c) = source {
