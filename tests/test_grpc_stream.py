@@ -450,3 +450,25 @@ def test_compressed_requests_on_a_stream(srv: Served, algorithm: str) -> None:
         c.stop_stream()
     assert error is None, error
     assert result.as_numpy("x_out").shape == (1, 1000)
+
+
+def test_inferwire_bench_streams_from_model_stream_infer(gen: Any) -> None:
+    """``inferwire bench stream`` (its gRPC client reads Triton's replies) against the
+    real method: every stream's pieces, the empty final reply not counted as one."""
+    import json
+
+    server, _ = gen
+    body = {
+        "inputs": [{"name": "x", "datatype": "INT64", "shape": [1], "data": [1]}],
+        "parameters": {"n": 3, "triton_enable_empty_final_response": True},
+    }
+    r = subprocess.run(
+        [sys.executable, "-m", "inferwire", "bench", "stream", server.grpc_target,
+         "--call", "inference.GRPCInferenceService/ModelStreamInfer", "--model", "tokens",
+         "-d", json.dumps(body), "-c", "2", "-n", "4", "--format", "json", "--no-progress"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(r.stdout)
+    assert (rep["streams"], rep["ok"], rep["pieces"]) == (4, 4, 12), rep
+    assert rep["status_codes"] == {"OK": 4} and rep["reply"] == "triton"
