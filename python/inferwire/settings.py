@@ -322,7 +322,8 @@ class Settings(BaseSettings, ModelServing):
     stream_idle_timeout: Float = _opt(
         60.0,
         "seconds a stream may go without a piece from the model, or with its reader taking "
-        "none (the model is then stopped)",
+        "none (the model is then stopped); a gRPC ModelStreamInfer call, without a request "
+        "while none is being answered",
     )
     stream_timeout: Float = _opt(3600.0, "seconds one streamed reply may last")
     workers: Int = _opt(

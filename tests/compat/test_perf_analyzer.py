@@ -83,3 +83,15 @@ def test_perf_analyzer_async_and_shared_options(perf_analyzer: str, srv: Served)
         perf_analyzer, "-u", srv.grpc_target, "-i", "grpc", "--async", "-b", "1", "-x", "3"
     )
     assert throughputs(report).get(1, 0) > 0, report
+
+
+def test_perf_analyzer_streaming(perf_analyzer: str, srv: Served) -> None:
+    """``--streaming``: its requests on gRPC ModelStreamInfer streams (one per concurrent
+    request), each answered once and marked final."""
+    report = run(
+        perf_analyzer, "-u", srv.grpc_target, "-i", "grpc", "--streaming",
+        "--concurrency-range", "1:2",
+    )  # fmt: skip
+    got = throughputs(report)
+    assert set(got) == {1, 2} and all(t > 0 for t in got.values()), report
+    assert "Successful request count" in report, report

@@ -178,6 +178,12 @@ impl Runner {
         self.run(ops::Infer(request), deadline).await
     }
 
+    /// Whether the model answers in pieces (a streamed request to one that does not gets
+    /// one piece, its `infer`).
+    pub fn streams(&self) -> bool {
+        self.model.streams()
+    }
+
     /// A streamed V2 inference: the receiving end of its pieces. A model that does not
     /// stream answers one piece, its `infer`. The stream's place among those open
     /// (`open`) is held until the model has finished producing. A blocking iterator runs

@@ -72,7 +72,7 @@ where
         }
         if method.is_none() {
             // tonic's own answer carries no message; say which method and where the
-            // served ones are listed (tritonclient's streaming calls land here).
+            // served ones are listed.
             let status = tonic::Status::unimplemented(format!(
                 "{} is not served by inferwire (the gRPC methods served are listed in \
                  docs/reference/v2-protocol.md and seldon-protocol.md)",

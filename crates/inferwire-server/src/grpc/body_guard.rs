@@ -8,6 +8,9 @@
 //!   unary call's body once its message is decoded). RESOURCE_EXHAUSTED when it does not
 //!   fit. (A gzip or deflate message is inflated by tonic once it is whole, within
 //!   `max_body_bytes`; that short-lived copy is not charged.)
+//! - on a streaming call (`ModelStreamInfer`) the clock runs only while a message is on
+//!   its way: between messages the client may wait (for its replies, say); the handler
+//!   bounds that wait (`grpc::stream`);
 //! - a `grpc-encoding` other than gzip, deflate or identity is UNIMPLEMENTED before any
 //!   byte is read, with a message saying what is taken.
 use std::future::Future;
@@ -81,8 +84,14 @@ where
             .headers()
             .get("grpc-encoding")
             .is_some_and(|v| v.as_bytes() == b"deflate");
+        let streaming = req.uri().path() == super::methods::V2_STREAM_INFER.path;
         let (parts, body) = req.into_parts();
-        let body = tonic::body::Body::new(Watched::new(body, &self.rules));
+        let mut watched = Watched::new(body, &self.rules);
+        if streaming {
+            watched.paused = true;
+            watched.between = false;
+        }
+        let body = tonic::body::Body::new(watched);
         let call = self.inner.call(http::Request::from_parts(parts, body));
         if !deflate {
             return Box::pin(call);
@@ -127,6 +136,10 @@ struct Watched {
     /// Bytes of the current message still to come, once its prefix is whole.
     left: usize,
     failed: bool,
+    /// Whether the clock runs between messages (not on a streaming call).
+    between: bool,
+    /// The clock is stopped until the next message starts.
+    paused: bool,
 }
 
 impl Watched {
@@ -142,6 +155,8 @@ impl Watched {
             seen: 0,
             left: 0,
             failed: false,
+            between: true,
+            paused: false,
         }
     }
 
@@ -150,6 +165,12 @@ impl Watched {
     fn account(&mut self, mut data: &[u8]) -> Result<(), Status> {
         while !data.is_empty() {
             if self.seen < 5 {
+                if self.seen == 0 && self.paused {
+                    self.paused = false;
+                    if let Some(due) = self.due.as_mut() {
+                        due.as_mut().reset(Instant::now() + self.timeout);
+                    }
+                }
                 let take = (5 - self.seen).min(data.len());
                 self.prefix[self.seen..self.seen + take].copy_from_slice(&data[..take]);
                 self.seen += take;
@@ -180,6 +201,7 @@ impl Watched {
             }
             if self.seen == 5 && self.left == 0 {
                 self.seen = 0;
+                self.paused = !self.between;
                 if let Some(due) = self.due.as_mut() {
                     due.as_mut().reset(Instant::now() + self.timeout);
                 }
@@ -226,10 +248,11 @@ impl Body for Watched {
             }
             Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(e))),
             Poll::Pending => {
-                let late = this
-                    .due
-                    .as_mut()
-                    .is_some_and(|due| due.as_mut().poll(cx).is_ready());
+                let late = !this.paused
+                    && this
+                        .due
+                        .as_mut()
+                        .is_some_and(|due| due.as_mut().poll(cx).is_ready());
                 if late {
                     this.failed = true;
                     return Poll::Ready(Some(Err(this.timed_out())));
@@ -306,6 +329,33 @@ mod tests {
         let mut w = watched(1000, 500);
         w.account(&prefix(u32::MAX)).unwrap();
         assert_eq!(w.budget.in_use(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_streaming_call_waits_between_messages_without_a_clock() {
+        let mut w = watched(1000, 1000);
+        w.timeout = Duration::from_millis(10);
+        w.paused = true;
+        w.between = false;
+        w.account(&prefix(3)[..2]).unwrap();
+        assert!(!w.paused, "a message on its way has the clock running");
+        w.account(&[&prefix(3)[2..], &[1, 2, 3][..]].concat())
+            .unwrap();
+        assert!(w.paused, "between messages the clock stops");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let waker = std::task::Waker::noop();
+        let mut cx = Context::from_waker(waker);
+        // An open body with nothing to read: pending, not DEADLINE_EXCEEDED.
+        let open = tokio_stream::pending::<Result<Frame<Bytes>, Status>>();
+        w.inner = tonic::body::Body::new(http_body_util::StreamBody::new(open));
+        assert!(Pin::new(&mut w).poll_frame(&mut cx).is_pending());
+        // Once the next message starts, its clock runs.
+        w.account(&prefix(3)[..1]).unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        match Pin::new(&mut w).poll_frame(&mut cx) {
+            Poll::Ready(Some(Err(s))) => assert_eq!(s.code(), tonic::Code::DeadlineExceeded),
+            _ => panic!("a message begun must arrive within body_timeout"),
+        }
     }
 
     #[test]

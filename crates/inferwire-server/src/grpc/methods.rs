@@ -135,6 +135,14 @@ pub const V2_INFER: Rpc = rpc(
     V2,
 );
 
+/// Triton's streaming (`grpc::stream`): auth once per call; each request on it counted.
+pub const V2_STREAM_INFER: Rpc = rpc(
+    "/inference.GRPCInferenceService/ModelStreamInfer",
+    Access::PREDICT,
+    Some(Route::InferStream),
+    V2,
+);
+
 /// The table.
 pub static METHODS: &[Rpc] = &[
     SELDON_PREDICT,
@@ -185,6 +193,7 @@ pub static METHODS: &[Rpc] = &[
         V2,
     ),
     V2_INFER,
+    V2_STREAM_INFER,
     rpc(
         "/inference.GRPCInferenceService/RepositoryIndex",
         Access::REPOSITORY_READ,
@@ -318,6 +327,7 @@ mod tests {
             "/inference.GRPCInferenceService/ServerMetadata predict - V2",
             "/inference.GRPCInferenceService/ModelMetadata predict - V2",
             "/inference.GRPCInferenceService/ModelInfer predict infer V2",
+            "/inference.GRPCInferenceService/ModelStreamInfer predict infer-stream V2",
             "/inference.GRPCInferenceService/RepositoryIndex repository-read - V2",
             "/inference.GRPCInferenceService/RepositoryModelLoad repository-write - V2",
             "/inference.GRPCInferenceService/RepositoryModelUnload repository-write - V2",

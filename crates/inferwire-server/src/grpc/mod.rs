@@ -10,6 +10,7 @@ pub(crate) mod methods;
 mod predict;
 mod seldon;
 mod serve;
+mod stream;
 mod timeout;
 mod v2;
 

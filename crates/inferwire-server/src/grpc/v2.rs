@@ -152,6 +152,19 @@ impl GrpcInferenceService for V2Service {
         result.map(Response::new)
     }
 
+    type ModelStreamInferStream = super::stream::Replies;
+
+    /// Triton's streaming (`grpc::stream`).
+    async fn model_stream_infer(
+        &self,
+        req: Request<tonic::Streaming<pb::ModelInferRequest>>,
+    ) -> Result<Self::ModelStreamInferStream> {
+        Ok(Response::new(super::stream::Replies::new(
+            self.0.clone(),
+            req,
+        )))
+    }
+
     /// Triton's statistics extension: every loaded model when no name is given.
     async fn model_statistics(
         &self,
