@@ -472,3 +472,38 @@ def test_inferwire_bench_streams_from_model_stream_infer(gen: Any) -> None:
     rep = json.loads(r.stdout)
     assert (rep["streams"], rep["ok"], rep["pieces"]) == (4, 4, 12), rep
     assert rep["status_codes"] == {"OK": 4} and rep["reply"] == "triton"
+
+
+def test_mlserver_reply_shape(serve: Any) -> None:
+    """``--grpc-stream-reply mlserver``: bare ``ModelInferResponse``s, as MLServer's clients
+    (its generated ``dataplane_pb2`` stubs) read them, no final flags, and a failed
+    request ends the call with its status."""
+    s = serve(
+        "stream_models:AsyncTokens", "--model-name", "tokens", "--grpc-stream-reply", "mlserver"
+    )
+
+    def one(n: int, fail_at: int = -1) -> service_pb2.ModelInferRequest:
+        req = service_pb2.ModelInferRequest(model_name="tokens", id="m-1")
+        req.inputs.add(name="x", datatype="INT64", shape=[1]).contents.int64_contents.append(1)
+        req.parameters["n"].int64_param = n
+        req.parameters["fail_at"].int64_param = fail_at
+        return req
+
+    with s.channel() as ch:
+        call = ch.stream_stream(
+            METHOD,
+            request_serializer=service_pb2.ModelInferRequest.SerializeToString,
+            response_deserializer=service_pb2.ModelInferResponse.FromString,
+        )
+        replies = list(call(iter([one(3)]), timeout=30))
+        assert [r.id for r in replies] == ["m-1"] * 3
+        assert all("triton_final_response" not in r.parameters for r in replies)
+        # A typed request is answered typed, as ModelInfer answers it.
+        assert [list(r.outputs[1].contents.int64_contents) for r in replies] == [[0], [1], [2]]
+        got = []
+        with pytest.raises(grpc.RpcError) as e:
+            for r in call(iter([one(5, fail_at=2)]), timeout=30):
+                got.append(r)
+        assert len(got) == 2
+        assert e.value.code() == grpc.StatusCode.INTERNAL
+        assert "failed at piece 2" in e.value.details()

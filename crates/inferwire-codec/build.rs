@@ -22,6 +22,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut config = prost_build::Config::new();
     // Byte payloads stay `Bytes`: slices of the request body, not copies.
     config.bytes(["."]);
+    // Written by hand (`stream_reply.rs`): it may also encode as MLServer's bare reply.
+    config.extern_path(
+        ".inference.ModelStreamInferResponse",
+        "crate::stream_reply::ModelStreamInferResponse",
+    );
     config.compile_fds(fds)?;
     Ok(())
 }

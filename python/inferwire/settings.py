@@ -326,6 +326,12 @@ class Settings(BaseSettings, ModelServing):
         "while none is being answered",
     )
     stream_timeout: Float = _opt(3600.0, "seconds one streamed reply may last")
+    grpc_stream_reply: Literal["triton", "mlserver"] = _opt(
+        "triton",
+        "how gRPC ModelStreamInfer replies are shaped: Triton's ModelStreamInferResponse "
+        "(errors as replies, final-response flags) or MLServer's bare ModelInferResponse (a "
+        "failed request ends the call with its status)",
+    )
     workers: Int = _opt(
         1,
         "worker processes forked after the model is loaded, taking connections from one "

@@ -11,6 +11,7 @@ pub mod multipart;
 pub mod pb;
 pub mod protocol;
 pub mod rows;
+pub mod stream_reply;
 pub mod tensor;
 
 pub use error::{CodecError, ErrorKind, Result};

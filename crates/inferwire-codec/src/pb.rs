@@ -14,6 +14,7 @@ pub mod seldon {
 /// The Open Inference Protocol (V2), `inference.GRPCInferenceService`.
 pub mod inference {
     include!(concat!(env!("OUT_DIR"), "/inference.rs"));
+    pub use crate::stream_reply::ModelStreamInferResponse;
 }
 
 /// File descriptors of every proto, for gRPC server reflection.

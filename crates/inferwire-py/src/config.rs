@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use inferwire_codec::Limits;
 use inferwire_server::auth::Auth;
+use inferwire_server::config::StreamReply;
 use inferwire_server::login_guard::LoginLimits;
 use inferwire_server::repository_sync::SyncConfig;
 use inferwire_server::runner::RunnerConfig;
@@ -75,7 +76,7 @@ impl CoreConfig {
         system_shared_memory, shared_memory_max_regions, shared_memory_max_bytes,
         shared_memory_dir,
         stream_max_open, stream_max_pieces, stream_max_bytes, stream_idle_timeout,
-        stream_timeout,
+        stream_timeout, grpc_stream_reply,
     ))]
     #[allow(clippy::too_many_arguments)] // one keyword argument per setting, by design
     fn new(
@@ -132,7 +133,17 @@ impl CoreConfig {
         stream_max_bytes: u64,
         stream_idle_timeout: f64,
         stream_timeout: f64,
+        grpc_stream_reply: &str,
     ) -> PyResult<Self> {
+        let grpc_stream_reply = match grpc_stream_reply {
+            "triton" => StreamReply::Triton,
+            "mlserver" => StreamReply::Mlserver,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "grpc_stream_reply: {other:?} is not triton or mlserver"
+                )))
+            }
+        };
         let access_log = match access_log {
             "off" => AccessLog::Off,
             "text" => AccessLog::Text,
@@ -157,6 +168,7 @@ impl CoreConfig {
             max_batch_delay,
         );
         let config = ServerConfig {
+            grpc_stream_reply,
             streaming: StreamLimits {
                 max_open: stream_max_open,
                 max_pieces: stream_max_pieces,

@@ -85,6 +85,18 @@ pub struct ServerConfig {
     pub shared_memory: Option<crate::shared_memory::SharedMemoryConfig>,
     /// Streamed replies' bounds.
     pub streaming: crate::stream::StreamLimits,
+    /// How gRPC `ModelStreamInfer` replies are shaped.
+    pub grpc_stream_reply: StreamReply,
+}
+
+/// The two shapes of `ModelStreamInfer` replies clients expect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StreamReply {
+    /// Triton's `ModelStreamInferResponse`: errors in the reply, final-response flags.
+    #[default]
+    Triton,
+    /// MLServer's bare `ModelInferResponse`: a failed request ends the call.
+    Mlserver,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,6 +159,7 @@ impl Default for ServerConfig {
             metrics_endpoint: "/prometheus".into(),
             shared_memory: None,
             streaming: crate::stream::StreamLimits::default(),
+            grpc_stream_reply: StreamReply::Triton,
         }
     }
 }

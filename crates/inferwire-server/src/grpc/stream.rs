@@ -62,6 +62,9 @@ pub struct Replies {
     header_id: String,
     /// The call's `grpc-encoding` when deflate (a refusal names the coding).
     deflate: bool,
+    /// Replies as MLServer shapes them (`--grpc-stream-reply mlserver`): bare
+    /// `ModelInferResponse`s, no final flags, and a failed request ends the call.
+    bare: bool,
     /// While waiting for a request: since when, and the next check.
     idle_since: Instant,
     tick: Option<Pin<Box<Sleep>>>,
@@ -102,13 +105,14 @@ impl Replies {
             .get("grpc-encoding")
             .is_some_and(|v| v.as_bytes() == b"deflate");
         Self {
-            app,
             inbound: request.into_inner(),
             state: State::Waiting,
             header_id,
             deflate,
+            bare: app.config.grpc_stream_reply == crate::config::StreamReply::Mlserver,
             idle_since: Instant::now(),
             tick: None,
+            app,
         }
     }
 
@@ -196,6 +200,11 @@ impl Replies {
             Code::Grpc(status.code()),
             methods::V2_STREAM_INFER.name(),
         );
+        if self.bare {
+            // A bare reply has no room for an error: MLServer ends the call with it.
+            self.state = State::Ended;
+            return Err(status);
+        }
         self.state = State::Waiting;
         self.idle_since = Instant::now();
         Ok(pb::ModelStreamInferResponse {
@@ -206,6 +215,7 @@ impl Replies {
                 id,
                 ..Default::default()
             }),
+            bare: false,
         })
     }
 
@@ -283,7 +293,12 @@ async fn start(
 }
 
 /// The reply for one piece: the request's model, version and id, and the outputs.
-fn piece(call: &Call, outputs: Vec<InferOutput>, last: bool) -> pb::ModelStreamInferResponse {
+fn piece(
+    call: &Call,
+    outputs: Vec<InferOutput>,
+    last: bool,
+    bare: bool,
+) -> pb::ModelStreamInferResponse {
     let response = InferResponse {
         model_name: call.model_name.clone(),
         model_version: call.model_version.clone(),
@@ -292,15 +307,18 @@ fn piece(call: &Call, outputs: Vec<InferOutput>, last: bool) -> pb::ModelStreamI
         outputs,
     };
     let mut response = proto::to_pb(response, call.raw);
-    response.parameters.insert(
-        FINAL.into(),
-        pb::InferParameter {
-            parameter_choice: Some(ParameterChoice::BoolParam(last)),
-        },
-    );
+    if !bare {
+        response.parameters.insert(
+            FINAL.into(),
+            pb::InferParameter {
+                parameter_choice: Some(ParameterChoice::BoolParam(last)),
+            },
+        );
+    }
     pb::ModelStreamInferResponse {
         error_message: String::new(),
         infer_response: Some(response),
+        bare,
     }
 }
 
@@ -355,7 +373,7 @@ impl Stream for Replies {
                 }
                 State::Answering(pieces, call) => match std::task::ready!(pieces.poll_next(cx)) {
                     Some(Ok(outputs)) => {
-                        let reply = piece(call, outputs, !call.streams);
+                        let reply = piece(call, outputs, !call.streams, this.bare);
                         match pieces.sending(prost::Message::encoded_len(&reply)) {
                             Ok(()) => return Poll::Ready(Some(Ok(reply))),
                             Err(e) => return Poll::Ready(Some(this.fail_answering(&e))),
@@ -369,8 +387,8 @@ impl Stream for Replies {
                             unreachable!("the state was Answering");
                         };
                         this.idle_since = Instant::now();
-                        let last = (call.streams && call.empty_final)
-                            .then(|| piece(&call, Vec::new(), true));
+                        let last = (call.streams && call.empty_final && !this.bare)
+                            .then(|| piece(&call, Vec::new(), true, false));
                         call.obs.finish(
                             &this.app,
                             Code::Grpc(tonic::Code::Ok),
