@@ -157,6 +157,11 @@ def bench_stream(
     warm_up: bool,
 ) -> Cell:
     argv = [*bench, "stream", target, *extra, "-c", str(clients), "-z", f"{args.seconds}s"]
+    if "--call" in extra:
+        # At most 100 streams per HTTP/2 connection: servers cap the streams one connection
+        # may open (inferwire's --max-streams is 200, grpc-core's and Triton's often 100), and
+        # streams over the cap would wait in the client, not in the server.
+        argv += ["--connections", str(-(-clients // 100))]
     argv += ["--timeout", f"{args.stream_timeout}s", "--server-pid", str(pid)]
     argv += ["--format", "json", "--no-progress"]
     if warm_up:

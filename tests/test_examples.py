@@ -129,3 +129,17 @@ def test_tls_example() -> None:
     assert "serving on https://127.0.0.1:" in out
     assert "HTTPS predict: [[1.0, 2.0]]" in out
     assert "gRPC with TLS infer: [0.0, 1.0, 2.0]" in out
+
+
+def test_streaming_example() -> None:
+    out = demo("streaming")
+    pieces = [line for line in out.splitlines() if line.startswith("gRPC piece at")]
+    assert [p.split(": ", 1)[1] for p in pieces] == [
+        f"OUT [{v}] IDX [{i}]" for i, v in enumerate([4, 2, 0, 1])
+    ]
+    # Each piece came when it was yielded, about 100 ms apart, not all at the end.
+    times = [float(p.split("at")[1].split("ms")[0]) for p in pieces]
+    assert times[-1] - times[0] > 200, times
+    assert (
+        "SSE event: {'model_name': 'repeat_int32', 'model_version': '', 'OUT': 1, 'IDX': 3}" in out
+    )
