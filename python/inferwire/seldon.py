@@ -36,6 +36,18 @@ def _accepts_meta(fn: Callable[..., Any]) -> bool:
     return any(p.name == "meta" or p.kind is p.VAR_KEYWORD for p in params)
 
 
+def _call(
+    fn: Callable[..., Any], wants_meta: bool, positional: int, X: Any, names: Any, meta: Any
+) -> Any:
+    """``fn`` called as Seldon's wrapper calls ``predict``: with ``meta`` when it takes it,
+    else with the names when it takes two arguments, else with ``X`` alone."""
+    if wants_meta:
+        return fn(X, names, meta=meta)
+    if positional >= 2:
+        return fn(X, names)
+    return fn(X)
+
+
 def _positional_count(fn: Callable[..., Any]) -> int:
     try:
         params = inspect.signature(fn).parameters.values()
@@ -121,12 +133,7 @@ class SeldonAdapter:
 
     def predict(self, X: Any, names: list[str], meta: dict[str, Any] | None) -> Result:
         try:
-            if self.wants_meta:
-                out = self._predict(X, names, meta=meta)
-            elif self._positional >= 2:
-                out = self._predict(X, names)
-            else:
-                out = self._predict(X)
+            out = _call(self._predict, self.wants_meta, self._positional, X, names, meta)
             return self._result(self._resolve(out))
         except Exception as e:
             errors.error(f"{self.name}.predict", e)
@@ -147,12 +154,8 @@ class SeldonAdapter:
         X = content_types.decode_request(inputs, parameters, input_parameters)
         names = list(inputs)
         try:
-            if self.wants_meta:
-                out = self._predict(X, names, meta={"parameters": parameters})
-            elif self._positional >= 2:
-                out = self._predict(X, names)
-            else:
-                out = self._predict(X)
+            meta = {"parameters": parameters}
+            out = _call(self._predict, self.wants_meta, self._positional, X, names, meta)
             # V2 replies have no tags or metrics: a SeldonResponse gives its data.
             out, _, _ = _runtime_parts(self._resolve(out))
         except Exception as e:
@@ -172,14 +175,11 @@ class SeldonAdapter:
         for an async one, which the core starts with ``start(sink, patience)``."""
         X = content_types.decode_request(inputs, parameters, input_parameters)
         names = list(inputs)
-        fn = self._predict_stream
+        meta = {"parameters": parameters}
         try:
-            if self._stream_meta:
-                out = fn(X, names, meta={"parameters": parameters})
-            elif self._stream_positional >= 2:
-                out = fn(X, names)
-            else:
-                out = fn(X)
+            out = _call(
+                self._predict_stream, self._stream_meta, self._stream_positional, X, names, meta
+            )
             if inspect.isawaitable(out) and not streaming.is_stream(out):
                 out = self._run_async(out)
         except Exception as e:

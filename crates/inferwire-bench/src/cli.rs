@@ -439,14 +439,7 @@ fn attack(a: AttackArgs) -> Result<(), String> {
             Target::http(&a.url, method, &headers, body, a.http2)?
         }
     };
-    let server_pids = match (a.load.server_pid, a.load.server_port) {
-        (Some(pid), _) => vec![pid],
-        (None, Some(port)) => listener::on_port(port, "--server-port")?,
-        (None, None) if a.load.server_cpu => {
-            listener::server_of(&target.authority, "--server-cpu")?
-        }
-        (None, None) => Vec::new(),
-    };
+    let server_pids = server_pids(&a.load, &target.authority)?;
     let mut reports = Vec::new();
     for &c in &a.load.concurrency {
         reports.push(load::run(&target, &load_of(&a.load, c, &server_pids))?);
@@ -467,6 +460,17 @@ fn attack(a: AttackArgs) -> Result<(), String> {
     };
     emit(&text, &a.output)?;
     verdict(&reports, a.fail)
+}
+
+/// The processes whose CPU time the report gives (`--server-pid`, `--server-port`,
+/// `--server-cpu`); none without those options.
+fn server_pids(load: &LoadArgs, authority: &str) -> Result<Vec<u32>, String> {
+    Ok(match (load.server_pid, load.server_port) {
+        (Some(pid), _) => vec![pid],
+        (None, Some(port)) => listener::on_port(port, "--server-port")?,
+        (None, None) if load.server_cpu => listener::server_of(authority, "--server-cpu")?,
+        (None, None) => Vec::new(),
+    })
 }
 
 /// The attack's exit status, once its report is out: an error when no request succeeded
@@ -539,14 +543,7 @@ fn stream(a: StreamArgs) -> Result<(), String> {
             Target::http(&a.url, method, &headers, body, a.http2)?
         }
     };
-    let server_pids = match (a.load.server_pid, a.load.server_port) {
-        (Some(pid), _) => vec![pid],
-        (None, Some(port)) => listener::on_port(port, "--server-port")?,
-        (None, None) if a.load.server_cpu => {
-            listener::server_of(&target.authority, "--server-cpu")?
-        }
-        (None, None) => Vec::new(),
-    };
+    let server_pids = server_pids(&a.load, &target.authority)?;
     let target = StreamTarget {
         target,
         shape: a.reply,

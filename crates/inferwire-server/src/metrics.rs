@@ -473,24 +473,24 @@ fn render_streams(r: &Region, names: &[String], out: &mut String) {
             );
         }
     }
-    out.push_str(
-        "# HELP inferwire_stream_pieces_total Pieces sent in streamed replies.\n\
-         # TYPE inferwire_stream_pieces_total counter\n",
-    );
-    for (i, n) in r.pieces.iter().enumerate() {
-        let n = n.load(Relaxed);
-        if n != 0 {
-            let _ = writeln!(out, "inferwire_stream_pieces_total{{{}}} {n}", series(i));
-        }
-    }
-    out.push_str(
-        "# HELP inferwire_stream_bytes_total Encoded bytes of the pieces sent.\n\
-         # TYPE inferwire_stream_bytes_total counter\n",
-    );
-    for (i, n) in r.piece_bytes.iter().enumerate() {
-        let n = n.load(Relaxed);
-        if n != 0 {
-            let _ = writeln!(out, "inferwire_stream_bytes_total{{{}}} {n}", series(i));
+    for (name, help, counts) in [
+        (
+            "inferwire_stream_pieces_total",
+            "Pieces sent in streamed replies.",
+            &r.pieces,
+        ),
+        (
+            "inferwire_stream_bytes_total",
+            "Encoded bytes of the pieces sent.",
+            &r.piece_bytes,
+        ),
+    ] {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
+        for (i, n) in counts.iter().enumerate() {
+            let n = n.load(Relaxed);
+            if n != 0 {
+                let _ = writeln!(out, "{name}{{{}}} {n}", series(i));
+            }
         }
     }
     out.push_str(
