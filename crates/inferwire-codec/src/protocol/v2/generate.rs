@@ -37,6 +37,7 @@ pub fn decode_request(body: &[u8], limits: &Limits) -> Result<InferRequest> {
     };
     let mut request = Map::new();
     let mut inputs = Vec::with_capacity(fields.len());
+    let mut names = Vec::with_capacity(fields.len());
     for (name, value) in fields {
         match name.as_str() {
             "parameters" | "id" => {
@@ -46,6 +47,7 @@ pub fn decode_request(body: &[u8], limits: &Limits) -> Result<InferRequest> {
             _ => {}
         }
         let (datatype, shape) = typed(&name, &value)?;
+        names.push(name.clone());
         let mut input = Map::new();
         input.insert("name".into(), Value::String(name));
         input.insert("datatype".into(), Value::String(datatype.into()));
@@ -68,7 +70,17 @@ pub fn decode_request(body: &[u8], limits: &Limits) -> Result<InferRequest> {
     request.insert("inputs".into(), Value::Array(inputs));
     let body = serde_json::to_vec(&Value::Object(request))
         .map_err(|e| CodecError::bad_request(e.to_string()))?;
-    json::decode_request(Bytes::from(body), None, limits)
+    // The V2 decoder names an input by its place (`inputs[1].data`); this body, by its key.
+    json::decode_request(Bytes::from(body), None, limits).map_err(|mut e| {
+        if let Some(rest) = e.message.strip_prefix("inputs[") {
+            let (i, rest) = rest.split_once(']').unwrap_or(("", rest));
+            if let Some(name) = i.parse::<usize>().ok().and_then(|i| names.get(i)) {
+                let rest = rest.strip_prefix(".data").unwrap_or(rest);
+                e.message = format!("{name}{rest}");
+            }
+        }
+        e
+    })
 }
 
 /// A flat value's V2 datatype and shape.
@@ -176,10 +188,9 @@ mod tests {
         assert!(err(br#"{"x": []}"#).contains("x: an empty list"));
         assert!(err(br#"{"x": {"a": 1}}"#).contains("x: must be"));
         let ragged = err(br#"{"x": [[1, 2], [3]]}"#);
-        assert!(
-            ragged.contains("inputs[0]") || ragged.contains("shape"),
-            "{ragged}"
-        );
+        assert!(ragged.starts_with("x: "), "{ragged}");
+        let wrong = err(br#"{"a": 1, "b": [1, "two"]}"#);
+        assert!(wrong.starts_with("b"), "{wrong}");
         assert!(err(b"{").contains("invalid JSON"));
     }
 
