@@ -68,6 +68,13 @@ V2 = [
 ]
 
 
+# Triton generate bodies: inputs by name, parameters beside them.
+GENERATE = [
+    {"text_input": "hello", "max_tokens": 16, "parameters": {"temperature": 0.5}},
+    {"ids": [[1, 2], [3, 4]], "scale": [0.5, 1.5], "stop": True, "id": "7"},
+]
+
+
 def write(target: str, name: str, data: bytes) -> None:
     d = CORPUS / target
     d.mkdir(parents=True, exist_ok=True)
@@ -103,6 +110,8 @@ def main() -> None:
         body = json.dumps(m).encode()
         write("v2_json", f"{i}.json", body)
         write("v2_pb", f"{i}.pb", _core.v2_request_to_pb(body, None, "m"))
+    for i, m in enumerate(GENERATE):
+        write("v2_generate", f"{i}.json", json.dumps(m).encode())
     header = json.dumps(
         {
             "inputs": [
