@@ -9,6 +9,7 @@ __all__ = [
     "CoreConfig",
     "CoreModelSpec",
     "Server",
+    "Sink",
     "TreeEnsemble",
     "__version__",
     "bench_main",
@@ -79,6 +80,12 @@ class CoreConfig:
         shared_memory_max_regions: int,
         shared_memory_max_bytes: int,
         shared_memory_dir: str,
+        stream_max_open: int,
+        stream_max_pieces: int,
+        stream_max_bytes: int,
+        stream_idle_timeout: float,
+        stream_timeout: float,
+        grpc_stream_reply: str,
     ) -> Self: ...
 
 @final
@@ -164,6 +171,7 @@ class TreeEnsemble:
     @property
     def classes(self) -> list[Any]: ...
 
+@final
 class Sink:
     """Where an async generator's driver (``inferwire.streaming``) sends a stream's
     pieces; made by the core, one per stream."""
