@@ -1,0 +1,151 @@
+"""Starts KServe's model server with the no-op model (noop_server.py) for the benchmarks.
+
+Run it with the virtualenv from ``install.sh``:
+
+    .tools/peers/kserve/bin/python benchmarks/peers/kserve/serve.py \\
+        --http-port 8080 --grpc-port 8081 [--workers 1] [--max-threads 4] [--log-requests]
+
+It runs noop_server.py in its own process group with KServe's options for a benchmark
+(see README.md): ``--workers`` (uvicorn REST processes; KServe's default 1),
+``--max_threads`` (the gRPC server's thread pool; KServe's default 4),
+``--enable_latency_logging false`` and a ``--log_config_file`` that keeps KServe's and
+uvicorn's start/stop messages but drops the access log (one line per request), unless
+``--log-requests``. It waits until ``GET http://127.0.0.1:PORT/v2/models/noop/ready``
+answers 200 and gRPC accepts a connection, prints
+``READY http://127.0.0.1:PORT grpc 127.0.0.1:GPORT`` and serves until SIGTERM or SIGINT.
+Then it sends SIGTERM to the server (KServe stops uvicorn and gRPC, its REST worker
+processes with it), waits up to ``--stop-grace`` seconds, kills whatever is left of the
+process group and removes its temporary directory. KServe's log goes to stderr; stdout
+carries only the READY line.
+
+This script does not import kserve.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+MODEL = "noop"
+sys.path.insert(0, str(HERE.parent))
+import pair  # noqa: E402
+
+# KServe's own log setup minus the per-request lines: uvicorn's access log and kserve.trace
+# (the latency lines, also off by --enable_latency_logging false) at WARNING.
+LOG_CONFIG = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(name)s %(levelname)s %(message)s"}},
+    "handlers": {
+        "stderr": {
+            "class": "logging.StreamHandler",
+            "formatter": "plain",
+            "stream": "ext://sys.stderr",
+        }
+    },
+    "loggers": {
+        "kserve": {"handlers": ["stderr"], "level": "INFO", "propagate": False},
+        "kserve.trace": {"handlers": ["stderr"], "level": "WARNING", "propagate": False},
+        "uvicorn": {"handlers": ["stderr"], "level": "INFO", "propagate": False},
+        "uvicorn.access": {"handlers": ["stderr"], "level": "WARNING", "propagate": False},
+    },
+}
+
+
+class Stop(Exception):
+    """Raised in the main thread by the SIGTERM/SIGINT handler."""
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument("--http-port", type=int, default=8080)
+    p.add_argument("--grpc-port", type=int, default=8081)
+    p.add_argument("--workers", type=int, default=1, help="REST processes (KServe's --workers)")
+    p.add_argument("--max-threads", type=int, default=4, help="gRPC threads (--max_threads)")
+    p.add_argument(
+        "--log-requests",
+        action="store_true",
+        help="keep KServe's defaults: access log and latency lines for every request",
+    )
+    p.add_argument("--ready-timeout", type=float, default=120.0)
+    p.add_argument("--stop-grace", type=float, default=15.0, help="seconds before SIGKILL")
+    args = p.parse_args()
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        # Once: a second signal while KServe stops must not interrupt the stopping.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        raise Stop(signal.Signals(signum).name)
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+
+    tmp = Path(tempfile.mkdtemp(prefix="kserve-peer-"))
+    cmd = [
+        sys.executable,
+        str(HERE / "noop_server.py"),
+        f"--http_port={args.http_port}",
+        f"--grpc_port={args.grpc_port}",
+        f"--workers={args.workers}",
+        f"--max_threads={args.max_threads}",
+    ]
+    if not args.log_requests:
+        (tmp / "log.json").write_text(json.dumps(LOG_CONFIG))
+        cmd += ["--enable_latency_logging=false", f"--log_config_file={tmp / 'log.json'}"]
+    proc: subprocess.Popen[bytes] | None = None
+    url = f"http://127.0.0.1:{args.http_port}"
+    grpc_target = f"127.0.0.1:{args.grpc_port}"
+    started = time.monotonic()
+    code = 0
+    try:
+        proc = subprocess.Popen(
+            cmd,
+            cwd=tmp,
+            stdin=subprocess.DEVNULL,
+            stdout=sys.stderr,  # stdout is for the READY line only
+            start_new_session=True,  # its own process group, out of reach of a terminal's ^C
+        )
+        deadline = started + args.ready_timeout
+        while not (
+            pair.rest_answers(f"{url}/v2/models/{MODEL}/ready") and pair.grpc_answers(grpc_target)
+        ):
+            if proc.poll() is not None:
+                print(f"kserve exited with {proc.returncode} before ready", file=sys.stderr)
+                return 1
+            if time.monotonic() > deadline:
+                print(f"not ready within {args.ready_timeout:.0f} s", file=sys.stderr)
+                return 1
+            time.sleep(0.1)
+        print(f"started in {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
+        print(f"READY {url} grpc {grpc_target}", flush=True)
+        code = proc.wait()  # until a signal raises Stop, or KServe exits by itself
+        print(f"kserve exited with {code}", file=sys.stderr)
+        code = code or 1
+    except (Stop, KeyboardInterrupt) as why:
+        print(f"stopping ({why or 'interrupt'})", file=sys.stderr, flush=True)
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            if proc is not None:
+                # The server leads its own process group: its REST workers and
+                # multiprocessing's resource tracker go with it.
+                pair.stop_all([proc], args.stop_grace)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
