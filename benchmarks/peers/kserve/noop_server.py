@@ -15,9 +15,11 @@ line when kserve is imported); nothing here changes their defaults.
 - V2, the Open Inference Protocol (``POST /v2/models/noop/infer`` as JSON or with the
   binary tensor extension, and gRPC ``inference.GRPCInferenceService/ModelInfer``): the
   request's first input as one output named ``output-0``, same shape and datatype, data
-  unchanged. Data that came as bytes (gRPC ``raw_input_contents``, the REST binary
-  extension) goes back as bytes (a numpy view over the received buffer, no copy), data
-  that came as a JSON list goes back as that list.
+  unchanged. Data that came as gRPC ``raw_input_contents`` goes back as bytes (a numpy
+  view over the received buffer, no copy); data that KServe handed over as a list (JSON,
+  and the REST binary extension, which KServe 0.21.0 decodes into a Python list on
+  arrival) goes back as that list, which KServe encodes as JSON or, when the request's
+  ``binary_data_output`` parameter asks for it, as bytes.
 
 One change to KServe: it binds REST to ``0.0.0.0`` and gRPC to ``[::]`` with no option to
 change either (kserve 0.21.0, ``protocol/rest/server.py`` and ``protocol/grpc/server.py``).
@@ -85,7 +87,8 @@ class NoopModel(kserve.Model):
             response_id=payload.id or "",
             model_name=self.name,
             infer_outputs=[out],
-            use_binary_outputs=first._raw_data is not None,
+            # gRPC: raw inputs were sent; REST: the request's binary_data_output.
+            use_binary_outputs=payload.use_binary_outputs,
         )
 
 

@@ -1,0 +1,278 @@
+"""Smoke test of serve.py (KServe's model server with the no-op model), 127.0.0.1 only.
+
+For ``--workers`` 1 (KServe's default) and 2 (one REST process per core here), in turn:
+starts serve.py on free ports and times the start, checks that every socket of its
+process group listens on 127.0.0.1 only, then checks the echo with real clients:
+
+- REST (httpx): V1 ``POST /v1/models/noop:predict`` with a small ``{"instances": [[7]]}``;
+  V2 ``POST /v2/models/noop/infer`` as JSON with 1 and with 100,000 INT64 elements; V2
+  with the binary tensor extension (``Inference-Header-Content-Length``), 100,000 INT64
+  as 800,000 raw bytes, asked to answer in binary too.
+- gRPC (KServe's own ``kserve.InferenceGRPCClient``): ``ModelInfer`` with the 100,000
+  INT64 in ``raw_input_contents``, answered as ``raw_output_contents``.
+
+Then a few seconds of load (small V1 requests, 1 client and 8 client threads, one
+keep-alive connection each; ``--seconds`` each) and the mean latency of ``--calls``
+100,000-element calls per form, all rough: the Python client shares the machine with the
+server. Last it sends SIGTERM to serve.py, times the stop and checks that no process of
+the virtualenv is left.
+
+    .tools/peers/kserve/bin/python benchmarks/peers/kserve/smoke.py [--seconds 2] \\
+        [--calls 10] [--only 1] [--server-log FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+MODEL = "noop"
+sys.path.insert(0, str(HERE.parent))
+import pair  # noqa: E402
+
+V1 = f"/v1/models/{MODEL}:predict"
+V2 = f"/v2/models/{MODEL}/infer"
+N = 100_000
+# 100,000 INT64 values over the whole range, negatives and values past 2**53 included.
+BIG = (np.arange(N, dtype=np.int64) - N // 2) * np.int64(92_233_720_368_547)
+SMALL_V1 = json.dumps({"instances": [[7]]}).encode()
+SMALL_V2 = json.dumps(
+    {"inputs": [{"name": "input-0", "shape": [1], "datatype": "INT64", "data": [7]}]}
+).encode()
+LARGE_V2 = json.dumps(
+    {"inputs": [{"name": "input-0", "shape": [N], "datatype": "INT64", "data": BIG.tolist()}]}
+).encode()
+JSON = {"Content-Type": "application/json"}
+
+
+def binary_request() -> tuple[bytes, dict[str, str]]:
+    """The V2 binary tensor extension: a JSON header naming the input's byte size, then
+    the raw little-endian bytes; the header's length goes in Inference-Header-Content-Length."""
+    header = json.dumps(
+        {
+            "inputs": [
+                {
+                    "name": "input-0",
+                    "shape": [N],
+                    "datatype": "INT64",
+                    "parameters": {"binary_data_size": BIG.nbytes},
+                }
+            ],
+            "parameters": {"binary_data_output": True},
+        }
+    ).encode()
+    headers = {
+        "Content-Type": "application/octet-stream",
+        "Inference-Header-Content-Length": str(len(header)),
+    }
+    return header + BIG.astype("<i8").tobytes(), headers
+
+
+LARGE_BINARY, BINARY_HEADERS = binary_request()
+
+
+def post(client: httpx.Client, path: str, body: bytes, headers: dict[str, str]) -> httpx.Response:
+    reply = client.post(path, content=body, headers=headers)
+    if reply.status_code != 200:
+        raise RuntimeError(f"POST {path}: {reply.status_code} {reply.content[:300]!r}")
+    return reply
+
+
+def check_rest(client: httpx.Client) -> None:
+    answer = post(client, V1, SMALL_V1, JSON).json()
+    assert answer == {"predictions": [[7]]}, answer
+    for body, data in ((SMALL_V2, [7]), (LARGE_V2, BIG.tolist())):
+        (out,) = post(client, V2, body, JSON).json()["outputs"]
+        got = (out["name"], out["shape"], out["datatype"])
+        assert got == ("output-0", [len(data)], "INT64"), got
+        assert out["data"] == data, "V2 JSON echo differs"
+    reply = post(client, V2, LARGE_BINARY, BINARY_HEADERS)
+    length = int(reply.headers["inference-header-content-length"])
+    (out,) = json.loads(reply.content[:length])["outputs"]
+    got = (out["name"], out["shape"], out["datatype"], out["parameters"]["binary_data_size"])
+    assert got == ("output-0", [N], "INT64", BIG.nbytes), got
+    echoed = np.frombuffer(reply.content[length:], dtype="<i8")
+    assert np.array_equal(echoed, BIG), "V2 binary echo differs"
+
+
+async def grpc_calls(target: str, calls: int) -> float:
+    """Checks the gRPC echo, then the mean ms of ``calls`` more (after one warm-up)."""
+    # Imported here: kserve parses sys.argv at import (parse_known_args), and it is heavy.
+    from kserve import InferenceGRPCClient, InferInput, InferRequest
+
+    def request() -> InferRequest:
+        inp = InferInput(name="input-0", shape=[N], datatype="INT64")
+        inp.set_data_from_numpy(BIG, binary_data=True)  # raw_input_contents
+        return InferRequest(model_name=MODEL, infer_inputs=[inp], request_id="smoke")
+
+    # retries counts attempts: gRPC refuses a retry policy of fewer than 2 (retries=1 fails).
+    client = InferenceGRPCClient(target, timeout=30, retries=2)
+    try:
+        result = await client.infer(request())
+        (out,) = result.outputs
+        got = (result.id, out.name, list(out.shape), out.datatype)
+        assert got == ("smoke", "output-0", [N], "INT64"), got
+        assert out._raw_data is not None, "expected raw_output_contents"
+        echoed = out.as_numpy()
+        assert echoed.dtype == np.int64 and np.array_equal(echoed, BIG), "gRPC echo differs"
+        await client.infer(request())  # warm-up
+        started = time.perf_counter()
+        for _ in range(calls):
+            await client.infer(request())
+        return (time.perf_counter() - started) / calls * 1000
+    finally:
+        await client.close()
+
+
+def load(base: str, clients: int, seconds: float) -> float:
+    counts = [0] * clients
+    errors: list[str] = []
+    stop = time.monotonic() + seconds
+
+    def client(i: int) -> None:
+        try:
+            with httpx.Client(base_url=base, timeout=30) as c:
+                while time.monotonic() < stop:
+                    post(c, V1, SMALL_V1, JSON)
+                    counts[i] += 1
+        except Exception as e:
+            errors.append(repr(e))
+
+    started = time.monotonic()
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise RuntimeError(errors[0])
+    return sum(counts) / (time.monotonic() - started)
+
+
+def venv_processes() -> list[str]:
+    """Processes, other than this one, running the virtualenv's Python."""
+    venv = str(Path(sys.executable).parent.parent) + "/"
+    return [
+        " ".join(row)
+        for row in pair.ps("pid,args")
+        if venv in row[1] and int(row[0]) != os.getpid()
+    ]
+
+
+def group_pids(pgid: int) -> list[int]:
+    return [int(pid) for pid, group in pair.ps("pid,pgid") if int(group) == pgid]
+
+
+def run(workers: int, args: argparse.Namespace) -> dict[str, Any]:
+    http_port, grpc_port = pair.free_port(), pair.free_port()
+    cmd = [sys.executable, str(HERE / "serve.py"), f"--http-port={http_port}"]
+    cmd += [f"--grpc-port={grpc_port}", f"--workers={workers}"]
+    started = time.monotonic()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=args.server_log, text=True)
+    row: dict[str, Any] = {"workers": workers}
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()  # serve.py gives up after its --ready-timeout
+        if not line.startswith("READY"):
+            raise RuntimeError(f"serve.py did not start: {line!r}")
+        row["start_s"] = time.monotonic() - started
+        (server_pid,) = pair.children(proc.pid)  # noop_server.py, its group's leader
+        group = group_pids(server_pid)
+        # REST workers, multiprocessing's resource tracker
+        row["processes"] = len(group)
+        sockets = pair.listening(group)
+        row["listen"] = sorted(set(sockets))
+        # gRPC binds the IPv4-mapped form of 127.0.0.1 on a dual-stack socket: loopback too.
+        loopback = ("127.0.0.1", "[::ffff:127.0.0.1]")
+        bad = [s for s in sockets if s.rsplit(":", 1)[0] not in loopback]
+        assert not bad, f"listens beyond 127.0.0.1: {bad}"
+        assert f"127.0.0.1:{http_port}" in sockets, sockets
+
+        base = f"http://127.0.0.1:{http_port}"
+        with httpx.Client(base_url=base, timeout=30) as client:
+            check_rest(client)
+            row["grpc_100k_ms"] = asyncio.run(grpc_calls(f"127.0.0.1:{grpc_port}", args.calls))
+            row["rest_1c"] = load(base, 1, args.seconds)
+            row["rest_8c"] = load(base, 8, args.seconds)
+            row["json_100k_ms"] = pair.mean_ms(lambda: post(client, V2, LARGE_V2, JSON), args.calls)
+            row["binary_100k_ms"] = pair.mean_ms(
+                lambda: post(client, V2, LARGE_BINARY, BINARY_HEADERS), args.calls
+            )
+    finally:
+        stopping = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        row["stop_s"] = time.monotonic() - stopping
+        row["exit"] = proc.returncode
+    row["left"] = venv_processes()
+    return row
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument("--seconds", type=float, default=2.0, help="per requests/s measurement")
+    p.add_argument("--calls", type=int, default=10, help="100,000-element calls timed")
+    p.add_argument("--only", help="comma-separated --workers values (default: 1,2)")
+    p.add_argument(
+        "--server-log",
+        type=argparse.FileType("w"),
+        default=subprocess.DEVNULL,
+        help="file for KServe's log (default: discarded)",
+    )
+    args = p.parse_args()
+    configs = [int(w) for w in (args.only or "1,2").split(",")]
+    if venv_processes():
+        print(f"a process of this virtualenv is already running: {venv_processes()}")
+        return 1
+    failed = False
+    for workers in configs:
+        try:
+            row = run(workers, args)
+        except Exception as e:
+            failed = True
+            print(f"workers={workers}: FAILED {e!r}", flush=True)
+            left = venv_processes()
+            if left:
+                print(f"  LEFT RUNNING: {left}", flush=True)
+            continue
+        print(
+            f"workers={workers}: start {row['start_s']:.1f} s, {row['processes']} processes, "
+            f"listening {', '.join(row['listen'])}; V1 small {row['rest_1c']:.0f} req/s "
+            f"(1 client), {row['rest_8c']:.0f} req/s (8 threads); 100k INT64 mean: V2 JSON "
+            f"{row['json_100k_ms']:.1f} ms, V2 binary {row['binary_100k_ms']:.1f} ms, gRPC raw "
+            f"{row['grpc_100k_ms']:.1f} ms; stop {row['stop_s']:.1f} s (exit {row['exit']}); "
+            "echo checks passed",
+            flush=True,
+        )
+        if row["exit"] != 0:
+            failed = True
+            print(f"  serve.py exited with {row['exit']}", flush=True)
+        if row["left"]:
+            failed = True
+            print(f"  LEFT RUNNING: {row['left']}", flush=True)
+        else:
+            print("  no KServe process left", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,38 @@
+"""The KServe peer (benchmarks/peers/kserve) answers as the benchmarks expect: its smoke
+test starts KServe's real model server on 127.0.0.1 with the no-op model, for
+``--workers`` 1 and 2, and checks the echo with real clients (httpx for V1 and V2 REST,
+JSON and the binary tensor extension; KServe's own InferenceGRPCClient for V2 gRPC with
+``raw_input_contents``), that it listens on loopback only, and that nothing is left
+after SIGTERM.
+
+Opt-in: runs only where the peer is installed (``bash benchmarks/peers/kserve/install.sh``);
+CI installs no peers, so there it is skipped. About 20 s (two starts, 1 s of load each).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PYTHON = ROOT / ".tools/peers/kserve/bin/python"
+SMOKE = ROOT / "benchmarks/peers/kserve/smoke.py"
+
+
+def test_kserve_peer_echoes_and_stops() -> None:
+    if not PYTHON.exists():
+        pytest.skip(f"KServe is not installed ({SMOKE.parent}/install.sh)")
+    out = subprocess.run(
+        [str(PYTHON), str(SMOKE), "--seconds", "1", "--calls", "3"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
+    assert out.returncode == 0, f"smoke.py failed:\n{out.stdout}\n{out.stderr[-3000:]}"
+    for workers in (1, 2):
+        assert f"workers={workers}: start" in out.stdout, out.stdout
+    assert out.stdout.count("echo checks passed") == 2, out.stdout
+    assert out.stdout.count("no KServe process left") == 2, out.stdout
