@@ -8,9 +8,9 @@ Run it with the virtualenv from ``install.sh``:
 It runs noop_server.py in its own process group with KServe's options for a benchmark
 (see README.md): ``--workers`` (uvicorn REST processes; KServe's default 1),
 ``--max_threads`` (the gRPC server's thread pool; KServe's default 4),
-``--enable_latency_logging false`` and a ``--log_config_file`` that keeps KServe's and
-uvicorn's start/stop messages but drops the access log (one line per request), unless
-``--log-requests``. It waits until ``GET http://127.0.0.1:PORT/v2/models/noop/ready``
+``--enable_latency_logging false`` and a ``--log_config_file`` that drops the lines KServe
+and uvicorn log for every request (keeping uvicorn's start/stop messages and every
+warning and error), unless ``--log-requests``. It waits until ``GET http://127.0.0.1:PORT/v2/models/noop/ready``
 answers 200 and gRPC accepts a connection, prints
 ``READY http://127.0.0.1:PORT grpc 127.0.0.1:GPORT`` and serves until SIGTERM or SIGINT.
 Then it sends SIGTERM to the server (KServe stops uvicorn and gRPC, its REST worker
@@ -39,8 +39,10 @@ MODEL = "noop"
 sys.path.insert(0, str(HERE.parent))
 import pair  # noqa: E402
 
-# KServe's own log setup minus the per-request lines: uvicorn's access log and kserve.trace
-# (the latency lines, also off by --enable_latency_logging false) at WARNING.
+# KServe's log setup minus the per-request lines, which are INFO lines of three loggers:
+# uvicorn's access log, kserve.trace (the latency lines, also off by
+# --enable_latency_logging false) and kserve itself (its gRPC interceptor logs
+# "grpc method: ..." for every call), so those three log warnings and errors only.
 LOG_CONFIG = {
     "version": 1,
     "disable_existing_loggers": False,
@@ -53,7 +55,7 @@ LOG_CONFIG = {
         }
     },
     "loggers": {
-        "kserve": {"handlers": ["stderr"], "level": "INFO", "propagate": False},
+        "kserve": {"handlers": ["stderr"], "level": "WARNING", "propagate": False},
         "kserve.trace": {"handlers": ["stderr"], "level": "WARNING", "propagate": False},
         "uvicorn": {"handlers": ["stderr"], "level": "INFO", "propagate": False},
         "uvicorn.access": {"handlers": ["stderr"], "level": "WARNING", "propagate": False},
