@@ -6,7 +6,7 @@ JSON and the binary tensor extension; KServe's own InferenceGRPCClient for V2 gR
 after SIGTERM.
 
 Opt-in: runs only where the peer is installed (``bash benchmarks/peers/kserve/install.sh``);
-CI installs no peers, so there it is skipped. About 20 s (two starts, 1 s of load each).
+CI installs no peers, so there it is skipped. About 15 s (two starts, 1 s of each load).
 """
 
 from __future__ import annotations
