@@ -16,14 +16,14 @@ PACKAGES=(
 # shellcheck source=../lib.sh
 source "$ROOT/benchmarks/peers/lib.sh"
 
-pinned_venv "$VENV" "BentoML" bentoml httpx numpy PIL
+pinned_venv "$VENV" "BentoML" bentoml httpx numpy
 "$VENV/bin/python" - <<'PY'
 import platform
 from importlib.metadata import version
 
 import bentoml  # noqa: F401
 
-names = ["bentoml", "httpx", "numpy", "pillow", "pydantic", "starlette", "uvicorn", "anyio"]
+names = ["bentoml", "httpx", "numpy", "pydantic", "starlette", "uvicorn", "anyio", "kantoku"]
 print(
     f"BentoML ready: Python {platform.python_version()}, "
     + ", ".join(f"{name} {version(name)}" for name in names)

@@ -177,7 +177,21 @@ def check_endpoints(client: httpx.Client) -> list[str]:
     metrics = client.get("/metrics")
     assert metrics.status_code == 200, metrics.text[:300]
     assert 'bentoml_service_request_duration_seconds_count{endpoint="/echo"' in metrics.text
-    return ["/readyz, /livez 200; /metrics: Prometheus text with per-endpoint histograms"]
+    # The batch-size histogram (one per worker) observes the jobs in each call. BentoML's
+    # max_batch_size (100 here) counts elements along the batch dimension, not requests:
+    # check_echo's 100,000-element request was cut into 1,000 jobs of 100, its 8 small
+    # ones (36 elements) stayed whole.
+    sizes = {"sum": 0.0, "count": 0.0}
+    for line in metrics.text.splitlines():
+        for key in sizes:
+            if line.startswith(f"bentoml_service_adaptive_batch_size_{key}{{"):
+                sizes[key] += float(line.rsplit(None, 1)[1])
+    assert sizes["sum"] == 8 + N // 100, sizes
+    return [
+        "/readyz, /livez 200; /metrics: Prometheus text with per-endpoint histograms; "
+        f"/echo_batched: {sizes['sum']:.0f} jobs (8 requests, 1 of 100,000 cut into 1,000) "
+        f"in {sizes['count']:.0f} calls"
+    ]
 
 
 def check_own_client(url: str) -> list[str]:
