@@ -76,6 +76,14 @@ def tree(pid: int) -> list[tuple[int, str]]:
     return found
 
 
+def cpu_count() -> int:
+    """The workers ``cpu_count`` starts: BentoML counts the CPUs its cgroup may use (a
+    container's quota), which os.cpu_count() does not (pinned version's internals)."""
+    from bentoml._internal.resource import system_resources
+
+    return int(system_resources()["cpu"]) or 1
+
+
 def listening(pids: set[int]) -> list[str]:
     out = subprocess.run(["ss", "-ltnpH"], capture_output=True, text=True).stdout
     return sorted(
@@ -251,7 +259,7 @@ def run(workers: str, args: argparse.Namespace) -> None:
         start_s = time.monotonic() - started
         procs = tree(proc.pid)
         service = [p for p, cmdline in procs if "_bentoml_impl.worker.service" in cmdline]
-        expected = os.cpu_count() if workers == "cpu_count" else int(workers)
+        expected = cpu_count() if workers == "cpu_count" else int(workers)
         assert len(service) == expected, f"{len(service)} workers, not {expected}: {procs}"
         # Beside the service's port, the supervisor (circus) listens on two more ports for
         # its own control and pub/sub (ZeroMQ), on 127.0.0.1 too.
