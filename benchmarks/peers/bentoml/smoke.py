@@ -1,0 +1,325 @@
+"""Smoke test of serve.py (BentoML serving service.py's ``Echo``), against 127.0.0.1 only.
+
+For ``--workers cpu_count`` (serve.py's default) and ``--workers 1``, in turn: starts
+serve.py on a free port and times the start, checks that the process tree holds the
+expected worker processes and listens on 127.0.0.1 only, then checks with httpx, and with
+BentoML's own client (``bentoml.SyncHTTPClient``), asserting on content:
+
+- the echo: ``/echo`` with 1 and 100,000 INT64 (negatives and values past 2**53
+  included), ``/echo_ndarray`` with 100,000, ``/echo_batched`` with 8 requests at once of
+  different lengths (each gets its own slice back); a value past INT64 and bad JSON: 400;
+- seed 001's requests: ``/basic``, ``/base64``, ``/binary`` (the raw body), ``/upload``
+  (multipart); bad base64 and an empty image: 400;
+- a streamed answer (``/pieces``): the pieces, and that the sleeps between them show;
+- ``/metrics`` (Prometheus text), ``/readyz``, ``/livez``;
+- requests/s of small ``/echo`` requests, 1 client and 8 client threads (one keep-alive
+  connection each), for ``--seconds`` each (1 s): rough, the client is Python on the same
+  machine;
+
+then sends SIGTERM, times the stop and checks that no process of the virtualenv is left.
+
+    .tools/peers/bentoml/bin/python benchmarks/peers/bentoml/smoke.py [--seconds 1] \\
+        [--only cpu_count,1] [--server-log FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import bentoml
+import httpx
+
+HERE = Path(__file__).resolve().parent
+N = 100_000
+# 100,000 INT64 values over the whole range, negatives and values past 2**53 included.
+BIG = [(i - N // 2) * 92_233_720_368_547 for i in range(N)]
+SMALL = json.dumps({"data": [7]}).encode()
+ANSWER = {"prediction1": [0.1, 0.2, 0.3], "prediction2": {"a": 1}}
+BASIC = {"field1": "a" * 100, "field2": "b" * 100, "field3": 42, "field4": {"x": 1, "y": 2}}
+# Not a real JPEG: the service never decodes the image (as in seed 001).
+IMAGE = bytes(range(256)) * 1024
+PIECE = "0123456789abcdef"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def tree(pid: int) -> list[tuple[int, str]]:
+    """``pid`` and every process below it, with their command lines."""
+    out = subprocess.run(["ps", "-ww", "-eo", "pid,ppid,args"], capture_output=True, text=True)
+    rows = [line.split(None, 2) for line in out.stdout.splitlines()[1:]]
+    children: dict[int, list[int]] = {}
+    args = {}
+    for a, b, *cmd in rows:
+        children.setdefault(int(b), []).append(int(a))
+        args[int(a)] = cmd[0] if cmd else ""
+    found, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        found.append((p, args.get(p, "")))
+        todo += children.get(p, [])
+    return found
+
+
+def cpu_count() -> int:
+    """The workers ``cpu_count`` starts: BentoML counts the CPUs its cgroup may use (a
+    container's quota), which os.cpu_count() does not (pinned version's internals)."""
+    from bentoml._internal.resource import system_resources
+
+    return int(system_resources()["cpu"]) or 1
+
+
+def listening(pids: set[int]) -> list[str]:
+    out = subprocess.run(["ss", "-ltnpH"], capture_output=True, text=True).stdout
+    return sorted(
+        {line.split()[3] for line in out.splitlines() if any(f"pid={p}," in line for p in pids)}
+    )
+
+
+def venv_processes() -> list[str]:
+    """Processes, other than this one, running the virtualenv's Python (serve.py, BentoML's
+    supervisor and its workers)."""
+    out = subprocess.run(["ps", "-ww", "-eo", "pid,args"], capture_output=True, text=True).stdout
+    venv = str(Path(sys.executable).parent.parent) + "/"
+    return [
+        line.strip()
+        for line in out.splitlines()[1:]
+        if venv in line and int(line.split()[0]) != os.getpid()
+    ]
+
+
+def check_echo(client: httpx.Client) -> list[str]:
+    for data in ([7], BIG):
+        reply = client.post("/echo", json={"data": data})
+        assert reply.status_code == 200, reply.text[:300]
+        assert reply.json() == data, "/echo differs"
+    reply = client.post("/echo_ndarray", json={"data": BIG})
+    assert reply.status_code == 200 and reply.json() == BIG, reply.text[:300]
+
+    # Batched: 8 requests at once, each of its own length, each answered with its own data.
+    sent = [BIG[i * 1000 : i * 1000 + 1 + i] for i in range(8)]
+    with ThreadPoolExecutor(8) as pool:
+        got = list(pool.map(lambda d: client.post("/echo_batched", json={"data": d}), sent))
+    for reply, data in zip(got, sent, strict=True):
+        assert reply.status_code == 200 and reply.json() == data, reply.text[:300]
+    reply = client.post("/echo_batched", json={"data": BIG})
+    assert reply.status_code == 200 and reply.json() == BIG, reply.text[:300]
+
+    for body, what in ((b'{"data": [9223372036854775808]}', "less than"), (b'{"data": [1', "JSON")):
+        reply = client.post("/echo", content=body, headers={"Content-Type": "application/json"})
+        assert reply.status_code == 400 and what in reply.text, (reply.status_code, reply.text)
+    return [
+        "echo: /echo 1 and 100,000 INT64, /echo_ndarray, /echo_batched (8 at once and 100,000) "
+        "echoed; past INT64 and bad JSON -> 400"
+    ]
+
+
+def check_images(client: httpx.Client) -> list[str]:
+    b64 = base64.b64encode(IMAGE).decode()
+    for path, kwargs in (
+        ("/basic", {"json": BASIC}),
+        ("/base64", {"json": {"image": b64}}),
+        ("/binary", {"content": IMAGE, "headers": {"Content-Type": "image/jpeg"}}),
+        ("/binary", {"content": IMAGE, "headers": {"Content-Type": "application/octet-stream"}}),
+        ("/upload", {"files": {"image": ("image.jpg", IMAGE, "image/jpeg")}}),
+    ):
+        reply = client.post(path, **kwargs)
+        assert reply.status_code == 200 and reply.json() == ANSWER, (path, reply.text[:300])
+    for path, kwargs in (
+        ("/base64", {"json": {"image": "not base64!"}}),
+        ("/base64", {"json": {"image": ""}}),
+        ("/upload", {"files": {"image": ("image.jpg", b"", "image/jpeg")}}),
+        ("/basic", {"json": {**BASIC, "field3": "x"}}),
+    ):
+        reply = client.post(path, **kwargs)
+        assert reply.status_code == 400, (path, reply.status_code, reply.text[:300])
+        assert "image" in reply.text or "field3" in reply.text, (path, reply.text[:300])
+    # BentoML parses an empty body as "{}" (app.py's JSON serde), so an empty raw body
+    # reaches the method as the two bytes b"{}": /binary cannot see that it was empty.
+    reply = client.post("/binary", content=b"", headers={"Content-Type": "image/jpeg"})
+    assert reply.status_code == 200, (reply.status_code, reply.text[:300])
+    return [
+        "images: /basic, /base64, /binary (image/jpeg, octet-stream), /upload (multipart) "
+        "answered; bad base64, empty base64 or upload, bad field -> 400; an empty /binary "
+        "body arrives as b'{}' (200)"
+    ]
+
+
+def check_stream(client: httpx.Client) -> list[str]:
+    pieces, times = [], []
+    started = time.monotonic()
+    with client.stream("POST", "/pieces", json={"n": 50}) as reply:
+        assert reply.status_code == 200, reply.read()[:300]
+        ctype = reply.headers["content-type"]
+        for chunk in reply.iter_text():
+            pieces.append(chunk)
+            times.append(time.monotonic() - started)
+    assert "".join(pieces) == PIECE * 50, pieces[:3]
+    assert times[-1] >= 49 * 0.001 * 0.9, "too fast for 49 sleeps of 1 ms"
+    reply = client.post("/pieces", json={"n": -1})
+    assert reply.status_code == 400 and "greater_than_equal" in reply.text, reply.text[:300]
+    return [
+        f"stream: /pieces n=50 -> {len(pieces)} chunks ({ctype}), first after "
+        f"{times[0] * 1000:.1f} ms, all in {times[-1] * 1000:.0f} ms; n=-1 -> 400"
+    ]
+
+
+def check_endpoints(client: httpx.Client) -> list[str]:
+    for path in ("/readyz", "/livez"):
+        assert client.get(path).status_code == 200, path
+    metrics = client.get("/metrics")
+    assert metrics.status_code == 200, metrics.text[:300]
+    assert 'bentoml_service_request_duration_seconds_count{endpoint="/echo"' in metrics.text
+    # The batch-size histogram (one per worker) observes the jobs in each call. BentoML's
+    # max_batch_size (100 here) counts elements along the batch dimension, not requests:
+    # check_echo's 100,000-element request was cut into 1,000 jobs of 100, its 8 small
+    # ones (36 elements) stayed whole.
+    sizes = {"sum": 0.0, "count": 0.0}
+    for line in metrics.text.splitlines():
+        for key in sizes:
+            if line.startswith(f"bentoml_service_adaptive_batch_size_{key}{{"):
+                sizes[key] += float(line.rsplit(None, 1)[1])
+    assert sizes["sum"] == 8 + N // 100, sizes
+    return [
+        "/readyz, /livez 200; /metrics: Prometheus text with per-endpoint histograms; "
+        f"/echo_batched: {sizes['sum']:.0f} jobs (8 requests, 1 of 100,000 cut into 1,000) "
+        f"in {sizes['count']:.0f} calls"
+    ]
+
+
+def check_own_client(url: str) -> list[str]:
+    with bentoml.SyncHTTPClient(url, timeout=30) as client:
+        assert client.echo(data=[7]) == [7]
+        assert client.echo(data=BIG) == BIG
+        assert client.basic(**BASIC) == ANSWER
+    return ["bentoml.SyncHTTPClient: echo 1 and 100,000, basic answered"]
+
+
+def load(port: int, clients: int, seconds: float) -> float:
+    counts = [0] * clients
+    errors: list[str] = []
+    stop = time.monotonic() + seconds
+
+    def client(i: int) -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        try:
+            while time.monotonic() < stop:
+                conn.request("POST", "/echo", SMALL, {"Content-Type": "application/json"})
+                reply = conn.getresponse()
+                body = reply.read()
+                if reply.status != 200 or body != b"[7]":
+                    raise RuntimeError(f"/echo: {reply.status} {body[:100]!r}")
+                counts[i] += 1
+        except Exception as e:
+            errors.append(repr(e))
+        finally:
+            conn.close()
+
+    started = time.monotonic()
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise RuntimeError(errors[0])
+    return sum(counts) / (time.monotonic() - started)
+
+
+def say(line: str) -> None:
+    print(f"  {line}", flush=True)
+
+
+def run(workers: str, args: argparse.Namespace) -> None:
+    port = free_port()
+    cmd = [sys.executable, str(HERE / "serve.py"), "--port", str(port), "--workers", workers]
+    started = time.monotonic()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=args.server_log, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()  # serve.py gives up after its --ready-timeout
+        if not line.startswith("READY"):
+            raise RuntimeError(f"serve.py did not start: {line!r}")
+        url = line.split()[1]
+        start_s = time.monotonic() - started
+        procs = tree(proc.pid)
+        service = [p for p, cmdline in procs if "_bentoml_impl.worker.service" in cmdline]
+        expected = cpu_count() if workers == "cpu_count" else int(workers)
+        assert len(service) == expected, f"{len(service)} workers, not {expected}: {procs}"
+        # Beside the service's port, the supervisor (circus) listens on two more ports for
+        # its own control and pub/sub (ZeroMQ), on 127.0.0.1 too.
+        addresses = listening({p for p, _ in procs})
+        assert f"127.0.0.1:{port}" in addresses, f"{port} is not among {addresses}"
+        assert all(a.startswith("127.0.0.1:") for a in addresses), f"listens on {addresses}"
+        say(
+            f"started in {start_s:.1f} s: {len(procs)} processes (serve.py, bentoml, "
+            f"{len(service)} workers), listening on {', '.join(addresses)}"
+        )
+        with httpx.Client(base_url=url, timeout=30) as client:
+            for check in (check_echo, check_images, check_stream, check_endpoints):
+                for line in check(client):
+                    say(line)
+        for line in check_own_client(url):
+            say(line)
+        one, eight = load(port, 1, args.seconds), load(port, 8, args.seconds)
+        say(f"/echo small: {one:.0f} req/s (1 client), {eight:.0f} req/s (8 threads)")
+    finally:
+        stopping = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        say(f"stopped in {time.monotonic() - stopping:.1f} s")
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument("--seconds", type=float, default=1.0, help="per requests/s measurement")
+    p.add_argument("--only", default="cpu_count,1", help="comma-separated --workers values")
+    p.add_argument(
+        "--server-log",
+        type=argparse.FileType("w"),
+        default=subprocess.DEVNULL,
+        help="file for BentoML's log (default: discarded)",
+    )
+    args = p.parse_args()
+    failed = False
+    for workers in args.only.split(","):
+        print(f"workers={workers}:", flush=True)
+        try:
+            run(workers, args)
+        except Exception as e:
+            failed = True
+            say(f"FAILED {e!r}")
+        left = venv_processes()
+        if left:
+            failed = True
+            say(f"LEFT RUNNING: {left}")
+        else:
+            say("no BentoML process left")
+    if not failed:
+        print("BentoML checks passed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
