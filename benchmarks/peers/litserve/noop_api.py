@@ -5,13 +5,18 @@ in its own process group; see README.md).
 ``{"data": [...]}`` with the same list: the JSON LitServe decoded handed back unchanged.
 
     python noop_api.py --port 8000 [--workers 2] [--max-batch-size 1] [--batch-timeout 0]
-        [--no-fast-queue] [--api-servers N]
+        [--no-fast-queue] [--api-servers N] [--stream]
+
+With ``--stream`` (LitServe's ``stream=True``) the same route answers a streamed body
+instead: one ``{"data": VALUE}`` JSON object per element of ``data``, as LitServe sends
+each piece the generators yield (smoke.py's streaming check; no benchmark uses it).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import signal
 from typing import Any
 
 import litserve as ls
@@ -33,6 +38,17 @@ class NoopAPI(ls.LitAPI):
 
     def encode_response(self, output):
         return {"data": output}
+
+
+class NoopStreamAPI(NoopAPI):
+    """Yields each element of ``data`` as a piece of its own."""
+
+    def predict(self, x):
+        yield from x
+
+    def encode_response(self, output):
+        for value in output:
+            yield {"data": value}
 
 
 def main() -> None:
@@ -58,8 +74,15 @@ def main() -> None:
         action="store_true",
         help="multiprocessing queues instead of ZeroMQ (fast_queue=False, LitServe's default)",
     )
+    p.add_argument("--stream", action="store_true", help="stream=True (NoopStreamAPI)")
     args = p.parse_args()
-    api = NoopAPI(max_batch_size=args.max_batch_size, batch_timeout=args.batch_timeout)
+    # LitServe stops gracefully on KeyboardInterrupt only (serve.py sends SIGINT), and
+    # Python leaves SIGINT ignored if it was so when started (a shell's background job).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    cls = NoopStreamAPI if args.stream else NoopAPI
+    api = cls(
+        max_batch_size=args.max_batch_size, batch_timeout=args.batch_timeout, stream=args.stream
+    )
     server = ls.LitServer(
         api,
         accelerator="cpu",

@@ -44,8 +44,11 @@ class Stop(Exception):
 
 def healthy(url: str) -> bool:
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    # With LIT_SERVER_API_KEY set, LitServe asks for the key on /health too.
+    key = os.environ.get("LIT_SERVER_API_KEY")
+    request = urllib.request.Request(url, headers={"X-API-Key": key} if key else {})
     try:
-        with opener.open(url, timeout=2) as reply:
+        with opener.open(request, timeout=2) as reply:
             return bool(reply.status == 200)
     except (urllib.error.URLError, OSError):
         return False
