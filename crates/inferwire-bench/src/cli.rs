@@ -430,12 +430,7 @@ fn attack(a: AttackArgs) -> Result<(), String> {
             Target::grpc(&a.url, call, &headers, &message)?
         }
         None => {
-            let method = match &a.method {
-                Some(m) => Method::from_bytes(m.to_uppercase().as_bytes())
-                    .map_err(|e| format!("method {m:?}: {e}"))?,
-                None if body.is_empty() => Method::GET,
-                None => Method::POST,
-            };
+            let method = http_method(a.method.as_deref(), &body)?;
             Target::http(&a.url, method, &headers, body, a.http2)?
         }
     };
@@ -447,19 +442,42 @@ fn attack(a: AttackArgs) -> Result<(), String> {
     if let Some(path) = &a.html {
         write_file(path, &html::attack_page(&reports))?;
     }
-    let text = match a.format {
-        Format::Text => reports
-            .iter()
-            .map(Report::text)
-            .collect::<Vec<_>>()
-            .join("\n"),
-        // One run: its report; several: a list of them.
-        Format::Json if reports.len() == 1 => reports[0].json() + "\n",
-        Format::Json => serde_json::to_string_pretty(&reports).unwrap_or_default() + "\n",
-        Format::Markdown => report::markdown_table(&reports),
-    };
+    let text = rendered(
+        &reports,
+        a.format,
+        Report::text,
+        Report::json,
+        report::markdown_table,
+    );
     emit(&text, &a.output)?;
     verdict(&reports, a.fail)
+}
+
+/// `GET` without a body, `POST` with one, unless `-X` names the method.
+fn http_method(given: Option<&str>, body: &[u8]) -> Result<Method, String> {
+    match given {
+        Some(m) => Method::from_bytes(m.to_uppercase().as_bytes())
+            .map_err(|e| format!("method {m:?}: {e}")),
+        None if body.is_empty() => Ok(Method::GET),
+        None => Ok(Method::POST),
+    }
+}
+
+/// Runs' reports in the asked form: text one after another; JSON, one run's report or a
+/// list of them; markdown, a row per run.
+fn rendered<R: serde::Serialize>(
+    reports: &[R],
+    format: Format,
+    text: fn(&R) -> String,
+    json: fn(&R) -> String,
+    markdown: fn(&[R]) -> String,
+) -> String {
+    match format {
+        Format::Text => reports.iter().map(text).collect::<Vec<_>>().join("\n"),
+        Format::Json if reports.len() == 1 => json(&reports[0]) + "\n",
+        Format::Json => serde_json::to_string_pretty(reports).unwrap_or_default() + "\n",
+        Format::Markdown => markdown(reports),
+    }
 }
 
 /// The processes whose CPU time the report gives (`--server-pid`, `--server-port`,
@@ -534,12 +552,7 @@ fn stream(a: StreamArgs) -> Result<(), String> {
             {
                 headers.push(("accept".into(), "text/event-stream".into()));
             }
-            let method = match &a.method {
-                Some(m) => Method::from_bytes(m.to_uppercase().as_bytes())
-                    .map_err(|e| format!("method {m:?}: {e}"))?,
-                None if body.is_empty() => Method::GET,
-                None => Method::POST,
-            };
+            let method = http_method(a.method.as_deref(), &body)?;
             Target::http(&a.url, method, &headers, body, a.http2)?
         }
     };
@@ -555,16 +568,13 @@ fn stream(a: StreamArgs) -> Result<(), String> {
     if let Some(path) = &a.html {
         write_file(path, &streaming::stream_page(&reports))?;
     }
-    let text = match a.format {
-        Format::Text => reports
-            .iter()
-            .map(StreamReport::text)
-            .collect::<Vec<_>>()
-            .join("\n"),
-        Format::Json if reports.len() == 1 => reports[0].json() + "\n",
-        Format::Json => serde_json::to_string_pretty(&reports).unwrap_or_default() + "\n",
-        Format::Markdown => streaming::markdown_table(&reports),
-    };
+    let text = rendered(
+        &reports,
+        a.format,
+        StreamReport::text,
+        StreamReport::json,
+        streaming::markdown_table,
+    );
     emit(&text, &a.output)?;
     let streams: u64 = reports.iter().map(|r| r.streams).sum();
     let failed: u64 = reports.iter().map(|r| r.failed).sum();

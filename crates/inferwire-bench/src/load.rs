@@ -13,7 +13,7 @@
 //! sixth of the generator's CPU. So do HTTP/2 and gRPC without TLS when each worker has
 //! a connection of its own (`--connections` ≥ `--concurrency`; one request in flight by
 //! default). Everything else runs as tasks on one thread (`tasks`).
-mod tasks;
+pub(crate) mod tasks;
 mod threads;
 
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -71,12 +71,20 @@ async fn run_workers(
         .into_iter()
         .map(|s| tokio::task::spawn_local(worker(target.clone(), s, plan, counters.clone())))
         .collect();
+    gathered(handles, Tally::merge).await
+}
+
+/// Waits for every worker: the connections they give back, and their tallies merged.
+pub(crate) async fn gathered<C, T: Default>(
+    handles: Vec<tokio::task::JoinHandle<(C, T)>>,
+    merge: fn(&mut T, T),
+) -> (Vec<C>, T) {
     let mut back = Vec::with_capacity(handles.len());
-    let mut tally = Tally::default();
+    let mut tally = T::default();
     for h in handles {
-        if let Ok((s, t)) = h.await {
-            back.push(s);
-            tally.merge(t);
+        if let Ok((c, t)) = h.await {
+            back.push(c);
+            merge(&mut tally, t);
         }
     }
     (back, tally)

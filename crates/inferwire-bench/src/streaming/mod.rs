@@ -203,15 +203,7 @@ async fn run_workers(
         .into_iter()
         .map(|c| tokio::task::spawn_local(worker(t.clone(), c, plan, counters.clone())))
         .collect();
-    let mut back = Vec::with_capacity(handles.len());
-    let mut tally = Tally::default();
-    for h in handles {
-        if let Ok((c, x)) = h.await {
-            back.push(c);
-            tally.merge(x);
-        }
-    }
-    (back, tally)
+    crate::load::tasks::gathered(handles, Tally::merge).await
 }
 
 async fn worker(

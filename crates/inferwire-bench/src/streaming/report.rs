@@ -167,17 +167,19 @@ impl StreamReport {
             d(self.attack_ns),
             d(self.wait_ns)
         );
-        let l = &self.time_to_first_piece;
-        let _ = writeln!(
-            s,
-            "First piece     [min, mean, 50, 90, 99, max]  {}, {}, {}, {}, {}, {}",
-            d(l.min_ns),
-            d(l.mean_ns),
-            d(l.p50_ns),
-            d(l.p90_ns),
-            d(l.p99_ns),
-            d(l.max_ns)
-        );
+        let spread = |s: &mut String, label: &str, l: &Latencies| {
+            let _ = writeln!(
+                s,
+                "{label:<16}[min, mean, 50, 90, 99, max]  {}, {}, {}, {}, {}, {}",
+                d(l.min_ns),
+                d(l.mean_ns),
+                d(l.p50_ns),
+                d(l.p90_ns),
+                d(l.p99_ns),
+                d(l.max_ns)
+            );
+        };
+        spread(&mut s, "First piece", &self.time_to_first_piece);
         let l = &self.time_between_pieces;
         let _ = writeln!(
             s,
@@ -188,17 +190,7 @@ impl StreamReport {
             d(l.p99_ns),
             d(l.max_ns)
         );
-        let l = &self.stream_duration;
-        let _ = writeln!(
-            s,
-            "Stream length   [min, mean, 50, 90, 99, max]  {}, {}, {}, {}, {}, {}",
-            d(l.min_ns),
-            d(l.mean_ns),
-            d(l.p50_ns),
-            d(l.p90_ns),
-            d(l.p99_ns),
-            d(l.max_ns)
-        );
+        spread(&mut s, "Stream length", &self.stream_duration);
         let p = &self.pieces_per_stream;
         let _ = writeln!(
             s,
