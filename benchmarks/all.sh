@@ -26,7 +26,7 @@ while [ $# -gt 0 ]; do
     shift
 done
 
-ALL="seldon_matrix peers_seldon_matrix runtime v2_mlserver images_numpy realtime_rows generator_overhead reliability scaleout perf_analyzer streaming"
+ALL="seldon_matrix peers_seldon_matrix peer_servers runtime v2_mlserver images_numpy realtime_rows generator_overhead reliability scaleout perf_analyzer streaming"
 CHOSEN="${ONLY//,/ }"
 CHOSEN="${CHOSEN:-$ALL}"
 for name in $CHOSEN; do
@@ -50,7 +50,7 @@ bash scripts/install-wrk.sh
 bash scripts/apt-install.sh nginx
 bash scripts/install-perf-analyzer.sh >/dev/null
 bash benchmarks/seldon_wrapper/setup.sh
-for peer in mlserver ray fastapi_images numpy_echo pytriton; do
+for peer in mlserver ray fastapi_images numpy_echo pytriton kserve bentoml litserve; do
     bash "benchmarks/peers/$peer/install.sh"
 done
 

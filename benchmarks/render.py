@@ -119,7 +119,9 @@ def package(venv: Path, name: str) -> str:
     return run(str(python), "-c", code)
 
 
-def machine_block() -> str:
+def machine_block(old: str = "") -> str:
+    """The machine and versions table; a tool or peer not installed here keeps its row
+    from ``old`` (the page's current block), so a partial rerun does not drop it."""
     cpu = ""
     for line in Path("/proc/cpuinfo").read_text().splitlines():
         if line.startswith("model name"):
@@ -144,10 +146,15 @@ def machine_block() -> str:
         ("fastapi-images", "grpcio"),
         ("numpy-echo", "aiohttp"),
         ("pytriton", "nvidia-pytriton"),
+        ("kserve", "kserve"),
+        ("bentoml", "bentoml"),
+        ("litserve", "litserve"),
+        ("torchserve", "torchserve"),
     ]:
         rows.append((name, package(peers / venv, name)))
+    before = dict(re.findall(r"^\| (.+?) \| (.+?) \|$", old, re.M))
     lines = ["| | version |", "|---|---|"]
-    lines += [f"| {k} | {v} |" for k, v in rows if v]
+    lines += [f"| {k} | {v or before.get(k)} |" for k, v in rows if v or before.get(k)]
     return "<!-- machine -->\n" + "\n".join(lines) + "\n<!-- /machine -->"
 
 
@@ -160,7 +167,7 @@ def main() -> int:
     args = p.parse_args()
     page = args.page.read_text()
     out = render(page, args.results, lambda m: print(m, file=sys.stderr))
-    out = MACHINE.sub(lambda _: machine_block(), out)
+    out = MACHINE.sub(lambda m: machine_block(m[0]), out)
     args.page.write_text(out)
     for result, image in PLOTS.items():
         if (args.results / result).exists():

@@ -5,16 +5,23 @@ in its own process group; see README.md).
 ``{"data": [...]}`` with the same list: the JSON LitServe decoded handed back unchanged.
 
     python noop_api.py --port 8000 [--workers 2] [--max-batch-size 1] [--batch-timeout 0]
-        [--no-fast-queue] [--api-servers N] [--stream]
+        [--no-fast-queue] [--api-servers N] [--stream | --images]
 
 With ``--stream`` (LitServe's ``stream=True``) the same route answers a streamed body
 instead: one ``{"data": VALUE}`` JSON object per element of ``data``, as LitServe sends
 each piece the generators yield (smoke.py's streaming check; no benchmark uses it).
+
+With ``--images`` the route is seed 001's server instead (benchmarks/models/images.py is
+inferwire's): any JSON body gets the seed's small answer, and a body ``{"image": BASE64}``
+is decoded first. LitServe reads JSON (or forms, with python-multipart), not a raw binary
+body, so this is the only way it takes the seed's images.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
+import binascii
 import os
 import signal
 from typing import Any
@@ -51,6 +58,34 @@ class NoopStreamAPI(NoopAPI):
             yield {"data": value}
 
 
+SEED_001_ANSWER = {"prediction1": [0.1, 0.2, 0.3], "prediction2": {"a": 1}}
+
+
+class Seed001API(ls.LitAPI):
+    """Seed 001's server: decodes a base64 ``image``, answers the same small reply."""
+
+    def setup(self, device: str) -> None:
+        pass
+
+    def decode_request(self, request):
+        if isinstance(request, dict) and "image" in request:
+            try:
+                # As inferwire's Seed001 decodes (not validate=True: that adds a regex pass).
+                return base64.b64decode(request["image"])
+            except (binascii.Error, TypeError) as e:
+                # LitServe turns an HTTPException into its status; anything else is a 500.
+                from fastapi import HTTPException
+
+                raise HTTPException(400, f"image: not base64 ({e})") from None
+        return request
+
+    def predict(self, x: Any) -> Any:
+        return SEED_001_ANSWER
+
+    def encode_response(self, output):
+        return output
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--port", type=int, default=8000)
@@ -75,11 +110,12 @@ def main() -> None:
         help="multiprocessing queues instead of ZeroMQ (fast_queue=False, LitServe's default)",
     )
     p.add_argument("--stream", action="store_true", help="stream=True (NoopStreamAPI)")
+    p.add_argument("--images", action="store_true", help="seed 001's server (Seed001API)")
     args = p.parse_args()
     # LitServe stops gracefully on KeyboardInterrupt only (serve.py sends SIGINT), and
     # Python leaves SIGINT ignored if it was so when started (a shell's background job).
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    cls = NoopStreamAPI if args.stream else NoopAPI
+    cls = NoopStreamAPI if args.stream else Seed001API if args.images else NoopAPI
     api = cls(
         max_batch_size=args.max_batch_size, batch_timeout=args.batch_timeout, stream=args.stream
     )
