@@ -40,7 +40,7 @@ from PIL import Image
 from server_grpc import MAX_MESSAGE, load_generated
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from pair import alive, children, listening, mean_ms
+from smoke_checks import Started, alive, children, listening, loopback_only, mean_ms
 
 HERE = Path(__file__).resolve().parent
 ANSWER = {"prediction1": [0.1, 0.2, 0.3], "prediction2": {"a": 1}}
@@ -138,29 +138,21 @@ def main() -> int:
     image = jpeg(360, 640)
     print(f"image: 360x640 JPEG of noise, {len(image):,} bytes", flush=True)
 
-    started = time.monotonic()
-    serve = subprocess.Popen(
-        [sys.executable, str(HERE / "serve.py")],
-        stdout=subprocess.PIPE,
-        stderr=args.server_log,
-        text=True,
-    )
-    pids = [serve.pid]
+    try:
+        serve = Started([sys.executable, str(HERE / "serve.py")], args.server_log)
+    except RuntimeError as e:
+        print(f"FAILED: {e!r}", flush=True)
+        return 1
+    url, target = serve.url, serve.grpc
+    print(f"READY {url} grpc {target} (started in {serve.start_s:.1f} s)", flush=True)
+    pids = [serve.proc.pid]
     failed = False
     try:
-        assert serve.stdout is not None
-        line = serve.stdout.readline()  # serve.py gives up after its --ready-timeout
-        if not line.startswith("READY"):
-            raise RuntimeError(f"serve.py did not start: {line!r}")
-        print(f"{line.strip()} (started in {time.monotonic() - started:.1f} s)", flush=True)
-        _, url, _, target = line.split()
-        servers = children(serve.pid)
+        servers = children(serve.proc.pid)
         pids += servers
         sockets = listening(servers)
         assert len(servers) == 2 and len(sockets) == 2, (servers, sockets)
-        # grpcio may bind 127.0.0.1 as the IPv4-mapped form on a dual-stack socket.
-        bad = [s for s in sockets if s.rsplit(":", 1)[0] not in ("127.0.0.1", "[::ffff:127.0.0.1]")]
-        assert not bad, f"listens beyond 127.0.0.1: {bad}"
+        loopback_only(sockets)
         print(f"listening on {', '.join(sockets)} only", flush=True)
 
         options = [
@@ -182,14 +174,8 @@ def main() -> int:
         failed = True
         print(f"FAILED: {e!r}", flush=True)
     finally:
-        stopping = time.monotonic()
-        serve.terminate()
-        try:
-            serve.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            serve.kill()
-            serve.wait()
-        print(f"stopped in {time.monotonic() - stopping:.1f} s, exit {serve.returncode}")
+        took = serve.stop(30)
+        print(f"stopped in {took:.1f} s, exit {serve.proc.returncode}")
     time.sleep(0.2)
     left = alive(pids)
     if left:
