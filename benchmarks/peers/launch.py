@@ -13,6 +13,7 @@ only by :func:`grpc_answers`, which only the peers with a gRPC probe call.
 
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
 import signal
@@ -50,6 +51,18 @@ class Server:
     @property
     def ready_line(self) -> str:
         return f"READY {self.url}" + (f" grpc {self.grpc}" if self.grpc else "")
+
+
+def arguments(
+    description: str, ready_timeout: float = 120.0, stop_grace: float = 15.0
+) -> argparse.ArgumentParser:
+    """A serve.py's command line, with the options :func:`serve` takes."""
+    p = argparse.ArgumentParser(
+        description=description, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument("--ready-timeout", type=float, default=ready_timeout)
+    p.add_argument("--stop-grace", type=float, default=stop_grace, help="seconds before SIGKILL")
+    return p
 
 
 def free_port() -> int:

@@ -44,6 +44,11 @@ def load_generated(stem: str, gen: Path = DEFAULT_GEN) -> tuple[Any, Any]:
     return importlib.import_module(f"{stem}_pb2"), importlib.import_module(f"{stem}_pb2_grpc")
 
 
+def channel(target: str) -> grpc.Channel:
+    """A client's channel to a peer's gRPC server: the same message limits, no proxy."""
+    return grpc.insecure_channel(target, options=[*GRPC_OPTIONS, ("grpc.enable_http_proxy", 0)])
+
+
 def grpc_main(description: str, stem: str, add: Callable[[Any, Any, Any], None]) -> None:
     """A peer's gRPC server: grpcio with a thread pool on 127.0.0.1 (``--port``, else
     ``GRPC_PORT``, else 50051), messages up to 64 MiB; ``add(pb2, pb2_grpc, server)``
@@ -76,14 +81,10 @@ def grpc_main(description: str, stem: str, add: Callable[[Any, Any, Any], None])
 def main(description: str, here: Path, rest_script: str, probe_path: str, probe: bytes) -> int:
     """Runs ``rest_script`` and ``server_grpc.py`` from ``here``; the REST server is ready
     when ``POST probe_path`` with the JSON ``probe`` answers 200."""
-    p = argparse.ArgumentParser(
-        description=description, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    p = launch.arguments(description, ready_timeout=60.0, stop_grace=10.0)
     p.add_argument("--http-port", type=int, default=0, help="0: a free port")
     p.add_argument("--grpc-port", type=int, default=0, help="0: a free port")
     p.add_argument("--grpc-workers", type=int, default=10, help="the gRPC server's threads")
-    p.add_argument("--ready-timeout", type=float, default=60.0)
-    p.add_argument("--stop-grace", type=float, default=10.0, help="seconds before SIGKILL")
     args = p.parse_args()
     http_port = args.http_port or launch.free_port()
     grpc_port = args.grpc_port or launch.free_port()

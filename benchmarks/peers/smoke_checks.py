@@ -26,6 +26,7 @@ __all__ = [
     "Started",
     "add_server_log",
     "alive",
+    "arguments",
     "children",
     "free_port",
     "group",
@@ -35,6 +36,7 @@ __all__ = [
     "loopback_only",
     "mean_ms",
     "report_left",
+    "smoke_pair",
     "tree",
     "venv_marker",
     "venv_processes",
@@ -180,6 +182,44 @@ class Started:
         return time.monotonic() - stopping
 
 
+def smoke_pair(serve_py: Path, log: TextIO | int, check: Callable[[str, str], None]) -> int:
+    """The smoke test of a serve.py built on pair.py (a REST and a gRPC server): starts it,
+    checks that its two servers listen on loopback only, runs ``check(url, grpc_target)``,
+    stops it and checks that neither server nor serve.py is left. Prints OK or FAILED;
+    returns the exit status (1: failed)."""
+    try:
+        serve = Started([sys.executable, str(serve_py)], log)
+    except RuntimeError as e:
+        print(f"FAILED: {e!r}", flush=True)
+        return 1
+    print(f"READY {serve.url} grpc {serve.grpc} (started in {serve.start_s:.1f} s)", flush=True)
+    pids = [serve.proc.pid]
+    failed = False
+    try:
+        servers = children(serve.proc.pid)
+        pids += servers
+        sockets = listening(servers)
+        assert len(servers) == 2 and len(sockets) == 2, (servers, sockets)
+        loopback_only(sockets)
+        print(f"listening on {', '.join(sockets)} only", flush=True)
+        check(serve.url, serve.grpc)
+    except Exception as e:
+        failed = True
+        print(f"FAILED: {e!r}", flush=True)
+    finally:
+        took = serve.stop(30)
+        print(f"stopped in {took:.1f} s, exit {serve.proc.returncode}")
+    time.sleep(0.2)
+    left = alive(pids)
+    if left:
+        failed = True
+        print(f"LEFT RUNNING: {left}", flush=True)
+    else:
+        print(f"no process left (serve.py and servers, pids {pids})", flush=True)
+    print("FAILED" if failed else "OK", flush=True)
+    return 1 if failed else 0
+
+
 def load(
     clients: int,
     seconds: float,
@@ -217,6 +257,21 @@ def mean_ms(call: Callable[[], object], calls: int) -> float:
     for _ in range(calls):
         call()
     return (time.perf_counter() - started) / calls * 1000
+
+
+def arguments(
+    description: str, whose_log: str, seconds: float, calls: int | None = None
+) -> argparse.ArgumentParser:
+    """A smoke test's command line: ``--seconds`` of each load, ``--calls`` timed (where
+    given) and ``--server-log``."""
+    p = argparse.ArgumentParser(
+        description=description, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument("--seconds", type=float, default=seconds, help="per requests/s measurement")
+    if calls is not None:
+        p.add_argument("--calls", type=int, default=calls, help="100,000-element calls timed")
+    add_server_log(p, whose_log)
+    return p
 
 
 def add_server_log(parser: argparse.ArgumentParser, whose: str) -> None:

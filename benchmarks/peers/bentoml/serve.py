@@ -62,9 +62,7 @@ def bentoml(args: argparse.Namespace, home: Path) -> launch.Server:
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    p = launch.arguments(__doc__ or "")
     p.add_argument("--port", "--http-port", dest="port", type=int, default=3000)
     p.add_argument(
         "--workers",
@@ -81,8 +79,6 @@ def main() -> int:
         default=str(Path(sys.executable).parent / "bentoml"),
         help="the bentoml command (default: the one beside this Python)",
     )
-    p.add_argument("--ready-timeout", type=float, default=120.0)
-    p.add_argument("--stop-grace", type=float, default=15.0, help="seconds before SIGKILL")
     args = p.parse_args()
     if args.workers != "cpu_count" and not (args.workers.isdigit() and int(args.workers) > 0):
         p.error(f"--workers must be a positive integer or cpu_count, not {args.workers!r}")

@@ -219,12 +219,8 @@ def run(workers: str, args: argparse.Namespace) -> None:
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    p.add_argument("--seconds", type=float, default=1.0, help="per requests/s measurement")
+    p = checks.arguments(__doc__ or "", "BentoML's log", 1.0)
     p.add_argument("--only", default="cpu_count,1", help="comma-separated --workers values")
-    checks.add_server_log(p, "BentoML's log")
     args = p.parse_args()
     failed = False
     for workers in args.only.split(","):

@@ -86,9 +86,7 @@ def kserve(args: argparse.Namespace, tmp: Path) -> launch.Server:
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    p = launch.arguments(__doc__ or "")
     p.add_argument("--http-port", type=int, default=8080)
     p.add_argument("--grpc-port", type=int, default=8081)
     p.add_argument("--workers", type=int, default=1, help="REST processes (KServe's --workers)")
@@ -98,8 +96,6 @@ def main() -> int:
         action="store_true",
         help="keep KServe's defaults: access log and latency lines for every request",
     )
-    p.add_argument("--ready-timeout", type=float, default=120.0)
-    p.add_argument("--stop-grace", type=float, default=15.0, help="seconds before SIGKILL")
     args = p.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="kserve-peer-"))
     return launch.serve(lambda: kserve(args, tmp), args.ready_timeout, args.stop_grace, tmp)

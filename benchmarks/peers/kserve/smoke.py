@@ -175,13 +175,8 @@ def run(workers: int, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    p.add_argument("--seconds", type=float, default=2.0, help="per requests/s measurement")
-    p.add_argument("--calls", type=int, default=10, help="100,000-element calls timed")
+    p = checks.arguments(__doc__ or "", "KServe's log", 2.0, 10)
     p.add_argument("--only", help="comma-separated --workers values (default: 1,2)")
-    checks.add_server_log(p, "KServe's log")
     args = p.parse_args()
     configs = [int(w) for w in (args.only or "1,2").split(",")]
     if checks.venv_processes():

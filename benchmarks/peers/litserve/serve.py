@@ -25,7 +25,6 @@ are benchmarks/peers/launch.py's.
 
 from __future__ import annotations
 
-import argparse
 import os
 import signal
 import sys
@@ -56,12 +55,8 @@ def litserve(port: int, rest: list[str]) -> launch.Server:
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    p = launch.arguments(__doc__ or "")
     p.add_argument("--port", type=int, default=8000)
-    p.add_argument("--ready-timeout", type=float, default=120.0)
-    p.add_argument("--stop-grace", type=float, default=15.0, help="seconds before SIGKILL")
     args, rest = p.parse_known_args()
     return launch.serve(lambda: litserve(args.port, rest), args.ready_timeout, args.stop_grace)
 

@@ -149,13 +149,8 @@ def run(name: str, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    p.add_argument("--seconds", type=float, default=2.0, help="per requests/s measurement")
-    p.add_argument("--calls", type=int, default=10, help="100,000-element calls timed")
+    p = checks.arguments(__doc__ or "", "LitServe's log", 2.0, 10)
     p.add_argument("--only", help="comma-separated configurations: " + ",".join(CONFIGS))
-    checks.add_server_log(p, "LitServe's log")
     args = p.parse_args()
     names = args.only.split(",") if args.only else list(CONFIGS)
     failed = False

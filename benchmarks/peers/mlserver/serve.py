@@ -67,9 +67,7 @@ def mlserver(args: argparse.Namespace, tmp: Path) -> launch.Server:
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    p = launch.arguments(__doc__ or "")
     p.add_argument("--http-port", type=int, default=8080)
     p.add_argument("--grpc-port", type=int, default=8081)
     p.add_argument(
@@ -85,8 +83,6 @@ def main() -> int:
         default=str(Path(sys.executable).parent / "mlserver"),
         help="the mlserver command (default: the one beside this Python)",
     )
-    p.add_argument("--ready-timeout", type=float, default=120.0)
-    p.add_argument("--stop-grace", type=float, default=15.0, help="seconds before SIGKILL")
     args = p.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="mlserver-peer-"))

@@ -135,13 +135,8 @@ def run(workers: int | None, args: argparse.Namespace) -> dict[str, object]:
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    p.add_argument("--seconds", type=float, default=5.0, help="per requests/s measurement")
-    p.add_argument("--calls", type=int, default=20, help="100,000-element calls timed")
+    p = checks.arguments(__doc__ or "", "MLServer's log", 5.0, 20)
     p.add_argument("--only", help="comma-separated parallel_workers values; 'default' = 1")
-    checks.add_server_log(p, "MLServer's log")
     args = p.parse_args()
     configs: list[int | None] = [0, None]
     if args.only:
