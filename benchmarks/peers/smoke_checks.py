@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import TextIO
+from typing import TextIO, TypeVar
 
 from launch import free_port
 
@@ -28,6 +28,7 @@ __all__ = [
     "alive",
     "arguments",
     "children",
+    "each",
     "free_port",
     "group",
     "left_running",
@@ -180,6 +181,30 @@ class Started:
                 self.proc.kill()
                 self.proc.wait()
         return time.monotonic() - stopping
+
+
+C = TypeVar("C")
+R = TypeVar("R")
+
+
+def each(
+    configs: dict[str, C], run: Callable[[C], R], report: Callable[[str, R], bool], peer: str
+) -> int:
+    """Runs each configuration in turn (labelled by its key): ``run(config)``, then
+    ``report(label, result)`` prints what it found (True: a failure); an exception is the
+    configuration's ``LABEL: FAILED`` line. After each, nothing of the virtualenv may be
+    left (:func:`report_left`). The exit status: 1 when anything failed."""
+    failed = False
+    for label, config in configs.items():
+        try:
+            result = run(config)
+        except Exception as e:
+            failed = True
+            print(f"{label}: FAILED {e!r}", flush=True)
+        else:
+            failed |= report(label, result)
+        failed |= report_left(peer)
+    return 1 if failed else 0
 
 
 def smoke_pair(serve_py: Path, log: TextIO | int, check: Callable[[str, str], None]) -> int:

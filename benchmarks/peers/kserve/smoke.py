@@ -174,6 +174,22 @@ def run(workers: int, args: argparse.Namespace) -> dict[str, Any]:
     return row
 
 
+def report(label: str, row: dict[str, Any]) -> bool:
+    print(
+        f"{label}: start {row['start_s']:.1f} s, {row['processes']} processes, "
+        f"listening {', '.join(row['listen'])}; V1 small {row['rest_1c']:.0f} req/s "
+        f"(1 client), {row['rest_8c']:.0f} req/s (8 threads); 100k INT64 mean: V2 JSON "
+        f"{row['json_100k_ms']:.1f} ms, V2 binary {row['binary_100k_ms']:.1f} ms, gRPC raw "
+        f"{row['grpc_100k_ms']:.1f} ms; stop {row['stop_s']:.1f} s (exit {row['exit']}); "
+        "echo checks passed",
+        flush=True,
+    )
+    if row["exit"] != 0:
+        print(f"  serve.py exited with {row['exit']}", flush=True)
+        return True
+    return False
+
+
 def main() -> int:
     p = checks.arguments(__doc__ or "", "KServe's log", 2.0, 10)
     p.add_argument("--only", help="comma-separated --workers values (default: 1,2)")
@@ -182,29 +198,9 @@ def main() -> int:
     if checks.venv_processes():
         print(f"a process of this virtualenv is already running: {checks.venv_processes()}")
         return 1
-    failed = False
-    for workers in configs:
-        try:
-            row = run(workers, args)
-        except Exception as e:
-            failed = True
-            print(f"workers={workers}: FAILED {e!r}", flush=True)
-            checks.report_left("KServe")
-            continue
-        print(
-            f"workers={workers}: start {row['start_s']:.1f} s, {row['processes']} processes, "
-            f"listening {', '.join(row['listen'])}; V1 small {row['rest_1c']:.0f} req/s "
-            f"(1 client), {row['rest_8c']:.0f} req/s (8 threads); 100k INT64 mean: V2 JSON "
-            f"{row['json_100k_ms']:.1f} ms, V2 binary {row['binary_100k_ms']:.1f} ms, gRPC raw "
-            f"{row['grpc_100k_ms']:.1f} ms; stop {row['stop_s']:.1f} s (exit {row['exit']}); "
-            "echo checks passed",
-            flush=True,
-        )
-        if row["exit"] != 0:
-            failed = True
-            print(f"  serve.py exited with {row['exit']}", flush=True)
-        failed |= checks.report_left("KServe")
-    return 1 if failed else 0
+    return checks.each(
+        {f"workers={w}": w for w in configs}, lambda w: run(w, args), report, "KServe"
+    )
 
 
 if __name__ == "__main__":

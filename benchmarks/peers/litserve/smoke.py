@@ -148,39 +148,31 @@ def run(name: str, args: argparse.Namespace) -> dict[str, Any]:
     return row
 
 
+def report(name: str, row: dict[str, Any]) -> bool:
+    head = (
+        f"{name}: start {row['start_s']:.1f} s, {row['processes']} processes, stop "
+        f"{row['stop_s']:.1f} s; listening {', '.join(row['listen'])}"
+    )
+    if name == "features":
+        print(head + "; feature checks passed", flush=True)
+    else:
+        print(
+            head + f"; REST small {row['rest_1c']:.0f} req/s (1 client), "
+            f"{row['rest_8c']:.0f} req/s (8 threads); 100k INT64 mean "
+            f"{row['rest_100k_ms']:.1f} ms; echo checks passed",
+            flush=True,
+        )
+    for fact in row["facts"]:
+        print(f"  {fact}", flush=True)
+    return False
+
+
 def main() -> int:
     p = checks.arguments(__doc__ or "", "LitServe's log", 2.0, 10)
     p.add_argument("--only", help="comma-separated configurations: " + ",".join(CONFIGS))
     args = p.parse_args()
     names = args.only.split(",") if args.only else list(CONFIGS)
-    failed = False
-    for name in names:
-        try:
-            row = run(name, args)
-        except Exception as e:
-            failed = True
-            print(f"{name}: FAILED {e!r}", flush=True)
-            checks.report_left("LitServe")
-            continue
-        head = (
-            f"{name}: start {row['start_s']:.1f} s, {row['processes']} processes, stop "
-            f"{row['stop_s']:.1f} s; listening {', '.join(row['listen'])}"
-        )
-        if name == "features":
-            print(head + "; feature checks passed", flush=True)
-            for fact in row["facts"]:
-                print(f"  {fact}", flush=True)
-        else:
-            print(
-                head + f"; REST small {row['rest_1c']:.0f} req/s (1 client), "
-                f"{row['rest_8c']:.0f} req/s (8 threads); 100k INT64 mean "
-                f"{row['rest_100k_ms']:.1f} ms; echo checks passed",
-                flush=True,
-            )
-            for fact in row["facts"]:
-                print(f"  {fact}", flush=True)
-        failed |= checks.report_left("LitServe")
-    return 1 if failed else 0
+    return checks.each({n: n for n in names}, lambda n: run(n, args), report, "LitServe")
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import tritonclient.grpc as grpcclient
@@ -96,7 +97,7 @@ def small_client(port: int) -> Iterator[Callable[[], object]]:
         yield lambda: post(conn, SMALL)
 
 
-def run(workers: int | None, args: argparse.Namespace) -> dict[str, object]:
+def run(workers: int | None, args: argparse.Namespace) -> dict[str, Any]:
     http_port, grpc_port = checks.free_port(), checks.free_port()
     cmd = [
         sys.executable,
@@ -109,10 +110,7 @@ def run(workers: int | None, args: argparse.Namespace) -> dict[str, object]:
     if workers is not None:
         cmd += ["--parallel-workers", str(workers)]
     serve = checks.Started(cmd, args.server_log)
-    row: dict[str, object] = {
-        "workers": "default (1)" if workers is None else workers,
-        "start_s": serve.start_s,
-    }
+    row: dict[str, Any] = {"start_s": serve.start_s}
     try:
         sockets = checks.listening(serve.server_group())  # `mlserver start` and its workers
         row["listen"] = sorted(set(sockets))
@@ -134,6 +132,18 @@ def run(workers: int | None, args: argparse.Namespace) -> dict[str, object]:
     return row
 
 
+def report(label: str, row: dict[str, Any]) -> bool:
+    print(
+        f"{label}: start {row['start_s']:.1f} s, "
+        f"REST small {row['rest_1c']:.0f} req/s (1 client), {row['rest_8c']:.0f} req/s "
+        f"(8 threads); 100k INT64 mean REST {row['rest_100k_ms']:.1f} ms, gRPC "
+        f"{row['grpc_100k_ms']:.1f} ms; stop {row['stop_s']:.1f} s; listening "
+        f"{', '.join(row['listen'])}; echo checks passed",
+        flush=True,
+    )
+    return False
+
+
 def main() -> int:
     p = checks.arguments(__doc__ or "", "MLServer's log", 5.0, 20)
     p.add_argument("--only", help="comma-separated parallel_workers values; 'default' = 1")
@@ -141,25 +151,8 @@ def main() -> int:
     configs: list[int | None] = [0, None]
     if args.only:
         configs = [None if w == "default" else int(w) for w in args.only.split(",")]
-    failed = False
-    for workers in configs:
-        try:
-            row = run(workers, args)
-        except Exception as e:
-            failed = True
-            print(f"parallel_workers={workers}: FAILED {e!r}", flush=True)
-            checks.report_left("MLServer")
-            continue
-        print(
-            f"parallel_workers={row['workers']}: start {row['start_s']:.1f} s, "
-            f"REST small {row['rest_1c']:.0f} req/s (1 client), {row['rest_8c']:.0f} req/s "
-            f"(8 threads); 100k INT64 mean REST {row['rest_100k_ms']:.1f} ms, gRPC "
-            f"{row['grpc_100k_ms']:.1f} ms; stop {row['stop_s']:.1f} s; listening "
-            f"{', '.join(row['listen'])}; echo checks passed",  # type: ignore[arg-type]
-            flush=True,
-        )
-        failed |= checks.report_left("MLServer")
-    return 1 if failed else 0
+    labels = {f"parallel_workers={'default (1)' if w is None else w}": w for w in configs}
+    return checks.each(labels, lambda w: run(w, args), report, "MLServer")
 
 
 if __name__ == "__main__":

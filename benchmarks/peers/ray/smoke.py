@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
@@ -68,7 +69,9 @@ def load(port: int, method: str, clients: int, seconds: float) -> float:
     return checks.load(clients, seconds, lambda: noop_client(port, method))
 
 
-def trial(batch: int, queries: int, replicas: int, seconds: float, ready_s: float) -> dict:
+def trial(
+    batch: int, queries: int, replicas: int, seconds: float, ready_s: float
+) -> dict[str, Any]:
     port = checks.free_port()
     argv = [
         sys.executable, str(HERE / "noop_app.py"), "--port", str(port),
@@ -77,7 +80,7 @@ def trial(batch: int, queries: int, replicas: int, seconds: float, ready_s: floa
     ]  # fmt: skip
     started = time.monotonic()
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, start_new_session=True)
-    result: dict = {"config": (batch, queries, replicas)}
+    result: dict[str, Any] = {"config": (batch, queries, replicas)}
     try:
         assert proc.stdout is not None
         for line in proc.stdout:
