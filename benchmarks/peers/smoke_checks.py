@@ -108,13 +108,13 @@ def venv_marker() -> str:
     return str(Path(sys.executable).parent.parent) + "/"
 
 
-def venv_processes() -> list[str]:
+def venv_processes(relative: bool = False) -> list[str]:
     """Processes, other than this one, running the virtualenv's Python (serve.py, the
     server, its workers, multiprocessing's resource tracker), named by the virtualenv's
-    absolute path or, as when serve.py is started as ``.tools/peers/NAME/bin/python``,
-    its relative one."""
+    absolute path or, with ``relative``, also by its path relative to here (as when
+    started as ``.tools/peers/NAME/bin/python``; that matches other checkouts' too)."""
     venv = venv_marker()
-    rel = os.path.relpath(venv) + "/"
+    rel = os.path.relpath(venv) + "/" if relative else venv
     return [
         " ".join(row)
         for row in ps("pid,args")
@@ -122,10 +122,10 @@ def venv_processes() -> list[str]:
     ]
 
 
-def report_left(name: str) -> bool:
-    """Prints what of the virtualenv is still running (or that nothing of ``name`` is);
-    True when something is."""
-    left = venv_processes()
+def report_left(name: str, relative: bool = False) -> bool:
+    """Prints what of the virtualenv is still running (:func:`venv_processes`), or that
+    nothing of ``name`` is; True when something is."""
+    left = venv_processes(relative)
     if left:
         print(f"  LEFT RUNNING: {left}", flush=True)
     else:
@@ -188,12 +188,16 @@ R = TypeVar("R")
 
 
 def each(
-    configs: dict[str, C], run: Callable[[C], R], report: Callable[[str, R], bool], peer: str
+    configs: dict[str, C],
+    run: Callable[[C], R],
+    report: Callable[[str, R], bool],
+    peer: str,
+    relative: bool = False,
 ) -> int:
     """Runs each configuration in turn (labelled by its key): ``run(config)``, then
     ``report(label, result)`` prints what it found (True: a failure); an exception is the
     configuration's ``LABEL: FAILED`` line. After each, nothing of the virtualenv may be
-    left (:func:`report_left`). The exit status: 1 when anything failed."""
+    left (:func:`report_left`, ``relative`` passed on). The exit status: 1 when anything failed."""
     failed = False
     for label, config in configs.items():
         try:
@@ -203,7 +207,7 @@ def each(
             print(f"{label}: FAILED {e!r}", flush=True)
         else:
             failed |= report(label, result)
-        failed |= report_left(peer)
+        failed |= report_left(peer, relative)
     return 1 if failed else 0
 
 

@@ -172,7 +172,10 @@ def main() -> int:
     p.add_argument("--only", help="comma-separated configurations: " + ",".join(CONFIGS))
     args = p.parse_args()
     names = args.only.split(",") if args.only else list(CONFIGS)
-    return checks.each({n: n for n in names}, lambda n: run(n, args), report, "LitServe")
+    # relative: serve.py's processes may be named `.tools/peers/litserve/bin/python`.
+    return checks.each(
+        {n: n for n in names}, lambda n: run(n, args), report, "LitServe", relative=True
+    )
 
 
 if __name__ == "__main__":
