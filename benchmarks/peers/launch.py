@@ -46,7 +46,7 @@ class Server:
     env: dict[str, str] | None = None
     # The signal that stops it gracefully; SIGKILL follows after the grace period.
     stop_signal: signal.Signals = signal.SIGTERM
-    procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    procs: list[subprocess.Popen[bytes]] = field(default_factory=list)  # serve() starts them
 
     @property
     def ready_line(self) -> str:
