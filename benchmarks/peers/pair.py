@@ -6,7 +6,8 @@ probe with 200 and the gRPC server accepts a channel, prints
 Then it sends SIGTERM to both, waits up to ``--stop-grace`` seconds and sends SIGKILL to
 whatever is left of either group. The servers' own output goes to stderr; stdout carries
 only the READY line. If either server exits by itself, the other is stopped and the exit
-status is 1. Runs in the peer's virtualenv (it needs grpcio).
+status is 1. Runs in the peer's virtualenv (it needs grpcio); the starting, waiting and
+stopping are launch.py's.
 """
 
 from __future__ import annotations
@@ -15,24 +16,15 @@ import argparse
 import importlib
 import os
 import signal
-import socket
-import subprocess
 import sys
 import threading
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from concurrent import futures
 from pathlib import Path
 from typing import Any
 
 import grpc
-
-
-class Stop(Exception):
-    """Raised in the main thread by the SIGTERM/SIGINT handler."""
-
+import launch  # beside this file: its importers have put this folder on sys.path
 
 MAX_MESSAGE = 64 * 1024 * 1024
 GRPC_OPTIONS = [
@@ -50,6 +42,11 @@ def load_generated(stem: str, gen: Path = DEFAULT_GEN) -> tuple[Any, Any]:
     if str(gen) not in sys.path:
         sys.path.insert(0, str(gen))
     return importlib.import_module(f"{stem}_pb2"), importlib.import_module(f"{stem}_pb2_grpc")
+
+
+def channel(target: str) -> grpc.Channel:
+    """A client's channel to a peer's gRPC server: the same message limits, no proxy."""
+    return grpc.insecure_channel(target, options=[*GRPC_OPTIONS, ("grpc.enable_http_proxy", 0)])
 
 
 def grpc_main(description: str, stem: str, add: Callable[[Any, Any, Any], None]) -> None:
@@ -81,177 +78,29 @@ def grpc_main(description: str, stem: str, add: Callable[[Any, Any, Any], None])
     server.stop(grace=1.0).wait()
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def rest_answers(url: str, probe: bytes | None = None) -> bool:
-    """True when ``url`` answers 200: a POST of ``probe`` (JSON), or a GET without one."""
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    headers = {"Content-Type": "application/json"} if probe is not None else {}
-    request = urllib.request.Request(url, data=probe, headers=headers)
-    try:
-        with opener.open(request, timeout=2) as reply:
-            return bool(reply.status == 200)
-    except (urllib.error.URLError, OSError):
-        return False
-
-
-def grpc_answers(target: str) -> bool:
-    with grpc.insecure_channel(target, options=[("grpc.enable_http_proxy", 0)]) as channel:
-        try:
-            grpc.channel_ready_future(channel).result(timeout=1)
-        except grpc.FutureTimeoutError:
-            return False
-    return True
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def stop_all(procs: list[subprocess.Popen[bytes]], grace_s: float) -> None:
-    """SIGTERM to each server, up to ``grace_s`` for them to stop, then SIGKILL to what is
-    left of their groups."""
-    for proc in procs:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-    deadline = time.monotonic() + grace_s
-    for proc in procs:
-        # Each server leads its own group (start_new_session): its pid is the group's id.
-        while _group_alive(proc.pid) and time.monotonic() < deadline:
-            proc.poll()  # reaps the server once it exits, so its group can empty
-            time.sleep(0.05)
-        if _group_alive(proc.pid):
-            print(f"pid {proc.pid} still running after {grace_s:.0f} s: SIGKILL", file=sys.stderr)
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        proc.wait()
-
-
 def main(description: str, here: Path, rest_script: str, probe_path: str, probe: bytes) -> int:
     """Runs ``rest_script`` and ``server_grpc.py`` from ``here``; the REST server is ready
     when ``POST probe_path`` with the JSON ``probe`` answers 200."""
-    p = argparse.ArgumentParser(
-        description=description, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    p = launch.arguments(description, ready_timeout=60.0, stop_grace=10.0)
     p.add_argument("--http-port", type=int, default=0, help="0: a free port")
     p.add_argument("--grpc-port", type=int, default=0, help="0: a free port")
     p.add_argument("--grpc-workers", type=int, default=10, help="the gRPC server's threads")
-    p.add_argument("--ready-timeout", type=float, default=60.0)
-    p.add_argument("--stop-grace", type=float, default=10.0, help="seconds before SIGKILL")
     args = p.parse_args()
-    http_port = args.http_port or free_port()
-    grpc_port = args.grpc_port or free_port()
-
-    def on_signal(signum: int, _frame: Any) -> None:
-        # Once: a second signal while the servers stop must not interrupt the stopping.
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        raise Stop(signal.Signals(signum).name)
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-
-    procs: list[subprocess.Popen[bytes]] = []
+    http_port = args.http_port or launch.free_port()
+    grpc_port = args.grpc_port or launch.free_port()
     url = f"http://127.0.0.1:{http_port}"
     target = f"127.0.0.1:{grpc_port}"
-    started = time.monotonic()
-    code = 0
-    try:
-        for cmd in (
-            [sys.executable, str(here / rest_script), "--port", str(http_port)],
-            [
-                sys.executable,
-                str(here / "server_grpc.py"),
-                "--port",
-                str(grpc_port),
-                "--workers",
-                str(args.grpc_workers),
-            ],
-        ):
-            procs.append(
-                subprocess.Popen(
-                    cmd,
-                    stdin=subprocess.DEVNULL,
-                    stdout=sys.stderr,  # stdout is for the READY line only
-                    start_new_session=True,  # its own group, out of reach of a terminal's ^C
-                )
-            )
-        deadline = started + args.ready_timeout
-        waiting: dict[str, Callable[[], bool]] = {
-            "REST": lambda: rest_answers(url + probe_path, probe),
-            "gRPC": lambda: grpc_answers(target),
-        }
-        while waiting:
-            for name, answers in list(waiting.items()):
-                if answers():
-                    del waiting[name]
-            for proc in procs:
-                if proc.poll() is not None:
-                    print(f"{proc.args!r} exited with {proc.returncode}", file=sys.stderr)
-                    return 1
-            if waiting and time.monotonic() > deadline:
-                print(
-                    f"{', '.join(waiting)} not ready in {args.ready_timeout:.0f} s", file=sys.stderr
-                )
-                return 1
-            if waiting:
-                time.sleep(0.1)
-        print(f"started in {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
-        print(f"READY {url} grpc {target}", flush=True)
-        while all(proc.poll() is None for proc in procs):
-            time.sleep(0.2)  # until a signal raises Stop, or a server exits by itself
-        for proc in procs:
-            if proc.returncode is not None:
-                print(f"{proc.args!r} exited with {proc.returncode}", file=sys.stderr)
-        code = 1
-    except (Stop, KeyboardInterrupt) as why:
-        print(f"stopping ({why or 'interrupt'})", file=sys.stderr, flush=True)
-    finally:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        stop_all(procs, args.stop_grace)
-    return code
-
-
-# -- for the smoke tests -------------------------------------------------------------------
-
-
-def ps(columns: str) -> list[list[str]]:
-    out = subprocess.run(["ps", "-eo", columns], capture_output=True, text=True).stdout
-    return [line.split(None, columns.count(",")) for line in out.splitlines()[1:]]
-
-
-def children(ppid: int) -> list[int]:
-    return [int(pid) for pid, parent in ps("pid,ppid") if int(parent) == ppid]
-
-
-def alive(pids: list[int]) -> list[str]:
-    return [" ".join(row) for row in ps("pid,args") if int(row[0]) in pids]
-
-
-def listening(pids: list[int]) -> list[str]:
-    """Local addresses of the listening TCP sockets of the given processes."""
-    out = subprocess.run(["ss", "-ltnpH"], capture_output=True, text=True).stdout
-    return sorted(
-        line.split()[3] for line in out.splitlines() if any(f"pid={p}," in line for p in pids)
+    grpc_server = [sys.executable, str(here / "server_grpc.py"), "--port", str(grpc_port)]
+    server = launch.Server(
+        commands={
+            rest_script: [sys.executable, str(here / rest_script), "--port", str(http_port)],
+            "server_grpc.py": [*grpc_server, "--workers", str(args.grpc_workers)],
+        },
+        probes={
+            "REST": lambda: launch.rest_answers(url + probe_path, probe),
+            "gRPC": lambda: launch.grpc_answers(target),
+        },
+        url=url,
+        grpc=target,
     )
-
-
-def mean_ms(call: Callable[[], object], calls: int) -> float:
-    call()  # warm-up
-    started = time.perf_counter()
-    for _ in range(calls):
-        call()
-    return (time.perf_counter() - started) / calls * 1000
+    return launch.serve(lambda: server, args.ready_timeout, args.stop_grace)

@@ -1,33 +1,39 @@
 """What the streaming peers' smoke tests share (benchmarks/peers/mlserver/smoke_stream.py,
 benchmarks/peers/pytriton/smoke.py): starting a peer's serve.py on free ports and stopping
-it, reading a server-sent-events reply with httpx, and timing the pieces of one stream.
+it (smoke_checks.py's Started), reading a server-sent-events reply with httpx, and timing
+the pieces of one stream.
 Runs in a peer's virtualenv (it needs httpx); imports neither mlserver nor tritonclient.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import signal
-import socket
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, TextIO
 
 import httpx
+from smoke_checks import Started, free_port, left_running, loopback_only, venv_marker
+
+# left_running, loopback_only and venv_marker: for the streaming smokes, which import them
+# from here.
+__all__ = [
+    "DELAY_S",
+    "PIECE",
+    "PIECES",
+    "Peer",
+    "Stream",
+    "check_timing",
+    "left_running",
+    "loopback_only",
+    "read_sse",
+    "venv_marker",
+]
 
 PIECE = b"0123456789abcdef"  # what the peers' models send by default: 16 bytes
 PIECES = 256
 DELAY_S = 0.001
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass
@@ -93,74 +99,12 @@ def check_timing(label: str, stream: Stream, pieces: int = PIECES) -> str:
     )
 
 
-class Peer:
+class Peer(Started):
     """A peer's serve.py on free ports, started at construction (it prints
     ``READY http://... grpc HOST:PORT`` when its model is ready)."""
 
     def __init__(self, argv: list[str], log: TextIO | int = subprocess.DEVNULL) -> None:
         self.http_port, self.grpc_port = free_port(), free_port()
-        argv = [*argv, "--http-port", str(self.http_port), "--grpc-port", str(self.grpc_port)]
-        started = time.monotonic()
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=log, text=True)
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()  # serve.py gives up after its --ready-timeout
-        if not line.startswith("READY"):
-            self.stop()
-            raise RuntimeError(f"{argv[1]} did not start: {line!r}")
-        self.start_s = time.monotonic() - started
-        self.url = f"http://127.0.0.1:{self.http_port}"
-        self.grpc = f"127.0.0.1:{self.grpc_port}"
-
-    def tree(self) -> set[int]:
-        """serve.py and every process below it."""
-        out = subprocess.run(["ps", "-eo", "pid,ppid"], capture_output=True, text=True).stdout
-        children: dict[int, list[int]] = {}
-        for a, b in (line.split() for line in out.splitlines()[1:]):
-            children.setdefault(int(b), []).append(int(a))
-        tree, todo = set(), [self.proc.pid]
-        while todo:
-            pid = todo.pop()
-            tree.add(pid)
-            todo += children.get(pid, [])
-        return tree
-
-    def listening(self) -> list[str]:
-        """Addresses the tree listens on (TCP), from ``ss -ltnpH``."""
-        pids = self.tree()
-        out = subprocess.run(["ss", "-ltnpH"], capture_output=True, text=True).stdout
-        return sorted(
-            {line.split()[3] for line in out.splitlines() if any(f"pid={p}," in line for p in pids)}
+        super().__init__(
+            [*argv, "--http-port", str(self.http_port), "--grpc-port", str(self.grpc_port)], log
         )
-
-    def stop(self) -> float:
-        """SIGTERM, then the seconds it took to exit (SIGKILL after 60 s)."""
-        stopping = time.monotonic()
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        return time.monotonic() - stopping
-
-
-def loopback_only(addresses: list[str]) -> None:
-    # gRPC may bind the IPv4-mapped form of 127.0.0.1 on a dual-stack socket: loopback too.
-    bad = [a for a in addresses if a.rsplit(":", 1)[0] not in ("127.0.0.1", "[::ffff:127.0.0.1]")]
-    assert not bad, f"listens beyond 127.0.0.1: {bad}"
-
-
-def left_running(marker: str) -> list[str]:
-    """Processes, other than this one, whose command line contains ``marker`` (the
-    virtualenv's folder, PyTriton's workspace)."""
-    out = subprocess.run(["ps", "-ww", "-eo", "pid,args"], capture_output=True, text=True).stdout
-    return [
-        line.strip()
-        for line in out.splitlines()[1:]
-        if marker in line and int(line.split()[0]) != os.getpid()
-    ]
-
-
-def venv_marker() -> str:
-    return str(Path(sys.executable).parent.parent) + "/"

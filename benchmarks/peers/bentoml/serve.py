@@ -18,7 +18,8 @@ sends SIGKILL to whatever is left of the group and removes the temporary directo
 BentoML's log goes to stderr; stdout carries only the READY line. This script does not
 import bentoml; it only needs the virtualenv's ``bentoml`` command. For the server's CPU
 time measure this process's whole tree (``--server-pid`` of serve.py): the supervisor
-holds the listening socket and passes it to the workers.
+holds the listening socket and passes it to the workers. The starting, waiting and
+stopping are benchmarks/peers/launch.py's.
 """
 
 from __future__ import annotations
@@ -26,67 +27,42 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
-import signal
-import subprocess
 import sys
 import tempfile
-import time
-import urllib.error
-import urllib.request
 from pathlib import Path
-from typing import Any
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+import launch  # noqa: E402
 
 
-class Stop(Exception):
-    """Raised in the main thread by the SIGTERM/SIGINT handler."""
-
-
-def answers(url: str, body: bytes | None = None) -> bytes | None:
-    """The body of a 200 answer to GET (or a JSON POST of ``body``), else None."""
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    headers = {"Content-Type": "application/json"} if body is not None else {}
-    try:
-        with opener.open(urllib.request.Request(url, body, headers), timeout=2) as reply:
-            return bytes(reply.read()) if reply.status == 200 else None
-    except (urllib.error.URLError, OSError):
-        return None
-
-
-def group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def stop(proc: subprocess.Popen[bytes], grace_s: float) -> None:
-    """SIGTERM to BentoML, up to ``grace_s`` for its group to empty, then SIGKILL."""
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-    deadline = time.monotonic() + grace_s
-    # BentoML leads its own group (start_new_session): its pid is the group's id.
-    while group_alive(proc.pid) and time.monotonic() < deadline:
-        proc.poll()  # reaps BentoML once it exits, so its group can empty
-        time.sleep(0.05)
-    if group_alive(proc.pid):
-        print(f"BentoML still running after {grace_s:.0f} s: SIGKILL", file=sys.stderr)
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    proc.wait()
+def bentoml(args: argparse.Namespace, home: Path) -> launch.Server:
+    settings = {
+        "workers": args.workers,
+        "max_batch_size": args.max_batch_size,
+        "max_latency_ms": args.max_latency_ms,
+        "timeout": args.timeout,
+    }
+    cmd = [args.bentoml, "serve", "service:Echo", "--host", "127.0.0.1"]
+    cmd += ["--port", str(args.port), "--working-dir", str(HERE)]
+    for name, value in settings.items():
+        cmd += ["--arg", f"{name}={value}"]
+    url = f"http://127.0.0.1:{args.port}"
+    probe = json.dumps({"data": [7]}).encode()
+    return launch.Server(
+        commands={"bentoml": cmd},
+        probes={
+            "/readyz": lambda: launch.rest_answers(f"{url}/readyz"),
+            "/echo": lambda: bool(launch.rest_reply(f"{url}/echo", probe)),
+        },
+        url=url,
+        cwd=HERE,
+        env={**os.environ, "BENTOML_HOME": str(home), "BENTOML_DO_NOT_TRACK": "true"},
+    )
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    p = launch.arguments(__doc__ or "")
     p.add_argument("--port", "--http-port", dest="port", type=int, default=3000)
     p.add_argument(
         "--workers",
@@ -103,72 +79,12 @@ def main() -> int:
         default=str(Path(sys.executable).parent / "bentoml"),
         help="the bentoml command (default: the one beside this Python)",
     )
-    p.add_argument("--ready-timeout", type=float, default=120.0)
-    p.add_argument("--stop-grace", type=float, default=15.0, help="seconds before SIGKILL")
     args = p.parse_args()
     if args.workers != "cpu_count" and not (args.workers.isdigit() and int(args.workers) > 0):
         p.error(f"--workers must be a positive integer or cpu_count, not {args.workers!r}")
 
-    def on_signal(signum: int, _frame: Any) -> None:
-        # Once: a second signal while BentoML stops must not interrupt the stopping.
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        raise Stop(signal.Signals(signum).name)
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-
     home = Path(tempfile.mkdtemp(prefix="bentoml-peer-"))
-    env = {**os.environ, "BENTOML_HOME": str(home), "BENTOML_DO_NOT_TRACK": "true"}
-    settings = {
-        "workers": args.workers,
-        "max_batch_size": args.max_batch_size,
-        "max_latency_ms": args.max_latency_ms,
-        "timeout": args.timeout,
-    }
-    cmd = [args.bentoml, "serve", "service:Echo", "--host", "127.0.0.1"]
-    cmd += ["--port", str(args.port), "--working-dir", str(HERE)]
-    for name, value in settings.items():
-        cmd += ["--arg", f"{name}={value}"]
-    proc: subprocess.Popen[bytes] | None = None
-    url = f"http://127.0.0.1:{args.port}"
-    probe = json.dumps({"data": [7]}).encode()
-    started = time.monotonic()
-    code = 0
-    try:
-        proc = subprocess.Popen(
-            cmd,
-            cwd=HERE,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=sys.stderr,  # stdout is for the READY line only
-            start_new_session=True,  # its own process group, out of reach of a terminal's ^C
-        )
-        deadline = started + args.ready_timeout
-        while not (answers(f"{url}/readyz") is not None and answers(f"{url}/echo", probe)):
-            if proc.poll() is not None:
-                print(f"bentoml exited with {proc.returncode} before ready", file=sys.stderr)
-                return 1
-            if time.monotonic() > deadline:
-                print(f"not ready within {args.ready_timeout:.0f} s", file=sys.stderr)
-                return 1
-            time.sleep(0.1)
-        print(f"started in {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
-        print(f"READY {url}", flush=True)
-        code = proc.wait()  # until a signal raises Stop, or BentoML exits by itself
-        print(f"bentoml exited with {code}", file=sys.stderr)
-        code = code or 1
-    except (Stop, KeyboardInterrupt) as why:
-        print(f"stopping ({why or 'interrupt'})", file=sys.stderr, flush=True)
-    finally:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        try:
-            if proc is not None:
-                stop(proc, args.stop_grace)
-        finally:
-            shutil.rmtree(home, ignore_errors=True)
-    return code
+    return launch.serve(lambda: bentoml(args, home), args.ready_timeout, args.stop_grace, home)
 
 
 if __name__ == "__main__":

@@ -28,20 +28,20 @@ import argparse
 import base64
 import http.client
 import json
-import os
-import signal
-import socket
-import subprocess
 import sys
-import threading
 import time
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing, contextmanager
 from pathlib import Path
 
 import bentoml
 import httpx
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+import smoke_checks as checks  # noqa: E402
+
 N = 100_000
 # 100,000 INT64 values over the whole range, negatives and values past 2**53 included.
 BIG = [(i - N // 2) * 92_233_720_368_547 for i in range(N)]
@@ -53,54 +53,12 @@ IMAGE = bytes(range(256)) * 1024
 PIECE = "0123456789abcdef"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def tree(pid: int) -> list[tuple[int, str]]:
-    """``pid`` and every process below it, with their command lines."""
-    out = subprocess.run(["ps", "-ww", "-eo", "pid,ppid,args"], capture_output=True, text=True)
-    rows = [line.split(None, 2) for line in out.stdout.splitlines()[1:]]
-    children: dict[int, list[int]] = {}
-    args = {}
-    for a, b, *cmd in rows:
-        children.setdefault(int(b), []).append(int(a))
-        args[int(a)] = cmd[0] if cmd else ""
-    found, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        found.append((p, args.get(p, "")))
-        todo += children.get(p, [])
-    return found
-
-
 def cpu_count() -> int:
     """The workers ``cpu_count`` starts: BentoML counts the CPUs its cgroup may use (a
     container's quota), which os.cpu_count() does not (pinned version's internals)."""
     from bentoml._internal.resource import system_resources
 
     return int(system_resources()["cpu"]) or 1
-
-
-def listening(pids: set[int]) -> list[str]:
-    out = subprocess.run(["ss", "-ltnpH"], capture_output=True, text=True).stdout
-    return sorted(
-        {line.split()[3] for line in out.splitlines() if any(f"pid={p}," in line for p in pids)}
-    )
-
-
-def venv_processes() -> list[str]:
-    """Processes, other than this one, running the virtualenv's Python (serve.py, BentoML's
-    supervisor and its workers)."""
-    out = subprocess.run(["ps", "-ww", "-eo", "pid,args"], capture_output=True, text=True).stdout
-    venv = str(Path(sys.executable).parent.parent) + "/"
-    return [
-        line.strip()
-        for line in out.splitlines()[1:]
-        if venv in line and int(line.split()[0]) != os.getpid()
-    ]
 
 
 def check_echo(client: httpx.Client) -> list[str]:
@@ -210,35 +168,19 @@ def check_own_client(url: str) -> list[str]:
     return ["bentoml.SyncHTTPClient: echo 1 and 100,000, basic answered"]
 
 
-def load(port: int, clients: int, seconds: float) -> float:
-    counts = [0] * clients
-    errors: list[str] = []
-    stop = time.monotonic() + seconds
+@contextmanager
+def echo_client(port: int) -> Iterator[Callable[[], object]]:
+    """Small /echo requests over one keep-alive connection."""
+    with closing(http.client.HTTPConnection("127.0.0.1", port, timeout=30)) as conn:
 
-    def client(i: int) -> None:
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-        try:
-            while time.monotonic() < stop:
-                conn.request("POST", "/echo", SMALL, {"Content-Type": "application/json"})
-                reply = conn.getresponse()
-                body = reply.read()
-                if reply.status != 200 or body != b"[7]":
-                    raise RuntimeError(f"/echo: {reply.status} {body[:100]!r}")
-                counts[i] += 1
-        except Exception as e:
-            errors.append(repr(e))
-        finally:
-            conn.close()
+        def echo() -> None:
+            conn.request("POST", "/echo", SMALL, {"Content-Type": "application/json"})
+            reply = conn.getresponse()
+            body = reply.read()
+            if reply.status != 200 or body != b"[7]":
+                raise RuntimeError(f"/echo: {reply.status} {body[:100]!r}")
 
-    started = time.monotonic()
-    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if errors:
-        raise RuntimeError(errors[0])
-    return sum(counts) / (time.monotonic() - started)
+        yield echo
 
 
 def say(line: str) -> None:
@@ -246,61 +188,39 @@ def say(line: str) -> None:
 
 
 def run(workers: str, args: argparse.Namespace) -> None:
-    port = free_port()
+    port = checks.free_port()
     cmd = [sys.executable, str(HERE / "serve.py"), "--port", str(port), "--workers", workers]
-    started = time.monotonic()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=args.server_log, text=True)
+    serve = checks.Started(cmd, args.server_log)
     try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()  # serve.py gives up after its --ready-timeout
-        if not line.startswith("READY"):
-            raise RuntimeError(f"serve.py did not start: {line!r}")
-        url = line.split()[1]
-        start_s = time.monotonic() - started
-        procs = tree(proc.pid)
-        service = [p for p, cmdline in procs if "_bentoml_impl.worker.service" in cmdline]
+        procs = checks.tree(serve.proc.pid)
+        service = [p for p, cmdline in procs.items() if "_bentoml_impl.worker.service" in cmdline]
         expected = cpu_count() if workers == "cpu_count" else int(workers)
         assert len(service) == expected, f"{len(service)} workers, not {expected}: {procs}"
         # Beside the service's port, the supervisor (circus) listens on two more ports for
         # its own control and pub/sub (ZeroMQ), on 127.0.0.1 too.
-        addresses = listening({p for p, _ in procs})
+        addresses = serve.listening()
         assert f"127.0.0.1:{port}" in addresses, f"{port} is not among {addresses}"
-        assert all(a.startswith("127.0.0.1:") for a in addresses), f"listens on {addresses}"
+        checks.loopback_only(addresses)
         say(
-            f"started in {start_s:.1f} s: {len(procs)} processes (serve.py, bentoml, "
+            f"started in {serve.start_s:.1f} s: {len(procs)} processes (serve.py, bentoml, "
             f"{len(service)} workers), listening on {', '.join(addresses)}"
         )
-        with httpx.Client(base_url=url, timeout=30) as client:
+        with httpx.Client(base_url=serve.url, timeout=30) as client:
             for check in (check_echo, check_images, check_stream, check_endpoints):
                 for line in check(client):
                     say(line)
-        for line in check_own_client(url):
+        for line in check_own_client(serve.url):
             say(line)
-        one, eight = load(port, 1, args.seconds), load(port, 8, args.seconds)
+        one = checks.load(1, args.seconds, lambda: echo_client(port))
+        eight = checks.load(8, args.seconds, lambda: echo_client(port))
         say(f"/echo small: {one:.0f} req/s (1 client), {eight:.0f} req/s (8 threads)")
     finally:
-        stopping = time.monotonic()
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        say(f"stopped in {time.monotonic() - stopping:.1f} s")
+        say(f"stopped in {serve.stop(30):.1f} s")
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    p.add_argument("--seconds", type=float, default=1.0, help="per requests/s measurement")
+    p = checks.arguments(__doc__ or "", "BentoML's log", 1.0)
     p.add_argument("--only", default="cpu_count,1", help="comma-separated --workers values")
-    p.add_argument(
-        "--server-log",
-        type=argparse.FileType("w"),
-        default=subprocess.DEVNULL,
-        help="file for BentoML's log (default: discarded)",
-    )
     args = p.parse_args()
     failed = False
     for workers in args.only.split(","):
@@ -310,12 +230,7 @@ def main() -> int:
         except Exception as e:
             failed = True
             say(f"FAILED {e!r}")
-        left = venv_processes()
-        if left:
-            failed = True
-            say(f"LEFT RUNNING: {left}")
-        else:
-            say("no BentoML process left")
+        failed |= checks.report_left("BentoML")
     if not failed:
         print("BentoML checks passed")
     return 1 if failed else 0

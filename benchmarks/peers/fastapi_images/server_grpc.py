@@ -35,9 +35,6 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 import pair  # noqa: E402
 
-load_generated = pair.load_generated
-MAX_MESSAGE = pair.MAX_MESSAGE
-
 
 class ImageService:
     """The three methods; grpcio calls them from its thread pool."""

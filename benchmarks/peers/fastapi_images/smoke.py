@@ -27,9 +27,7 @@ from __future__ import annotations
 import argparse
 import base64
 import io
-import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -37,10 +35,10 @@ import grpc
 import httpx
 import numpy as np
 from PIL import Image
-from server_grpc import MAX_MESSAGE, load_generated
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from pair import alive, children, listening, mean_ms
+from pair import channel, load_generated
+from smoke_checks import add_server_log, mean_ms, smoke_pair
 
 HERE = Path(__file__).resolve().parent
 ANSWER = {"prediction1": [0.1, 0.2, 0.3], "prediction2": {"a": 1}}
@@ -127,78 +125,25 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     p.add_argument("--calls", type=int, default=20, help="timed calls of each kind; 0: none")
-    p.add_argument(
-        "--server-log",
-        type=argparse.FileType("w"),
-        default=subprocess.DEVNULL,
-        help="file for the servers' output (default: discarded)",
-    )
+    add_server_log(p, "the servers' output")
     args = p.parse_args()
     pb2, pb2_grpc = load_generated("images")
     image = jpeg(360, 640)
     print(f"image: 360x640 JPEG of noise, {len(image):,} bytes", flush=True)
 
-    started = time.monotonic()
-    serve = subprocess.Popen(
-        [sys.executable, str(HERE / "serve.py")],
-        stdout=subprocess.PIPE,
-        stderr=args.server_log,
-        text=True,
-    )
-    pids = [serve.pid]
-    failed = False
-    try:
-        assert serve.stdout is not None
-        line = serve.stdout.readline()  # serve.py gives up after its --ready-timeout
-        if not line.startswith("READY"):
-            raise RuntimeError(f"serve.py did not start: {line!r}")
-        print(f"{line.strip()} (started in {time.monotonic() - started:.1f} s)", flush=True)
-        _, url, _, target = line.split()
-        servers = children(serve.pid)
-        pids += servers
-        sockets = listening(servers)
-        assert len(servers) == 2 and len(sockets) == 2, (servers, sockets)
-        # grpcio may bind 127.0.0.1 as the IPv4-mapped form on a dual-stack socket.
-        bad = [s for s in sockets if s.rsplit(":", 1)[0] not in ("127.0.0.1", "[::ffff:127.0.0.1]")]
-        assert not bad, f"listens beyond 127.0.0.1: {bad}"
-        print(f"listening on {', '.join(sockets)} only", flush=True)
-
-        options = [
-            ("grpc.max_send_message_length", MAX_MESSAGE),
-            ("grpc.max_receive_message_length", MAX_MESSAGE),
-            ("grpc.enable_http_proxy", 0),
-        ]
+    def check(url: str, target: str) -> None:
         with (
             httpx.Client(base_url=url, timeout=30, trust_env=False) as client,
-            grpc.insecure_channel(target, options=options) as channel,
+            channel(target) as grpc_channel,
         ):
-            stub = pb2_grpc.ImageServiceStub(channel)
+            stub = pb2_grpc.ImageServiceStub(grpc_channel)
             print(f"REST checks passed: {', '.join(check_rest(client, image))}", flush=True)
             print(f"gRPC checks passed: {', '.join(check_grpc(pb2, stub, image))}", flush=True)
             if args.calls:
                 times = timings(client, pb2, stub, image, args.calls)
                 print(f"mean of {args.calls} calls: {times}", flush=True)
-    except Exception as e:
-        failed = True
-        print(f"FAILED: {e!r}", flush=True)
-    finally:
-        stopping = time.monotonic()
-        serve.terminate()
-        try:
-            serve.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            serve.kill()
-            serve.wait()
-        print(f"stopped in {time.monotonic() - stopping:.1f} s, exit {serve.returncode}")
-    time.sleep(0.2)
-    left = alive(pids)
-    if left:
-        failed = True
-        print(f"LEFT RUNNING: {left}", flush=True)
-    else:
-        print(f"no process left (serve.py and servers, pids {pids})", flush=True)
-    print("FAILED" if failed else "OK", flush=True)
-    return 1 if failed else 0
+
+    return smoke_pair(HERE / "serve.py", args.server_log, check)
 
 
 if __name__ == "__main__":

@@ -18,26 +18,22 @@ processes with it), waits up to ``--stop-grace`` seconds, kills whatever is left
 process group and removes its temporary directory. KServe's log goes to stderr; stdout
 carries only the READY line.
 
-This script does not import kserve.
+This script does not import kserve; the starting, waiting and stopping are
+benchmarks/peers/launch.py's.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import shutil
-import signal
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
-from typing import Any
 
 HERE = Path(__file__).resolve().parent
 MODEL = "noop"
 sys.path.insert(0, str(HERE.parent))
-import pair  # noqa: E402
+import launch  # noqa: E402
 
 # KServe's log setup minus the per-request lines, which are INFO lines of three loggers:
 # uvicorn's access log, kserve.trace (the latency lines, also off by
@@ -63,37 +59,7 @@ LOG_CONFIG = {
 }
 
 
-class Stop(Exception):
-    """Raised in the main thread by the SIGTERM/SIGINT handler."""
-
-
-def main() -> int:
-    p = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    p.add_argument("--http-port", type=int, default=8080)
-    p.add_argument("--grpc-port", type=int, default=8081)
-    p.add_argument("--workers", type=int, default=1, help="REST processes (KServe's --workers)")
-    p.add_argument("--max-threads", type=int, default=4, help="gRPC threads (--max_threads)")
-    p.add_argument(
-        "--log-requests",
-        action="store_true",
-        help="keep KServe's defaults: access log and latency lines for every request",
-    )
-    p.add_argument("--ready-timeout", type=float, default=120.0)
-    p.add_argument("--stop-grace", type=float, default=15.0, help="seconds before SIGKILL")
-    args = p.parse_args()
-
-    def on_signal(signum: int, _frame: Any) -> None:
-        # Once: a second signal while KServe stops must not interrupt the stopping.
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        raise Stop(signal.Signals(signum).name)
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-
-    tmp = Path(tempfile.mkdtemp(prefix="kserve-peer-"))
+def kserve(args: argparse.Namespace, tmp: Path) -> launch.Server:
     cmd = [
         sys.executable,
         str(HERE / "noop_server.py"),
@@ -105,48 +71,34 @@ def main() -> int:
     if not args.log_requests:
         (tmp / "log.json").write_text(json.dumps(LOG_CONFIG))
         cmd += ["--enable_latency_logging=false", f"--log_config_file={tmp / 'log.json'}"]
-    proc: subprocess.Popen[bytes] | None = None
     url = f"http://127.0.0.1:{args.http_port}"
     grpc_target = f"127.0.0.1:{args.grpc_port}"
-    started = time.monotonic()
-    code = 0
-    try:
-        proc = subprocess.Popen(
-            cmd,
-            cwd=tmp,
-            stdin=subprocess.DEVNULL,
-            stdout=sys.stderr,  # stdout is for the READY line only
-            start_new_session=True,  # its own process group, out of reach of a terminal's ^C
-        )
-        deadline = started + args.ready_timeout
-        while not (
-            pair.rest_answers(f"{url}/v2/models/{MODEL}/ready") and pair.grpc_answers(grpc_target)
-        ):
-            if proc.poll() is not None:
-                print(f"kserve exited with {proc.returncode} before ready", file=sys.stderr)
-                return 1
-            if time.monotonic() > deadline:
-                print(f"not ready within {args.ready_timeout:.0f} s", file=sys.stderr)
-                return 1
-            time.sleep(0.1)
-        print(f"started in {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
-        print(f"READY {url} grpc {grpc_target}", flush=True)
-        code = proc.wait()  # until a signal raises Stop, or KServe exits by itself
-        print(f"kserve exited with {code}", file=sys.stderr)
-        code = code or 1
-    except (Stop, KeyboardInterrupt) as why:
-        print(f"stopping ({why or 'interrupt'})", file=sys.stderr, flush=True)
-    finally:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        try:
-            if proc is not None:
-                # The server leads its own process group: its REST workers and
-                # multiprocessing's resource tracker go with it.
-                pair.stop_all([proc], args.stop_grace)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-    return code
+    return launch.Server(
+        commands={"kserve": cmd},
+        probes={
+            "REST": lambda: launch.rest_answers(f"{url}/v2/models/{MODEL}/ready"),
+            "gRPC": lambda: launch.grpc_answers(grpc_target),
+        },
+        url=url,
+        grpc=grpc_target,
+        cwd=tmp,
+    )
+
+
+def main() -> int:
+    p = launch.arguments(__doc__ or "")
+    p.add_argument("--http-port", type=int, default=8080)
+    p.add_argument("--grpc-port", type=int, default=8081)
+    p.add_argument("--workers", type=int, default=1, help="REST processes (KServe's --workers)")
+    p.add_argument("--max-threads", type=int, default=4, help="gRPC threads (--max_threads)")
+    p.add_argument(
+        "--log-requests",
+        action="store_true",
+        help="keep KServe's defaults: access log and latency lines for every request",
+    )
+    args = p.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="kserve-peer-"))
+    return launch.serve(lambda: kserve(args, tmp), args.ready_timeout, args.stop_grace, tmp)
 
 
 if __name__ == "__main__":

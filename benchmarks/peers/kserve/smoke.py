@@ -26,12 +26,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
-import signal
-import subprocess
 import sys
-import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +39,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 MODEL = "noop"
 sys.path.insert(0, str(HERE.parent))
-import pair  # noqa: E402
+import smoke_checks as checks  # noqa: E402
 
 V1 = f"/v1/models/{MODEL}:predict"
 V2 = f"/v2/models/{MODEL}/infer"
@@ -102,8 +100,8 @@ def check_rest(client: httpx.Client) -> None:
     reply = post(client, V2, LARGE_BINARY, BINARY_HEADERS)
     length = int(reply.headers["inference-header-content-length"])
     (out,) = json.loads(reply.content[:length])["outputs"]
-    got = (out["name"], out["shape"], out["datatype"], out["parameters"]["binary_data_size"])
-    assert got == ("output-0", [N], "INT64", BIG.nbytes), got
+    binary = (out["name"], out["shape"], out["datatype"], out["parameters"]["binary_data_size"])
+    assert binary == ("output-0", [N], "INT64", BIG.nbytes), binary
     echoed = np.frombuffer(reply.content[length:], dtype="<i8")
     assert np.array_equal(echoed, BIG), "V2 binary echo differs"
 
@@ -137,141 +135,72 @@ async def grpc_calls(target: str, calls: int) -> float:
         await client.close()
 
 
-def load(base: str, clients: int, seconds: float) -> float:
-    counts = [0] * clients
-    errors: list[str] = []
-    stop = time.monotonic() + seconds
-
-    def client(i: int) -> None:
-        try:
-            with httpx.Client(base_url=base, timeout=30) as c:
-                while time.monotonic() < stop:
-                    post(c, V1, SMALL_V1, JSON)
-                    counts[i] += 1
-        except Exception as e:
-            errors.append(repr(e))
-
-    started = time.monotonic()
-    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if errors:
-        raise RuntimeError(errors[0])
-    return sum(counts) / (time.monotonic() - started)
-
-
-def venv_processes() -> list[str]:
-    """Processes, other than this one, running the virtualenv's Python."""
-    venv = str(Path(sys.executable).parent.parent) + "/"
-    return [
-        " ".join(row)
-        for row in pair.ps("pid,args")
-        if venv in row[1] and int(row[0]) != os.getpid()
-    ]
-
-
-def group_pids(pgid: int) -> list[int]:
-    return [int(pid) for pid, group in pair.ps("pid,pgid") if int(group) == pgid]
+@contextmanager
+def v1_client(base: str) -> Iterator[Callable[[], object]]:
+    """Small V1 requests over one keep-alive connection."""
+    with httpx.Client(base_url=base, timeout=30) as c:
+        yield lambda: post(c, V1, SMALL_V1, JSON)
 
 
 def run(workers: int, args: argparse.Namespace) -> dict[str, Any]:
-    http_port, grpc_port = pair.free_port(), pair.free_port()
+    http_port, grpc_port = checks.free_port(), checks.free_port()
     cmd = [sys.executable, str(HERE / "serve.py"), f"--http-port={http_port}"]
     cmd += [f"--grpc-port={grpc_port}", f"--workers={workers}"]
-    started = time.monotonic()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=args.server_log, text=True)
-    row: dict[str, Any] = {"workers": workers}
+    serve = checks.Started(cmd, args.server_log)
+    row: dict[str, Any] = {"workers": workers, "start_s": serve.start_s}
     try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()  # serve.py gives up after its --ready-timeout
-        if not line.startswith("READY"):
-            raise RuntimeError(f"serve.py did not start: {line!r}")
-        row["start_s"] = time.monotonic() - started
-        (server_pid,) = pair.children(proc.pid)  # noop_server.py, its group's leader
-        group = group_pids(server_pid)
-        # REST workers, multiprocessing's resource tracker
+        group = serve.server_group()  # noop_server.py, REST workers, resource tracker
         row["processes"] = len(group)
-        sockets = pair.listening(group)
+        sockets = checks.listening(group)
         row["listen"] = sorted(set(sockets))
-        # gRPC binds the IPv4-mapped form of 127.0.0.1 on a dual-stack socket: loopback too.
-        loopback = ("127.0.0.1", "[::ffff:127.0.0.1]")
-        bad = [s for s in sockets if s.rsplit(":", 1)[0] not in loopback]
-        assert not bad, f"listens beyond 127.0.0.1: {bad}"
+        checks.loopback_only(sockets)
         assert f"127.0.0.1:{http_port}" in sockets, sockets
 
         base = f"http://127.0.0.1:{http_port}"
         with httpx.Client(base_url=base, timeout=30) as client:
             check_rest(client)
             row["grpc_100k_ms"] = asyncio.run(grpc_calls(f"127.0.0.1:{grpc_port}", args.calls))
-            row["rest_1c"] = load(base, 1, args.seconds)
-            row["rest_8c"] = load(base, 8, args.seconds)
-            row["json_100k_ms"] = pair.mean_ms(lambda: post(client, V2, LARGE_V2, JSON), args.calls)
-            row["binary_100k_ms"] = pair.mean_ms(
+            row["rest_1c"] = checks.load(1, args.seconds, lambda: v1_client(base))
+            row["rest_8c"] = checks.load(8, args.seconds, lambda: v1_client(base))
+            row["json_100k_ms"] = checks.mean_ms(
+                lambda: post(client, V2, LARGE_V2, JSON), args.calls
+            )
+            row["binary_100k_ms"] = checks.mean_ms(
                 lambda: post(client, V2, LARGE_BINARY, BINARY_HEADERS), args.calls
             )
     finally:
-        stopping = time.monotonic()
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        row["stop_s"] = time.monotonic() - stopping
-        row["exit"] = proc.returncode
-    row["left"] = venv_processes()
+        row["stop_s"] = serve.stop(30)
+        row["exit"] = serve.proc.returncode
     return row
 
 
+def report(label: str, row: dict[str, Any]) -> bool:
+    print(
+        f"{label}: start {row['start_s']:.1f} s, {row['processes']} processes, "
+        f"listening {', '.join(row['listen'])}; V1 small {row['rest_1c']:.0f} req/s "
+        f"(1 client), {row['rest_8c']:.0f} req/s (8 threads); 100k INT64 mean: V2 JSON "
+        f"{row['json_100k_ms']:.1f} ms, V2 binary {row['binary_100k_ms']:.1f} ms, gRPC raw "
+        f"{row['grpc_100k_ms']:.1f} ms; stop {row['stop_s']:.1f} s (exit {row['exit']}); "
+        "echo checks passed",
+        flush=True,
+    )
+    if row["exit"] != 0:
+        print(f"  serve.py exited with {row['exit']}", flush=True)
+        return True
+    return False
+
+
 def main() -> int:
-    p = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    p.add_argument("--seconds", type=float, default=2.0, help="per requests/s measurement")
-    p.add_argument("--calls", type=int, default=10, help="100,000-element calls timed")
+    p = checks.arguments(__doc__ or "", "KServe's log", 2.0, 10)
     p.add_argument("--only", help="comma-separated --workers values (default: 1,2)")
-    p.add_argument(
-        "--server-log",
-        type=argparse.FileType("w"),
-        default=subprocess.DEVNULL,
-        help="file for KServe's log (default: discarded)",
-    )
     args = p.parse_args()
     configs = [int(w) for w in (args.only or "1,2").split(",")]
-    if venv_processes():
-        print(f"a process of this virtualenv is already running: {venv_processes()}")
+    if checks.venv_processes():
+        print(f"a process of this virtualenv is already running: {checks.venv_processes()}")
         return 1
-    failed = False
-    for workers in configs:
-        try:
-            row = run(workers, args)
-        except Exception as e:
-            failed = True
-            print(f"workers={workers}: FAILED {e!r}", flush=True)
-            left = venv_processes()
-            if left:
-                print(f"  LEFT RUNNING: {left}", flush=True)
-            continue
-        print(
-            f"workers={workers}: start {row['start_s']:.1f} s, {row['processes']} processes, "
-            f"listening {', '.join(row['listen'])}; V1 small {row['rest_1c']:.0f} req/s "
-            f"(1 client), {row['rest_8c']:.0f} req/s (8 threads); 100k INT64 mean: V2 JSON "
-            f"{row['json_100k_ms']:.1f} ms, V2 binary {row['binary_100k_ms']:.1f} ms, gRPC raw "
-            f"{row['grpc_100k_ms']:.1f} ms; stop {row['stop_s']:.1f} s (exit {row['exit']}); "
-            "echo checks passed",
-            flush=True,
-        )
-        if row["exit"] != 0:
-            failed = True
-            print(f"  serve.py exited with {row['exit']}", flush=True)
-        if row["left"]:
-            failed = True
-            print(f"  LEFT RUNNING: {row['left']}", flush=True)
-        else:
-            print("  no KServe process left", flush=True)
-    return 1 if failed else 0
+    return checks.each(
+        {f"workers={w}": w for w in configs}, lambda w: run(w, args), report, "KServe"
+    )
 
 
 if __name__ == "__main__":

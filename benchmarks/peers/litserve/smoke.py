@@ -25,19 +25,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
-import socket
-import subprocess
 import sys
-import threading
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+import smoke_checks as checks  # noqa: E402
+
 N = 100_000
 # 100,000 INT64 values over the whole range, negatives and values past 2**53 included.
 BIG = [(i - N // 2) * 92_233_720_368_547 for i in range(N)]
@@ -52,42 +51,6 @@ CONFIGS: dict[str, list[str]] = {
     "batching": ["--max-batch-size", "8", "--batch-timeout", "0.001"],
     "features": ["--stream"],
 }
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def ps(columns: str) -> list[list[str]]:
-    out = subprocess.run(["ps", "-eo", columns], capture_output=True, text=True).stdout
-    return [line.split(None, columns.count(",")) for line in out.splitlines()[1:]]
-
-
-def venv_processes() -> list[str]:
-    """Processes, other than this one, running the virtualenv's Python (serve.py,
-    LitServe's main process, API servers, inference workers, its multiprocessing manager
-    and resource tracker)."""
-    venv = str(Path(sys.executable).parent.parent) + "/"
-    # serve.py runs as `.tools/peers/litserve/bin/python` when started so: relative too.
-    rel = os.path.relpath(venv) + "/"
-    return [
-        " ".join(row)
-        for row in ps("pid,args")
-        if (venv in row[1] or row[1].startswith(rel)) and int(row[0]) != os.getpid()
-    ]
-
-
-def group_pids(pgid: int) -> list[int]:
-    return [int(pid) for pid, group in ps("pid,pgid") if int(group) == pgid]
-
-
-def listening(pids: list[int]) -> list[str]:
-    out = subprocess.run(["ss", "-ltnpH"], capture_output=True, text=True).stdout
-    return sorted(
-        {line.split()[3] for line in out.splitlines() if any(f"pid={p}," in line for p in pids)}
-    )
 
 
 def post(client: httpx.Client, body: bytes, **kw: Any) -> httpx.Response:
@@ -109,37 +72,11 @@ def check_echo(url: str) -> None:
         assert reply.json() == {"data": BIG}, "gzipped REST echo differs"
 
 
-def load(url: str, clients: int, seconds: float) -> float:
-    counts = [0] * clients
-    errors: list[str] = []
-    stop = time.monotonic() + seconds
-
-    def client(i: int) -> None:
-        try:
-            with httpx.Client(base_url=url, timeout=30, trust_env=False) as c:
-                while time.monotonic() < stop:
-                    post(c, SMALL)
-                    counts[i] += 1
-        except Exception as e:
-            errors.append(repr(e))
-
-    started = time.monotonic()
-    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if errors:
-        raise RuntimeError(errors[0])
-    return sum(counts) / (time.monotonic() - started)
-
-
-def mean_ms(call: Callable[[], object], calls: int) -> float:
-    call()  # warm-up
-    started = time.perf_counter()
-    for _ in range(calls):
-        call()
-    return (time.perf_counter() - started) / calls * 1000
+@contextmanager
+def small_client(url: str) -> Iterator[Callable[[], object]]:
+    """Small requests over one keep-alive connection."""
+    with httpx.Client(base_url=url, timeout=30, trust_env=False) as c:
+        yield lambda: post(c, SMALL)
 
 
 def bad_input(client: httpx.Client, headers: dict[str, str]) -> list[str]:
@@ -183,97 +120,62 @@ def check_features(url: str) -> list[str]:
 
 
 def run(name: str, args: argparse.Namespace) -> dict[str, Any]:
-    port = free_port()
+    port = checks.free_port()
     url = f"http://127.0.0.1:{port}"
     cmd = [sys.executable, str(HERE / "serve.py"), "--port", str(port), *CONFIGS[name]]
     env = dict(os.environ)
     if name == "features":
         env["LIT_SERVER_API_KEY"] = API_KEY
-    started = time.monotonic()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=args.server_log, text=True, env=env)
-    row: dict[str, Any] = {"name": name}
+    serve = checks.Started(cmd, args.server_log, env)
+    row: dict[str, Any] = {"name": name, "start_s": serve.start_s}
     try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()  # serve.py gives up after its --ready-timeout
-        if not line.startswith("READY"):
-            raise RuntimeError(f"serve.py did not start: {line!r}")
-        row["start_s"] = time.monotonic() - started
-        children = [int(pid) for pid, ppid in ps("pid,ppid") if int(ppid) == proc.pid]
-        (server_pid,) = children  # LitServe's main process, its group's leader
-        pids = group_pids(server_pid)
+        pids = serve.server_group()  # LitServe's main process and all it started
         row["processes"] = len(pids)
-        row["listen"] = listening(pids)
-        bad = [a for a in row["listen"] if a.rsplit(":", 1)[0] != "127.0.0.1"]
-        assert not bad, f"listens beyond 127.0.0.1: {bad}"
+        row["listen"] = sorted(set(checks.listening(pids)))
+        checks.loopback_only(row["listen"])
         if name == "features":
             row["facts"] = check_features(url)
         else:
             check_echo(url)
             with httpx.Client(base_url=url, timeout=30, trust_env=False) as client:
                 row["facts"] = bad_input(client, HEADERS)
-            row["rest_1c"] = load(url, 1, args.seconds)
-            row["rest_8c"] = load(url, 8, args.seconds)
+            row["rest_1c"] = checks.load(1, args.seconds, lambda: small_client(url))
+            row["rest_8c"] = checks.load(8, args.seconds, lambda: small_client(url))
             with httpx.Client(base_url=url, timeout=30, trust_env=False) as client:
-                row["rest_100k_ms"] = mean_ms(lambda: post(client, LARGE).read(), args.calls)
+                row["rest_100k_ms"] = checks.mean_ms(lambda: post(client, LARGE).read(), args.calls)
     finally:
-        stopping = time.monotonic()
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        row["stop_s"] = time.monotonic() - stopping
-    row["left"] = venv_processes()
+        row["stop_s"] = serve.stop(30)
     return row
 
 
+def report(name: str, row: dict[str, Any]) -> bool:
+    head = (
+        f"{name}: start {row['start_s']:.1f} s, {row['processes']} processes, stop "
+        f"{row['stop_s']:.1f} s; listening {', '.join(row['listen'])}"
+    )
+    if name == "features":
+        print(head + "; feature checks passed", flush=True)
+    else:
+        print(
+            head + f"; REST small {row['rest_1c']:.0f} req/s (1 client), "
+            f"{row['rest_8c']:.0f} req/s (8 threads); 100k INT64 mean "
+            f"{row['rest_100k_ms']:.1f} ms; echo checks passed",
+            flush=True,
+        )
+    for fact in row["facts"]:
+        print(f"  {fact}", flush=True)
+    return False
+
+
 def main() -> int:
-    p = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    p.add_argument("--seconds", type=float, default=2.0, help="per requests/s measurement")
-    p.add_argument("--calls", type=int, default=10, help="100,000-element calls timed")
+    p = checks.arguments(__doc__ or "", "LitServe's log", 2.0, 10)
     p.add_argument("--only", help="comma-separated configurations: " + ",".join(CONFIGS))
-    p.add_argument(
-        "--server-log",
-        type=argparse.FileType("w"),
-        default=subprocess.DEVNULL,
-        help="file for LitServe's log (default: discarded)",
-    )
     args = p.parse_args()
     names = args.only.split(",") if args.only else list(CONFIGS)
-    failed = False
-    for name in names:
-        try:
-            row = run(name, args)
-        except Exception as e:
-            failed = True
-            print(f"{name}: FAILED {e!r}", flush=True)
-            continue
-        head = (
-            f"{name}: start {row['start_s']:.1f} s, {row['processes']} processes, stop "
-            f"{row['stop_s']:.1f} s; listening {', '.join(row['listen'])}"
-        )
-        if name == "features":
-            print(head + "; feature checks passed", flush=True)
-            for fact in row["facts"]:
-                print(f"  {fact}", flush=True)
-        else:
-            print(
-                head + f"; REST small {row['rest_1c']:.0f} req/s (1 client), "
-                f"{row['rest_8c']:.0f} req/s (8 threads); 100k INT64 mean "
-                f"{row['rest_100k_ms']:.1f} ms; echo checks passed",
-                flush=True,
-            )
-            for fact in row["facts"]:
-                print(f"  {fact}", flush=True)
-        if row["left"]:
-            failed = True
-            print(f"  LEFT RUNNING: {row['left']}", flush=True)
-        else:
-            print("  no LitServe process left", flush=True)
-    return 1 if failed else 0
+    # relative: serve.py's processes may be named `.tools/peers/litserve/bin/python`.
+    return checks.each(
+        {n: n for n in names}, lambda n: run(n, args), report, "LitServe", relative=True
+    )
 
 
 if __name__ == "__main__":

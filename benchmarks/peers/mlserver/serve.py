@@ -20,6 +20,7 @@ inference worker process beside the server process); 0 runs the model in the ser
 own process. MLServer's log goes to stderr; stdout carries only the READY line.
 
 This script does not import mlserver; it only needs the virtualenv's ``mlserver`` command.
+The starting, waiting and stopping are benchmarks/peers/launch.py's.
 """
 
 from __future__ import annotations
@@ -27,28 +28,20 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
-from typing import Any
 
 HERE = Path(__file__).resolve().parent
 MODEL = "noop"
 sys.path.insert(0, str(HERE.parent))
-import pair  # noqa: E402
-
-
-class Stop(Exception):
-    """Raised in the main thread by the SIGTERM/SIGINT handler."""
+import launch  # noqa: E402
 
 
 def write_folder(args: argparse.Namespace, tmp: Path) -> Path:
     # The copy is named after the model, so MLServer does not warn that the model's name
     # differs from its folder's.
-    folder = tmp / args.model
+    folder: Path = tmp / args.model
     shutil.copytree(args.folder, folder, ignore=shutil.ignore_patterns("__pycache__"))
     settings = json.loads((folder / "settings.json").read_text())
     settings["host"] = "127.0.0.1"
@@ -62,10 +55,19 @@ def write_folder(args: argparse.Namespace, tmp: Path) -> Path:
     return folder
 
 
-def main() -> int:
-    p = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+def mlserver(args: argparse.Namespace, tmp: Path) -> launch.Server:
+    url = f"http://127.0.0.1:{args.http_port}"
+    return launch.Server(
+        commands={"mlserver": [args.mlserver, "start", str(write_folder(args, tmp))]},
+        probes={"REST": lambda: launch.rest_answers(f"{url}/v2/models/{args.model}/ready")},
+        url=url,
+        grpc=f"127.0.0.1:{args.grpc_port}",
+        cwd=tmp,
     )
+
+
+def main() -> int:
+    p = launch.arguments(__doc__ or "")
     p.add_argument("--http-port", type=int, default=8080)
     p.add_argument("--grpc-port", type=int, default=8081)
     p.add_argument(
@@ -81,60 +83,10 @@ def main() -> int:
         default=str(Path(sys.executable).parent / "mlserver"),
         help="the mlserver command (default: the one beside this Python)",
     )
-    p.add_argument("--ready-timeout", type=float, default=120.0)
-    p.add_argument("--stop-grace", type=float, default=15.0, help="seconds before SIGKILL")
     args = p.parse_args()
 
-    def on_signal(signum: int, _frame: Any) -> None:
-        # Once: a second signal while MLServer stops must not interrupt the stopping.
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        raise Stop(signal.Signals(signum).name)
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-
     tmp = Path(tempfile.mkdtemp(prefix="mlserver-peer-"))
-    proc: subprocess.Popen[bytes] | None = None
-    url = f"http://127.0.0.1:{args.http_port}"
-    started = time.monotonic()
-    code = 0
-    try:
-        folder = write_folder(args, tmp)
-        proc = subprocess.Popen(
-            [args.mlserver, "start", str(folder)],
-            cwd=tmp,
-            stdin=subprocess.DEVNULL,
-            stdout=sys.stderr,  # stdout is for the READY line only
-            start_new_session=True,  # its own process group, out of reach of a terminal's ^C
-        )
-        deadline = started + args.ready_timeout
-        while not pair.rest_answers(f"{url}/v2/models/{args.model}/ready"):
-            if proc.poll() is not None:
-                print(f"mlserver exited with {proc.returncode} before ready", file=sys.stderr)
-                return 1
-            if time.monotonic() > deadline:
-                print(f"not ready within {args.ready_timeout:.0f} s", file=sys.stderr)
-                return 1
-            time.sleep(0.1)
-        print(f"started in {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
-        print(f"READY {url} grpc 127.0.0.1:{args.grpc_port}", flush=True)
-        code = proc.wait()  # until a signal raises Stop, or MLServer exits by itself
-        print(f"mlserver exited with {code}", file=sys.stderr)
-        code = code or 1
-    except (Stop, KeyboardInterrupt) as why:
-        print(f"stopping ({why or 'interrupt'})", file=sys.stderr, flush=True)
-    finally:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        try:
-            if proc is not None:
-                # MLServer leads its own process group: its workers and
-                # multiprocessing's resource tracker go with it.
-                pair.stop_all([proc], args.stop_grace)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-    return code
+    return launch.serve(lambda: mlserver(args, tmp), args.ready_timeout, args.stop_grace, tmp)
 
 
 if __name__ == "__main__":

@@ -23,19 +23,19 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
-import os
-import signal
-import socket
-import subprocess
 import sys
-import threading
-import time
+from collections.abc import Callable, Iterator
+from contextlib import closing, contextmanager
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import tritonclient.grpc as grpcclient
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+import smoke_checks as checks  # noqa: E402
+
 MODEL = "noop"
 INFER = f"/v2/models/{MODEL}/infer"
 N = 100_000
@@ -48,35 +48,6 @@ LARGE = json.dumps(
     {"inputs": [{"name": "input-0", "shape": [N], "datatype": "INT64", "data": BIG.tolist()}]}
 ).encode()
 HEADERS = {"Content-Type": "application/json"}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def venv_processes() -> list[str]:
-    """Processes, other than this one, running the virtualenv's Python (MLServer, its
-    workers, multiprocessing's resource tracker, serve.py)."""
-    out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
-    venv = str(Path(sys.executable).parent.parent) + "/"
-    return [
-        line.strip()
-        for line in out.splitlines()[1:]
-        if venv in line and int(line.split()[0]) != os.getpid()
-    ]
-
-
-def listening(pids: set[int]) -> list[str]:
-    """Listening TCP sockets of the given processes, as `ss -ltnpH` prints them."""
-    out = subprocess.run(["ss", "-ltnpH"], capture_output=True, text=True).stdout
-    return [line for line in out.splitlines() if any(f"pid={p}," in line for p in pids)]
-
-
-def group_pids(pgid: int) -> set[int]:
-    out = subprocess.run(["ps", "-eo", "pid,pgid"], capture_output=True, text=True).stdout
-    return {int(a) for a, b in (line.split() for line in out.splitlines()[1:]) if int(b) == pgid}
 
 
 def post(conn: http.client.HTTPConnection, body: bytes) -> bytes:
@@ -119,43 +90,15 @@ def grpc_infer(client: grpcclient.InferenceServerClient) -> grpcclient.InferResu
     return client.infer(MODEL, [inp], client_timeout=30)
 
 
-def load(port: int, clients: int, seconds: float) -> float:
-    counts = [0] * clients
-    errors: list[str] = []
-    stop = time.monotonic() + seconds
-
-    def client(i: int) -> None:
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-        try:
-            while time.monotonic() < stop:
-                post(conn, SMALL)
-                counts[i] += 1
-        except Exception as e:
-            errors.append(repr(e))
-        finally:
-            conn.close()
-
-    started = time.monotonic()
-    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if errors:
-        raise RuntimeError(errors[0])
-    return sum(counts) / (time.monotonic() - started)
+@contextmanager
+def small_client(port: int) -> Iterator[Callable[[], object]]:
+    """Small requests over one keep-alive connection."""
+    with closing(http.client.HTTPConnection("127.0.0.1", port, timeout=30)) as conn:
+        yield lambda: post(conn, SMALL)
 
 
-def mean_ms(call, calls: int) -> float:
-    call()  # warm-up
-    started = time.monotonic()
-    for _ in range(calls):
-        call()
-    return (time.monotonic() - started) / calls * 1000
-
-
-def run(workers: int | None, args: argparse.Namespace) -> dict[str, object]:
-    http_port, grpc_port = free_port(), free_port()
+def run(workers: int | None, args: argparse.Namespace) -> dict[str, Any]:
+    http_port, grpc_port = checks.free_port(), checks.free_port()
     cmd = [
         sys.executable,
         str(HERE / "serve.py"),
@@ -166,95 +109,50 @@ def run(workers: int | None, args: argparse.Namespace) -> dict[str, object]:
     ]
     if workers is not None:
         cmd += ["--parallel-workers", str(workers)]
-    started = time.monotonic()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=args.server_log, text=True)
-    row: dict[str, object] = {"workers": "default (1)" if workers is None else workers}
+    serve = checks.Started(cmd, args.server_log)
+    row: dict[str, Any] = {"start_s": serve.start_s}
     try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()  # serve.py gives up after its --ready-timeout
-        if not line.startswith("READY"):
-            raise RuntimeError(f"serve.py did not start: {line!r}")
-        row["start_s"] = time.monotonic() - started
-        (server_pid,) = children(proc.pid)  # `mlserver start`, its group's leader
-        sockets = listening(group_pids(server_pid))
-        row["listen"] = sorted({s.split()[3] for s in sockets})
-        # gRPC binds the IPv4-mapped form of 127.0.0.1 on a dual-stack socket: loopback too.
-        loopback = ("127.0.0.1", "[::ffff:127.0.0.1]")
-        bad = [s for s in sockets if s.split()[3].rsplit(":", 1)[0] not in loopback]
-        assert not bad, f"listens beyond 127.0.0.1: {bad}"
+        sockets = checks.listening(serve.server_group())  # `mlserver start` and its workers
+        row["listen"] = sorted(set(sockets))
+        checks.loopback_only(sockets)
 
         check_rest(http_port)
         client = grpcclient.InferenceServerClient(f"127.0.0.1:{grpc_port}")
         try:
             check_grpc(client)
-            row["rest_1c"] = load(http_port, 1, args.seconds)
-            row["rest_8c"] = load(http_port, 8, args.seconds)
-            conn = http.client.HTTPConnection("127.0.0.1", http_port, timeout=30)
-            try:
-                row["rest_100k_ms"] = mean_ms(lambda: post(conn, LARGE), args.calls)
-            finally:
-                conn.close()
-            row["grpc_100k_ms"] = mean_ms(lambda: grpc_infer(client), args.calls)
+            row["rest_1c"] = checks.load(1, args.seconds, lambda: small_client(http_port))
+            row["rest_8c"] = checks.load(8, args.seconds, lambda: small_client(http_port))
+            with closing(http.client.HTTPConnection("127.0.0.1", http_port, timeout=30)) as conn:
+                row["rest_100k_ms"] = checks.mean_ms(lambda: post(conn, LARGE), args.calls)
+            row["grpc_100k_ms"] = checks.mean_ms(lambda: grpc_infer(client), args.calls)
         finally:
             client.close()
     finally:
-        stopping = time.monotonic()
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        row["stop_s"] = time.monotonic() - stopping
-    left = venv_processes()
-    row["left"] = left
+        row["stop_s"] = serve.stop(30)
     return row
 
 
-def children(ppid: int) -> list[int]:
-    out = subprocess.run(["ps", "-eo", "pid,ppid"], capture_output=True, text=True).stdout
-    return [int(a) for a, b in (line.split() for line in out.splitlines()[1:]) if int(b) == ppid]
+def report(label: str, row: dict[str, Any]) -> bool:
+    print(
+        f"{label}: start {row['start_s']:.1f} s, "
+        f"REST small {row['rest_1c']:.0f} req/s (1 client), {row['rest_8c']:.0f} req/s "
+        f"(8 threads); 100k INT64 mean REST {row['rest_100k_ms']:.1f} ms, gRPC "
+        f"{row['grpc_100k_ms']:.1f} ms; stop {row['stop_s']:.1f} s; listening "
+        f"{', '.join(row['listen'])}; echo checks passed",
+        flush=True,
+    )
+    return False
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    p.add_argument("--seconds", type=float, default=5.0, help="per requests/s measurement")
-    p.add_argument("--calls", type=int, default=20, help="100,000-element calls timed")
+    p = checks.arguments(__doc__ or "", "MLServer's log", 5.0, 20)
     p.add_argument("--only", help="comma-separated parallel_workers values; 'default' = 1")
-    p.add_argument(
-        "--server-log",
-        type=argparse.FileType("w"),
-        default=subprocess.DEVNULL,
-        help="file for MLServer's log (default: discarded)",
-    )
     args = p.parse_args()
     configs: list[int | None] = [0, None]
     if args.only:
         configs = [None if w == "default" else int(w) for w in args.only.split(",")]
-    failed = False
-    for workers in configs:
-        try:
-            row = run(workers, args)
-        except Exception as e:
-            failed = True
-            print(f"parallel_workers={workers}: FAILED {e!r}", flush=True)
-            continue
-        print(
-            f"parallel_workers={row['workers']}: start {row['start_s']:.1f} s, "
-            f"REST small {row['rest_1c']:.0f} req/s (1 client), {row['rest_8c']:.0f} req/s "
-            f"(8 threads); 100k INT64 mean REST {row['rest_100k_ms']:.1f} ms, gRPC "
-            f"{row['grpc_100k_ms']:.1f} ms; stop {row['stop_s']:.1f} s; listening "
-            f"{', '.join(row['listen'])}; echo checks passed",  # type: ignore[arg-type]
-            flush=True,
-        )
-        if row["left"]:
-            failed = True
-            print(f"  LEFT RUNNING: {row['left']}", flush=True)
-        else:
-            print("  no MLServer process left", flush=True)
-    return 1 if failed else 0
+    labels = {f"parallel_workers={'default (1)' if w is None else w}": w for w in configs}
+    return checks.each(labels, lambda w: run(w, args), report, "MLServer")
 
 
 if __name__ == "__main__":

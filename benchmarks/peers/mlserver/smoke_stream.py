@@ -24,7 +24,6 @@ is Python on the same machine). Imports mlserver's gRPC modules, so not tritoncl
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import threading
 import time
@@ -38,6 +37,7 @@ from mlserver.grpc import dataplane_pb2_grpc as pb_grpc
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
+from smoke_checks import add_server_log  # noqa: E402
 from stream_check import (  # noqa: E402
     PIECE,
     PIECES,
@@ -127,12 +127,7 @@ def main() -> int:
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    p.add_argument(
-        "--server-log",
-        type=argparse.FileType("w"),
-        default=subprocess.DEVNULL,
-        help="file for MLServer's log (default: discarded)",
-    )
+    add_server_log(p, "MLServer's log")
     args = p.parse_args()
     argv = [sys.executable, str(HERE / "serve.py"), "--folder", str(HERE / MODEL)]
     peer = Peer([*argv, "--model", MODEL], args.server_log)

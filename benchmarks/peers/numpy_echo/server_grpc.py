@@ -29,9 +29,6 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 import pair  # noqa: E402
 
-load_generated = pair.load_generated
-MAX_MESSAGE = pair.MAX_MESSAGE
-
 
 class NumpyEcho:
     """The one method; grpcio calls it from its thread pool."""

@@ -29,10 +29,9 @@ import argparse
 import base64
 import http.client
 import json
-import subprocess
 import sys
-import time
 from collections.abc import Callable
+from contextlib import closing
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -41,10 +40,10 @@ import grpc
 import msgpack
 import msgpack_numpy
 import numpy as np
-from server_grpc import MAX_MESSAGE, load_generated
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from pair import alive, children, listening, mean_ms
+from pair import channel, load_generated
+from smoke_checks import add_server_log, mean_ms, smoke_pair
 
 HERE = Path(__file__).resolve().parent
 SIZES = (1, 256, 8192)
@@ -119,7 +118,7 @@ class Echoes:
         }
 
 
-def check(echoes: Echoes) -> list[str]:
+def check_echoes(echoes: Echoes) -> list[str]:
     passed = []
     arrays = [points(n) for n in SIZES] + [np.array([[1, 2], [3, 4]], dtype="<i8")]
     for name, echo in echoes.all().items():
@@ -152,85 +151,31 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     p.add_argument("--calls", type=int, default=20, help="timed calls per cell; 0: none")
-    p.add_argument(
-        "--server-log",
-        type=argparse.FileType("w"),
-        default=subprocess.DEVNULL,
-        help="file for the servers' output (default: discarded)",
-    )
+    add_server_log(p, "the servers' output")
     args = p.parse_args()
     pb2, pb2_grpc = load_generated("echo")
 
-    started = time.monotonic()
-    serve = subprocess.Popen(
-        [sys.executable, str(HERE / "serve.py")],
-        stdout=subprocess.PIPE,
-        stderr=args.server_log,
-        text=True,
-    )
-    pids = [serve.pid]
-    failed = False
-    try:
-        assert serve.stdout is not None
-        line = serve.stdout.readline()  # serve.py gives up after its --ready-timeout
-        if not line.startswith("READY"):
-            raise RuntimeError(f"serve.py did not start: {line!r}")
-        print(f"{line.strip()} (started in {time.monotonic() - started:.1f} s)", flush=True)
-        _, url, _, target = line.split()
-        servers = children(serve.pid)
-        pids += servers
-        sockets = listening(servers)
-        assert len(servers) == 2 and len(sockets) == 2, (servers, sockets)
-        # grpcio may bind 127.0.0.1 as the IPv4-mapped form on a dual-stack socket.
-        bad = [s for s in sockets if s.rsplit(":", 1)[0] not in ("127.0.0.1", "[::ffff:127.0.0.1]")]
-        assert not bad, f"listens beyond 127.0.0.1: {bad}"
-        print(f"listening on {', '.join(sockets)} only", flush=True)
-
+    def check(url: str, target: str) -> None:
         host, port = url.removeprefix("http://").rsplit(":", 1)
-        conn = http.client.HTTPConnection(host, int(port), timeout=30)
-        options = [
-            ("grpc.max_send_message_length", MAX_MESSAGE),
-            ("grpc.max_receive_message_length", MAX_MESSAGE),
-            ("grpc.enable_http_proxy", 0),
-        ]
-        try:
-            with grpc.insecure_channel(target, options=options) as channel:
-                echoes = Echoes(conn, pb2, pb2_grpc.NumpyEchoStub(channel))
-                sizes = ", ".join(str(n) for n in SIZES)
-                print(
-                    f"exact round trips of {sizes} float64 points and 2x2 <i8: "
-                    f"{', '.join(check(echoes))}",
-                    flush=True,
+        with (
+            closing(http.client.HTTPConnection(host, int(port), timeout=30)) as conn,
+            channel(target) as grpc_channel,
+        ):
+            echoes = Echoes(conn, pb2, pb2_grpc.NumpyEchoStub(grpc_channel))
+            sizes = ", ".join(str(n) for n in SIZES)
+            print(
+                f"exact round trips of {sizes} float64 points and 2x2 <i8: "
+                f"{', '.join(check_echoes(echoes))}",
+                flush=True,
+            )
+            for n in SIZES if args.calls else ():
+                times = ", ".join(
+                    f"{name} {mean_ms(partial(echo, points(n)), args.calls):.2f} ms"
+                    for name, echo in echoes.all().items()
                 )
-                for n in SIZES if args.calls else ():
-                    times = ", ".join(
-                        f"{name} {mean_ms(partial(echo, points(n)), args.calls):.2f} ms"
-                        for name, echo in echoes.all().items()
-                    )
-                    print(f"{n} points, mean of {args.calls} calls: {times}", flush=True)
-        finally:
-            conn.close()
-    except Exception as e:
-        failed = True
-        print(f"FAILED: {e!r}", flush=True)
-    finally:
-        stopping = time.monotonic()
-        serve.terminate()
-        try:
-            serve.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            serve.kill()
-            serve.wait()
-        print(f"stopped in {time.monotonic() - stopping:.1f} s, exit {serve.returncode}")
-    time.sleep(0.2)
-    left = alive(pids)
-    if left:
-        failed = True
-        print(f"LEFT RUNNING: {left}", flush=True)
-    else:
-        print(f"no process left (serve.py and servers, pids {pids})", flush=True)
-    print("FAILED" if failed else "OK", flush=True)
-    return 1 if failed else 0
+                print(f"{n} points, mean of {args.calls} calls: {times}", flush=True)
+
+    return smoke_pair(HERE / "serve.py", args.server_log, check)
 
 
 if __name__ == "__main__":

@@ -16,23 +16,21 @@ import http.client
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
-import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import closing, contextmanager
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+import smoke_checks as checks  # noqa: E402
+
 # The seed's six configurations: (max_batch_size, max_concurrent_queries, num_replicas).
 CONFIGS = [(1, 1, 1), (1, 10000, 1), (10000, 10000, 1), (1, 1, 8), (1, 10000, 8), (10000, 10000, 8)]
 BODY = json.dumps({"data": {"ndarray": [1]}}).encode()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def ray_processes() -> list[str]:
@@ -50,41 +48,31 @@ def ray_processes() -> list[str]:
     return left
 
 
+@contextmanager
+def noop_client(port: int, method: str) -> Iterator[Callable[[], object]]:
+    """``method /noop`` (POST with a small JSON body) over one keep-alive connection."""
+    body = BODY if method == "POST" else None
+    headers = {"Content-Type": "application/json"} if body else {}
+    with closing(http.client.HTTPConnection("127.0.0.1", port, timeout=30)) as conn:
+
+        def call() -> None:
+            conn.request(method, "/noop", body=body, headers=headers)
+            reply = conn.getresponse()
+            reply.read()
+            if reply.status != 200:
+                raise RuntimeError(f"{method} /noop: {reply.status}")
+
+        yield call
+
+
 def load(port: int, method: str, clients: int, seconds: float) -> float:
-    counts = [0] * clients
-    errors: list[str] = []
-    stop = time.monotonic() + seconds
-
-    def client(i: int) -> None:
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-        body = BODY if method == "POST" else None
-        headers = {"Content-Type": "application/json"} if body else {}
-        try:
-            while time.monotonic() < stop:
-                conn.request(method, "/noop", body=body, headers=headers)
-                reply = conn.getresponse()
-                reply.read()
-                if reply.status != 200:
-                    raise RuntimeError(f"{method} /noop: {reply.status}")
-                counts[i] += 1
-        except Exception as e:
-            errors.append(repr(e))
-        finally:
-            conn.close()
-
-    started = time.monotonic()
-    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if errors:
-        raise RuntimeError(errors[0])
-    return sum(counts) / (time.monotonic() - started)
+    return checks.load(clients, seconds, lambda: noop_client(port, method))
 
 
-def trial(batch: int, queries: int, replicas: int, seconds: float, ready_s: float) -> dict:
-    port = free_port()
+def trial(
+    batch: int, queries: int, replicas: int, seconds: float, ready_s: float
+) -> dict[str, Any]:
+    port = checks.free_port()
     argv = [
         sys.executable, str(HERE / "noop_app.py"), "--port", str(port),
         "--num-replicas", str(replicas), "--max-batch-size", str(batch),
@@ -92,7 +80,7 @@ def trial(batch: int, queries: int, replicas: int, seconds: float, ready_s: floa
     ]  # fmt: skip
     started = time.monotonic()
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, start_new_session=True)
-    result: dict = {"config": (batch, queries, replicas)}
+    result: dict[str, Any] = {"config": (batch, queries, replicas)}
     try:
         assert proc.stdout is not None
         for line in proc.stdout:
