@@ -71,20 +71,21 @@ def main() -> int:
     files: dict[str, bytes] = {}
     headers: dict[str, int] = {}
 
-    def int64(values: np.ndarray) -> dict:
-        return {"name": "input-0", "shape": b + [len(values)], "datatype": "INT64"}
+    def int64(n: int) -> dict:
+        return {"name": "input-0", "shape": [*b, n], "datatype": "INT64"}
 
-    files["small.json"] = json.dumps(v2([dict(int64(BIG[:0]), shape=b + [1], data=[7])])).encode()
-    files["large.json"] = json.dumps(v2([dict(int64(BIG), data=BIG.tolist())])).encode()
-    files["large.bin"], headers["large.bin"] = binary([(int64(BIG), BIG.astype("<i8").tobytes())], True)
+    files["small.json"] = json.dumps(v2([dict(int64(1), data=[7])])).encode()
+    files["large.json"] = json.dumps(v2([dict(int64(N), data=BIG.tolist())])).encode()
+    big = BIG.astype("<i8").tobytes()
+    files["large.bin"], headers["large.bin"] = binary([(int64(N), big)], True)
 
     def text(name: str, value: str) -> dict:
-        return {"name": name, "shape": b + [1], "datatype": "BYTES", "data": [value]}
+        return {"name": name, "shape": [*b, 1], "datatype": "BYTES", "data": [value]}
 
     basic = [
         text("field1", BASIC["field1"]),
         text("field2", BASIC["field2"]),
-        {"name": "field3", "shape": b + [1], "datatype": "INT64", "data": [BASIC["field3"]]},
+        {"name": "field3", "shape": [*b, 1], "datatype": "INT64", "data": [BASIC["field3"]]},
         text("field4", json.dumps(BASIC["field4"])),
     ]
     files["basic.json"] = json.dumps(v2(basic)).encode()
@@ -92,9 +93,10 @@ def main() -> int:
         img = jpeg((h, w))
         b64 = base64.b64encode(img).decode()
         files[f"b64-{h}.json"] = json.dumps(v2([text("image_b64", b64)])).encode()
-        image = {"name": "image", "shape": b + [1], "datatype": "BYTES"}
-        files[f"img-{h}.bin"], headers[f"img-{h}.bin"] = binary([(image, bytes_element(img))], False)
-        files[f"img-{h}.pb"] = infer_request_pb("images", "image", b + [1], bytes_element(img))
+        image = {"name": "image", "shape": [*b, 1], "datatype": "BYTES"}
+        body, headers[f"img-{h}.bin"] = binary([(image, bytes_element(img))], False)
+        files[f"img-{h}.bin"] = body
+        files[f"img-{h}.pb"] = infer_request_pb("images", "image", [*b, 1], bytes_element(img))
     for name, data in files.items():
         (out / name).write_bytes(data)
         extra = f"  Inference-Header-Content-Length: {headers[name]}" if name in headers else ""
