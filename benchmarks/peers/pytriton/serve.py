@@ -63,7 +63,7 @@ from typing import Any
 import numpy as np
 from pytriton.model_config import DynamicBatcher, ModelConfig, Tensor
 from pytriton.proxy.types import Request
-from pytriton.triton import Triton, TritonConfig
+from pytriton.triton import Triton, TritonConfig, TritonSecurityConfig
 
 PATTERN = b"0123456789abcdef"
 DEFAULTS: dict[str, int | float] = {"pieces": 256, "piece_bytes": 16, "delay_s": 0.001}
@@ -263,6 +263,17 @@ def main() -> int:
     p.add_argument(
         "--queue-delay-us", type=int, default=0, help="the batcher's max_queue_delay_microseconds"
     )
+    p.add_argument(
+        "--token",
+        help="requests to the --restricted endpoints need the header (gRPC: metadata) "
+        "triton-access-token: TOKEN (default: a random token PyTriton makes up)",
+    )
+    p.add_argument(
+        "--restricted",
+        default="shared-memory,model-repository,statistics,trace,logging",
+        help="the endpoints --token guards (PyTriton's default set here; add inference, "
+        "metadata, health to guard those)",
+    )
     p.add_argument("--metrics", action="store_true", help="Triton's Prometheus metrics on")
     p.add_argument("--metrics-port", type=int, default=0, help="with --metrics (0: a free one)")
     p.add_argument("--ready-timeout", type=float, default=120.0)
@@ -299,6 +310,11 @@ def main() -> int:
         allow_metrics=args.metrics,
         log_verbose=0,
     )
+    # PyTriton passes Triton --http-restricted-api / --grpc-restricted-protocol itself
+    # (TritonConfig's own fields for them are overwritten), from this.
+    security = TritonSecurityConfig(
+        access_token=args.token, restricted_endpoints=args.restricted.split(",")
+    )
     metrics_port = args.metrics_port or free_port()
     if args.metrics:
         # Only the counters and latencies of requests: no GPU here, and the CPU/memory
@@ -308,7 +324,7 @@ def main() -> int:
         config.allow_gpu_metrics = False
     started = time.monotonic()
     url = f"http://127.0.0.1:{args.http_port}"
-    with Triton(config=config) as triton:
+    with Triton(config=config, security_config=security) as triton:
         for name in models:
             bind(triton, name, args)
         triton.run()
