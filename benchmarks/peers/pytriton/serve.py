@@ -227,10 +227,11 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def ready(url: str) -> bool:
+def ready(url: str, token: str | None) -> bool:
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    headers = {"triton-access-token": token} if token else {}
     try:
-        with opener.open(url, timeout=2) as reply:
+        with opener.open(urllib.request.Request(url, headers=headers), timeout=2) as reply:
             return bool(reply.status == 200)
     except (urllib.error.URLError, OSError):
         return False
@@ -329,7 +330,9 @@ def main() -> int:
             bind(triton, name, args)
         triton.run()
         deadline = started + args.ready_timeout
-        while not all(ready(f"{url}/v2/models/{name}/ready") for name in models):
+        while not all(
+            ready(f"{url}/v2/models/{name}/ready", security.access_token) for name in models
+        ):
             if stopping.is_set():
                 return 0
             if time.monotonic() > deadline or not triton.is_alive():
