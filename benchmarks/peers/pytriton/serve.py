@@ -8,7 +8,7 @@ Run it with the virtualenv from ``install.sh``:
     .tools/peers/pytriton/bin/python benchmarks/peers/pytriton/serve.py \\
         --http-port 8000 --grpc-port 8001 [--models tokens] [--instances 1] [--sync] \\
         [--no-batching] [--max-batch-size 64] [--queue-delay-us 0] \\
-        [--metrics [--metrics-port PORT]]
+        [--metrics [--metrics-port PORT]] [--token TOKEN] [--restricted ENDPOINTS]
 
 Models (README.md has their tensors and what requests look like):
 
@@ -33,9 +33,12 @@ Models (README.md has their tensors and what requests look like):
 a batch dimension first (``[1, 100000]``, ``[1, 1]``). Their callables are ``async def``
 (``--sync``: plain functions). ``--instances`` model instances of each model (default 1).
 Triton's HTTP and gRPC endpoints on 127.0.0.1 only; metrics off unless ``--metrics``
-(then on 127.0.0.1:``--metrics-port``). PyTriton starts ``tritonserver`` as a child process, and
-Triton's Python backend starts one stub process per model instance below it: measure
-this process's whole tree (``--server-pid`` of this script) for the server's CPU.
+(then on 127.0.0.1:``--metrics-port``). PyTriton guards Triton's admin endpoints with a
+token (``--token``, else a random one; ``--restricted`` names the endpoints).
+
+PyTriton starts ``tritonserver`` as a child process, and Triton's Python backend starts
+one stub process per model instance below it: measure this process's whole tree
+(``--server-pid`` of this script) for the server's CPU.
 
 When ``GET /v2/models/NAME/ready`` answers 200 for every model it prints
 ``READY http://127.0.0.1:PORT grpc 127.0.0.1:GPORT`` (with ``metrics
@@ -132,7 +135,9 @@ def images_sync(requests: list[Request]) -> list[dict[str, np.ndarray]]:
         if "image_b64" in request:
             for text in np.ravel(request["image_b64"]):
                 binascii.a2b_base64(text, strict_mode=True)
-        batch = (request[next(iter(request))].shape[0],) if BATCHING else ()
+        # With batching every input is [batch, 1], and so must the outputs be.
+        first = request[next(iter(request))]
+        batch = first.shape[:1] if first.ndim == 2 else ()
         out.append(
             {
                 "prediction1": np.broadcast_to(PREDICTION1, batch + PREDICTION1.shape),
@@ -152,9 +157,6 @@ def fail_sync(requests: list[Request]) -> list[dict[str, np.ndarray]]:
 
 async def fail(requests: list[Request]) -> list[dict[str, np.ndarray]]:
     return fail_sync(requests)
-
-
-BATCHING = True  # set from --no-batching before the models are bound
 
 
 def unary_config(args: argparse.Namespace) -> ModelConfig:
@@ -281,8 +283,6 @@ def main() -> int:
     p.add_argument("--verbose", action="store_true", help="PyTriton's INFO log")
     args = p.parse_args()
     models = [m.strip() for m in args.models.split(",") if m.strip()]
-    global BATCHING
-    BATCHING = args.batching
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
         stream=sys.stderr,
@@ -318,8 +318,7 @@ def main() -> int:
     )
     metrics_port = args.metrics_port or free_port()
     if args.metrics:
-        # Only the counters and latencies of requests: no GPU here, and the CPU/memory
-        # gauges are another poller.
+        # No GPU here; the CPU/memory gauges keep Triton's 2 s poll.
         config.metrics_address = "127.0.0.1"
         config.metrics_port = metrics_port
         config.allow_gpu_metrics = False
