@@ -44,6 +44,7 @@ import argparse
 import base64
 import json
 import queue
+import re
 import statistics
 import subprocess
 import sys
@@ -420,6 +421,7 @@ def main() -> int:
     argv += ["--models", "tokens,noop,images,fail", "--metrics"]
     argv += ["--metrics-port", str(metrics_port)]
     peer = Peer(argv + (["--sync"] if args.sync else []), args.server_log)
+    markers = [venv_marker()]
     metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"
     try:
         listening = peer.listening()
@@ -431,6 +433,11 @@ def main() -> int:
             text=True,
         ).stdout
         assert "bin/tritonserver" in tree, f"tritonserver is not below serve.py:\n{tree}"
+        # This server's copy of tritonserver lives in its PyTriton workspace: other
+        # PyTriton servers on the machine (another checkout's) are not this test's.
+        workspace = re.search(r"\S*/workspace_[^/\s]+/", tree)
+        assert workspace, f"no PyTriton workspace in:\n{tree}"
+        markers.append(workspace.group(0))
         assert "triton_python_backend_stub" in tree, f"no backend stub below serve.py:\n{tree}"
         for check in (grpc_streams, rest, echo_checks, images_checks, bad_input):
             for line in check(peer):
@@ -439,7 +446,7 @@ def main() -> int:
             print(line, flush=True)
     finally:
         print(f"stopped in {peer.stop():.1f} s")
-    left = left_running(venv_marker()) + left_running("tritonserver")
+    left = [line for marker in markers for line in left_running(marker)]
     if left:
         print(f"LEFT RUNNING: {left}")
         return 1
