@@ -72,7 +72,6 @@ from stream_check import (  # noqa: E402
     left_running,
     loopback_only,
     read_sse,
-    venv_marker,
 )
 
 MODEL = "tokens"
@@ -403,6 +402,15 @@ def batching_and_metrics(peer: Peer, metrics_url: str) -> list[str]:
     ]
 
 
+def alive(pid: int) -> bool:
+    """Whether the process runs (a zombie waiting for its reaper does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
 def main() -> int:
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -421,7 +429,8 @@ def main() -> int:
     argv += ["--models", "tokens,noop,images,fail", "--metrics"]
     argv += ["--metrics-port", str(metrics_port)]
     peer = Peer(argv + (["--sync"] if args.sync else []), args.server_log)
-    markers = [venv_marker()]
+    markers: list[str] = []
+    pids: set[int] = set()
     metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"
     try:
         listening = peer.listening()
@@ -444,9 +453,14 @@ def main() -> int:
                 print(line, flush=True)
         for line in batching_and_metrics(peer, metrics_url):
             print(line, flush=True)
+        # The processes to be gone after SIGTERM: this server's tree as it is now (serve.py's
+        # helpers included) and anything naming its workspace. Not every process of this
+        # virtualenv: another run of it may be going on beside this one.
+        pids = peer.tree()
     finally:
         print(f"stopped in {peer.stop():.1f} s")
     left = [line for marker in markers for line in left_running(marker)]
+    left += [f"pid {pid}" for pid in sorted(pids) if alive(pid)]
     if left:
         print(f"LEFT RUNNING: {left}")
         return 1
