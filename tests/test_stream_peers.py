@@ -6,7 +6,8 @@ PyTriton: tritonclient's stream API and httpx), counting 256 pieces of
 
 Opt-in: each runs only where its peer is installed (``bash
 benchmarks/peers/mlserver/install.sh``, ``bash benchmarks/peers/pytriton/install.sh``);
-CI installs no peers, so there they are skipped. About 5 s and 15 s.
+CI installs no peers, so there they are skipped. About 5 s and 25 s (PyTriton's also
+checks its unary models: benchmarks/peers/pytriton/README.md).
 """
 
 from __future__ import annotations
@@ -46,6 +47,10 @@ def test_pytriton_streams() -> None:
     assert "HTTP generate_stream: 256 pieces" in out, out
     assert "pieces=-1: error" in out, out
     assert "streaming checks passed" in out, out
+    # The same smoke test checks the unary models of issue 22's comparison (noop, images).
+    assert "noop gRPC raw, 100,000 INT64: echoed" in out, out
+    assert "images HTTP binary: answered" in out, out
+    assert "unary checks passed" in out, out
 
 
 def _has_streaming() -> bool:
