@@ -90,7 +90,9 @@ class Bodies:
         path.write_bytes(data)
         return str(path)
 
-    def torchserve(self, size: tuple[int, int], url: str, grpc: str) -> dict[str, tuple[str, list[str]]]:
+    def torchserve(
+        self, size: tuple[int, int], url: str, grpc: str
+    ) -> dict[str, tuple[str, list[str]]]:
         img, h = self.images[size], size[0]
         b64 = json.dumps({"image": base64.b64encode(img).decode()}).encode()
         # PredictionsRequest: model_name = 1, input = 3 (map<string, bytes>: key 1, value 2).
@@ -104,7 +106,9 @@ class Bodies:
             "gRPC|binary": (grpc, ["--call", TS_CALL, "-D", self.write(f"ts-{h}.pb", message)]),
         }  # fmt: skip
 
-    def inferwire(self, size: tuple[int, int], url: str, grpc: str) -> dict[str, tuple[str, list[str]]]:
+    def inferwire(
+        self, size: tuple[int, int], url: str, grpc: str
+    ) -> dict[str, tuple[str, list[str]]]:
         img, h = self.images[size], size[0]
         b64 = {
             "inputs": [
@@ -232,14 +236,17 @@ def batch_sizes(url: str) -> Any:
     return Cell(0.0, 0.0, None, 1.0, total / count if count else 0.0)
 
 
-def table(results: dict[str, dict[str, Cell]], bodies: Bodies, sizes: list[tuple[int, int]]) -> list[str]:
+def table(
+    results: dict[str, dict[str, Cell]], bodies: Bodies, sizes: list[tuple[int, int]]
+) -> list[str]:
     lines: list[str] = []
     for size in sizes:
         h, w = size
         img = bodies.images[size]
         lines += [
-            f"**{h}×{w}** (JPEG {len(img) / 1e6:.3f} MB, base64 {len(base64.b64encode(img)) / 1e6:.3f} MB;"
-            f" the seed's JPEG: {SEED_001_MB[size]:.3f} MB): seconds per round of 20 concurrent "
+            f"**{h}×{w}** (JPEG {len(img) / 1e6:.3f} MB, "
+            f"base64 {len(base64.b64encode(img)) / 1e6:.3f} MB; "
+            f"the seed's JPEG: {SEED_001_MB[size]:.3f} MB): seconds per round of 20 concurrent "
             "requests (elapsed ÷ rounds); median latency; server CPU per request",
             "",
             "| | B64: TorchServe | inferwire | seed (TorchServe) "
@@ -272,7 +279,9 @@ def have_torchvision(python: str) -> bool:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--python", default=str(ROOT / ".venv/bin/python"), help="inferwire's interpreter")
+    p.add_argument(
+        "--python", default=str(ROOT / ".venv/bin/python"), help="inferwire's interpreter"
+    )
     p.add_argument("--rounds", type=int, default=10, help="rounds of --clients requests per cell")
     p.add_argument("--clients", type=int, default=20, help="requests in flight (the seed's 20)")
     p.add_argument("--workers", type=int, default=2, help="worker processes, both servers")

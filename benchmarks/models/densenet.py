@@ -59,9 +59,8 @@ class Densenet161:
         )
 
     def image(self, data: Any) -> Any:
-        from PIL import Image, UnidentifiedImageError
-
         from inferwire import BadRequest
+        from PIL import Image, UnidentifiedImageError
 
         if not isinstance(data, (bytes, bytearray)):
             raise BadRequest(f"expected a JPEG, got {type(data).__name__}")

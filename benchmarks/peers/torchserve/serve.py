@@ -232,7 +232,9 @@ def main() -> int:
             file=sys.stderr,
             flush=True,
         )
-        print(f"READY http://127.0.0.1:{args.http_port} grpc 127.0.0.1:{args.grpc_port}", flush=True)
+        print(
+            f"READY http://127.0.0.1:{args.http_port} grpc 127.0.0.1:{args.grpc_port}", flush=True
+        )
         code = proc.wait()  # until a signal raises Stop, or TorchServe exits by itself
         print(f"torchserve exited with {code}", file=sys.stderr)
         code = code or 1
