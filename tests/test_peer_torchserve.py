@@ -35,6 +35,6 @@ def test_torchserve_peer_serves_and_stops() -> None:
     )
     assert out.returncode == 0, f"smoke.py failed:\n{out.stdout}\n{out.stderr[-3000:]}"
     for line in ("workers=2: start", "noop: REST JSON 1 and 100,000 INT64", "densenet161: REST binary",
-                 "no TorchServe process left", "token auth: REST without a key -> 401",
+                 "no TorchServe process left", "token auth: REST without a key -> 400",
                  "smoke checks passed"):  # fmt: skip
         assert line in out.stdout, out.stdout

@@ -118,24 +118,31 @@ def config(args: argparse.Namespace, tmp: Path, models: list[str]) -> str:
     return str(path)
 
 
-def ready(args: argparse.Namespace, models: list[str], headers: dict[str, str]) -> bool:
-    ping = get_json(f"http://127.0.0.1:{args.http_port}/ping", headers)
+def ready(args: argparse.Namespace, models: list[str], keys: dict[str, str]) -> bool:
+    """``keys``: with token authorization on, the inference and management keys."""
+
+    def auth(api: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {keys[api]}"} if api in keys else {}
+
+    ping = get_json(f"http://127.0.0.1:{args.http_port}/ping", auth("inference"))
     if not ping or ping.get("status") != "Healthy":
         return False
     for name in models:
-        desc = get_json(f"http://127.0.0.1:{args.management_port}/models/{name}", headers)
+        desc = get_json(
+            f"http://127.0.0.1:{args.management_port}/models/{name}", auth("management")
+        )
         workers = desc[0].get("workers", []) if desc else []
         if len([w for w in workers if w.get("status") == "READY"]) < args.workers:
             return False
     return pair.grpc_answers(f"127.0.0.1:{args.grpc_port}")
 
 
-def key_file_headers(tmp: Path) -> dict[str, str]:
+def token_keys(tmp: Path) -> dict[str, str]:
     """With token authorization on, TorchServe writes its keys to key_file.json in its
-    working directory; the management key lets serve.py see the models' status."""
+    working directory; every API, /ping included, wants one (else 400 InvalidKeyException)."""
     try:
         keys = json.loads((tmp / "key_file.json").read_text())
-        return {"Authorization": f"Bearer {keys['management']['key']}"}
+        return {api: keys[api]["key"] for api in ("inference", "management")}
     except (OSError, ValueError, KeyError):
         return {}
 
@@ -216,7 +223,7 @@ def main() -> int:
             start_new_session=True,  # its own process group: the frontend and its workers
         )
         deadline = started + args.ready_timeout
-        while not ready(args, models, key_file_headers(tmp) if args.token_auth else {}):
+        while not ready(args, models, token_keys(tmp) if args.token_auth else {}):
             if proc.poll() is not None:
                 print(f"torchserve exited with {proc.returncode} before ready", file=sys.stderr)
                 return 1
