@@ -8,7 +8,7 @@ SIGTERM.
 
 Opt-in: runs only where the peer is installed (``bash benchmarks/peers/torchserve/install.sh``,
 a 5.5 GB virtualenv: PyPI's torch); CI installs no peers, so there it is skipped. About
-60-90 s (densenet161 loads in two workers; a second start for the token check).
+30 s (two starts: every model, then the token check).
 """
 
 from __future__ import annotations

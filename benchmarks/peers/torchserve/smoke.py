@@ -328,6 +328,7 @@ def run_auth() -> None:
                 request, metadata=[("authorization", headers["Authorization"])]
             )
             assert reply.prediction == b"x", reply
+        metrics = httpx.get(f"{server.metrics}/metrics", timeout=10).status_code
     except BaseException:
         server.proc.send_signal(signal.SIGTERM)
         server.proc.wait(60)
@@ -337,7 +338,8 @@ def run_auth() -> None:
     assert not venv_processes(), venv_processes()
     print(
         f"token auth: REST without a key -> {without}; with the inference key -> 200; "
-        f"gRPC without -> {grpc_without}, with -> OK; stopped, nothing left"
+        f"gRPC without -> {grpc_without}, with -> OK; /metrics without a key -> {metrics}; "
+        "stopped, nothing left"
     )
 
 
