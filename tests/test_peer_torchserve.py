@@ -1,0 +1,40 @@
+"""The TorchServe peer (benchmarks/peers/torchserve) answers as the benchmarks expect: its
+smoke test starts TorchServe 0.12 (Java frontend, Python backend workers) on 127.0.0.1
+with the echo, seed-001 image and densenet161 handlers, checks the process tree, that every
+listener is on loopback, the echo element by element, the image answers and densenet161's
+top 5 over REST and gRPC (grpcio with stubs from TorchServe's inference.proto), /metrics,
+bad input and model errors, token authorization when on, and that nothing is left after
+SIGTERM.
+
+Opt-in: runs only where the peer is installed (``bash benchmarks/peers/torchserve/install.sh``,
+a 5.5 GB virtualenv: PyPI's torch); CI installs no peers, so there it is skipped. About
+30 s (two starts: every model, then the token check).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PYTHON = ROOT / ".tools/peers/torchserve/bin/python"
+SMOKE = ROOT / "benchmarks/peers/torchserve/smoke.py"
+
+
+def test_torchserve_peer_serves_and_stops() -> None:
+    if not PYTHON.exists():
+        pytest.skip(f"TorchServe is not installed ({SMOKE.parent}/install.sh)")
+    out = subprocess.run(
+        [str(PYTHON), str(SMOKE), "--seconds", "1"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
+    assert out.returncode == 0, f"smoke.py failed:\n{out.stdout}\n{out.stderr[-3000:]}"
+    for line in ("workers=2: start", "noop: REST JSON 1 and 100,000 INT64", "densenet161: REST binary",
+                 "no TorchServe process left", "token auth: REST without a key -> 400",
+                 "smoke checks passed"):  # fmt: skip
+        assert line in out.stdout, out.stdout
