@@ -26,7 +26,7 @@ while [ $# -gt 0 ]; do
     shift
 done
 
-ALL="seldon_matrix peers_seldon_matrix peer_servers runtime v2_mlserver images_numpy realtime_rows generator_overhead reliability scaleout perf_analyzer streaming"
+ALL="seldon_matrix peers_seldon_matrix peer_servers torchserve_densenet runtime v2_mlserver images_numpy realtime_rows generator_overhead reliability scaleout perf_analyzer streaming"
 CHOSEN="${ONLY//,/ }"
 CHOSEN="${CHOSEN:-$ALL}"
 for name in $CHOSEN; do
@@ -43,14 +43,15 @@ fi
 mkdir -p "$OUT"
 
 log "installing: inferwire (release), load tools, peers"
-ensure_venv -r requirements-test.txt
+# torch and torchvision: inferwire serving densenet161 beside TorchServe (about 5 GB).
+ensure_venv -r requirements-test.txt -r requirements-torch.txt -r benchmarks/requirements-densenet.txt
 build_extension --release
 bash scripts/install-load-tools.sh
 bash scripts/install-wrk.sh
 bash scripts/apt-install.sh nginx
 bash scripts/install-perf-analyzer.sh >/dev/null
 bash benchmarks/seldon_wrapper/setup.sh
-for peer in mlserver ray fastapi_images numpy_echo pytriton kserve bentoml litserve; do
+for peer in mlserver ray fastapi_images numpy_echo pytriton kserve bentoml litserve torchserve; do
     bash "benchmarks/peers/$peer/install.sh"
 done
 
@@ -69,6 +70,8 @@ for name in $CHOSEN; do
             if [ "$QUICK" = 1 ]; then cmd+=(--seconds 3 --minutes 0.5); fi ;;
         scaleout) cmd=("$PY" benchmarks/scaleout.py --out "$OUT")
             if [ "$QUICK" = 1 ]; then cmd+=(--seconds 1 --repeats 1); fi ;;
+        torchserve_densenet) cmd=("$PY" benchmarks/torchserve_densenet.py --out "$OUT")
+            if [ "$QUICK" = 1 ]; then cmd+=(--rounds 1 --sizes 360); fi ;;
         streaming) cmd=("$PY" benchmarks/streaming.py --out "$OUT" $(seconds))
             if [ "$QUICK" = 1 ]; then cmd+=(--clients 1,64); fi ;;
         *) cmd=("$PY" "benchmarks/$name.py" --out "$OUT" $(seconds)) ;;

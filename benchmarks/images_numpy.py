@@ -39,13 +39,12 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from runtime import Cell, attack, fmt_us, inferwire, machine  # noqa: E402
+from runtime import Cell, PeerProc, attack, fmt_us, inferwire, machine  # noqa: E402
 from servers import free_port  # noqa: E402
 
 PEERS = ROOT / ".tools/peers"
@@ -141,45 +140,15 @@ class Requests:
 # ---------------------------------------------------------------- servers
 
 
-def start_peer(venv: str, folder: str) -> tuple[Any, str, str]:
-    """Starts serve.py and waits for READY on its stdout."""
-    import os
-    import signal
-    import subprocess
-
-    http, grpc = free_port(), free_port()
+def start_peer(venv: str, folder: str) -> tuple[PeerProc, str, str]:
+    """Starts the peer's serve.py on free ports and waits for its READY line."""
     python = PEERS / venv / "bin/python"
     if not python.exists():
         raise SystemExit(f"{venv} is not installed: bash benchmarks/peers/{folder}/install.sh")
     argv = [str(python), str(ROOT / "benchmarks/peers" / folder / "serve.py")]
-    argv += ["--http-port", str(http), "--grpc-port", str(grpc)]
-    proc = subprocess.Popen(
-        argv,
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        start_new_session=True,
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    if not line.startswith("READY"):
-        os.killpg(proc.pid, signal.SIGKILL)
-        raise RuntimeError(f"{folder}: {line!r}")
-
-    class Stop:
-        pid = proc.pid
-
-        @staticmethod
-        def stop() -> None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(20)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-
-    return Stop, f"http://127.0.0.1:{http}", f"127.0.0.1:{grpc}"
+    argv += ["--http-port", str(free_port()), "--grpc-port", str(free_port())]
+    peer = PeerProc(argv, folder)
+    return peer, peer.url, peer.grpc
 
 
 def run(target: str, clients: int, seconds: float, pid: int, *extra: str) -> Cell:

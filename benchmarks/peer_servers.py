@@ -30,24 +30,28 @@ from __future__ import annotations
 
 import argparse
 import base64
+import dataclasses
 import json
+import os
 import struct
 import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from images_numpy import SIZES, jpeg  # noqa: E402
-from runtime import Cell, Proc, attack, fmt_us, machine  # noqa: E402
+from images_numpy import SIZES, field, jpeg  # noqa: E402
+from runtime import Cell, PeerProc, Proc, attack, fmt_us, machine  # noqa: E402
 from servers import free_port  # noqa: E402
+from v2_bodies import binary_extension, bytes_element, infer_request_pb  # noqa: E402
 
 PEERS = ROOT / ".tools/peers"
 V2_CALL = "inference.GRPCInferenceService/ModelInfer"
+TS_CALL = "org.pytorch.serve.grpc.inference.InferenceAPIsService/Predictions"
 SELDON_CALL = "seldon.protos.Seldon/Predict"
 N = 100_000
 # The same values every peer's smoke test echoes: the whole INT64 range, past 2**53.
@@ -78,18 +82,38 @@ class Bodies:
         return self.file(f"v2-{n}-{batch}.json", lambda: json.dumps(body))
 
     def v2_binary(self, batch: bool = False) -> tuple[str, int]:
-        """The binary tensor extension: the JSON header, then the raw INT64s; the reply
-        binary too. (file, header length)"""
+        """The binary tensor extension, the reply binary too: (file, header length)."""
         shape = [1, N] if batch else [N]
-        head = json.dumps({
-            "inputs": [{
-                "name": "input-0", "shape": shape, "datatype": "INT64",
-                "parameters": {"binary_data_size": 8 * N},
-            }],
-            "parameters": {"binary_data_output": True},
-        }).encode()  # fmt: skip
-        return self.file(f"v2-bin-{batch}.bin", lambda: head + struct.pack(f"<{N}q", *BIG)), len(
-            head
+        tensor = {"name": "input-0", "shape": shape, "datatype": "INT64"}
+        body, head = binary_extension([(tensor, struct.pack(f"<{N}q", *BIG))], True)
+        return self.file(f"v2-bin-{batch}.bin", lambda: body), head
+
+    def raw(self, n: int) -> str:
+        """The INT64s as little-endian bytes, nothing else (TorchServe's binary body)."""
+        return self.file(f"raw-{n}.bin", lambda: struct.pack(f"<{n}q", *([7] if n == 1 else BIG)))
+
+    def predictions(self, model: str, name: str, data: bytes) -> str:
+        """TorchServe's gRPC PredictionsRequest: model_name = 1, input = 3 (a map entry:
+        key 1, value 2), ``data`` as the input named ``data``."""
+        message = field(1, model.encode()) + field(3, field(1, b"data") + field(2, data))
+        return self.file(f"ts-{name}.pb", lambda: message)
+
+    def triton_image(self, size: tuple[int, int]) -> tuple[str, str, str, int]:
+        """Triton's images model, with the batch dimension its batching wants: (base64
+        JSON, gRPC raw binary, REST binary extension, its header length)."""
+        h = size[0]
+        b64 = {"inputs": [{"name": "image_b64", "shape": [1, 1], "datatype": "BYTES",
+                           "data": [self.b64(size)]}]}  # fmt: skip
+        element = bytes_element(self.images[size])
+        tensor = {"name": "image", "shape": [1, 1], "datatype": "BYTES"}
+        body, head = binary_extension([(tensor, element)])
+        return (
+            self.file(f"triton-b64-{h}.json", lambda: json.dumps(b64)),
+            self.file(
+                f"triton-{h}.pb", lambda: infer_request_pb("images", "image", [1, 1], element)
+            ),
+            self.file(f"triton-{h}.bin", lambda: body),
+            head,
         )
 
     def data(self, n: int) -> str:
@@ -131,7 +155,7 @@ class Form:
 
 @dataclass
 class Running:
-    proc: Proc
+    proc: Proc | PeerProc
     url: str
     grpc: str
 
@@ -173,8 +197,8 @@ def v2_forms(r: Running, b: Bodies, binary: bool = True, batch: bool = False) ->
     if binary:
         body, head = b.v2_binary(batch)
         header = f"Inference-Header-Content-Length: {head}"
-        binary = ["-H", "Content-Type: application/octet-stream", "-H", header]
-        forms.append(Form("100k", "REST binary", 1, infer, ["-D", body, *binary]))
+        octets = ["-H", "Content-Type: application/octet-stream", "-H", header]
+        forms.append(Form("100k", "REST binary", 1, infer, ["-D", body, *octets]))
     grpc = ["--call", V2_CALL, "--v2", "raw", "--model", "noop", "-D", b.v2(N, batch)]
     forms.append(Form("100k", "gRPC raw", 1, r.grpc, grpc))
     return forms
@@ -186,13 +210,12 @@ def peer(
     """Starts ``benchmarks/peers/FOLDER/serve.py`` in its virtualenv on free ports."""
 
     def start() -> Running:
-        http, gport = free_port(), free_port()
         python = PEERS / (venv or folder) / "bin/python"
         argv = [str(python), str(ROOT / "benchmarks/peers" / folder / "serve.py")]
-        argv += ["--http-port", str(http), "--grpc-port", str(gport)] if grpc else [
-            "--port", str(http)]  # fmt: skip
-        url = f"http://127.0.0.1:{http}"
-        return Running(Proc([*argv, *args], url + ready), url, f"127.0.0.1:{gport}")
+        ports = ["--http-port", str(free_port()), "--grpc-port", str(free_port())]
+        argv += ports if grpc else ["--port", str(free_port())]
+        peer = PeerProc([*argv, *args], folder)
+        return Running(peer, peer.url, peer.grpc)
 
     return start
 
@@ -230,7 +253,7 @@ def inferwire_server(python: str, workers: int) -> Server:
 
     return Server(
         "inferwire",
-        f"`inferwire serve` defaults but `--workers {workers}`: "
+        f"`inferwire serve` defaults but `--workers {workers}` (one per core): "
         + ("one worker process" if workers == 1 else f"{workers} worker processes")
         + ", two I/O threads and one model thread each, batching off",
         [
@@ -258,6 +281,49 @@ def bentoml_images(r: Running, b: Bodies) -> list[Form]:
     return forms
 
 
+def triton_forms(r: Running, b: Bodies) -> list[Form]:
+    forms = v2_forms(r, b, batch=True)
+    for size in SIZES:
+        b64, pb, binary, head = b.triton_image(size)
+        infer, s = f"{r.url}/v2/models/images/infer", f"{size[0]}x{size[1]}"
+        forms += [
+            Form("images", "REST binary", 20, infer,
+                 ["-D", binary, "-H", "Content-Type: application/octet-stream",
+                  "-H", f"Inference-Header-Content-Length: {head}"], s),
+            Form("images", "REST base64", 20, infer, ["-D", b64, *JSON], s),
+            Form("images", "gRPC binary", 20, r.grpc, ["--call", V2_CALL, "-D", pb], s),
+            Form("images", "gRPC base64", 20, r.grpc,
+                 ["--call", V2_CALL, "--v2", "raw", "--model", "images", "-D", b64], s),
+        ]  # fmt: skip
+    return forms
+
+
+def torchserve_forms(r: Running, b: Bodies) -> list[Form]:
+    noop, images = f"{r.url}/predictions/noop", f"{r.url}/predictions/images"
+    octets = ["-H", "Content-Type: application/octet-stream"]
+    small_pb = b.predictions("noop", "small", struct.pack("<q", 7))
+    forms = small(noop, b.data(1)) + [
+        Form("small", "gRPC raw", c, r.grpc, ["--call", TS_CALL, "-D", small_pb])
+        for c in (1, 8, 64)
+    ]
+    large_pb = b.predictions("noop", "large", struct.pack(f"<{N}q", *BIG))
+    forms += [
+        Form("100k", "REST JSON", 1, noop, ["-D", b.data(N), *JSON]),
+        Form("100k", "REST binary", 1, noop, ["-D", b.raw(N), *octets]),
+        Form("100k", "gRPC raw", 1, r.grpc, ["--call", TS_CALL, "-D", large_pb]),
+    ]
+    for size in SIZES:
+        s = f"{size[0]}x{size[1]}"
+        pb = b.predictions("images", f"img-{size[0]}", b.images[size])
+        forms += [
+            Form("images", "REST binary", 20, images,
+                 ["-D", b.jpeg(size), "-H", "Content-Type: image/jpeg"], s),
+            Form("images", "REST base64", 20, images, ["-D", b.image_json(size), *JSON], s),
+            Form("images", "gRPC binary", 20, r.grpc, ["--call", TS_CALL, "-D", pb], s),
+        ]  # fmt: skip
+    return forms
+
+
 def litserve_images(r: Running, b: Bodies) -> list[Form]:
     """LitServe reads JSON bodies (no raw binary body): base64 only."""
     return [
@@ -270,6 +336,31 @@ def litserve_images(r: Running, b: Bodies) -> list[Form]:
 def servers(python: str, workers: int) -> list[Server]:
     return [
         inferwire_server(python, workers),
+        Server(
+            "Triton",
+            "PyTriton 0.7.0 (tritonserver 2.51.0, Python models): dynamic batching, "
+            "`max_batch_size` 64, no queue delay (requests carry a batch dimension: `[1, n]`), "
+            "one instance per model, `async def` callables, metrics on (Triton's default)",
+            [
+                Phase(
+                    peer(
+                        "pytriton", "/v2/models/noop/ready", "--models", "noop,images", "--metrics"
+                    ),
+                    triton_forms,
+                )
+            ],
+            installed("pytriton"),
+            "bash benchmarks/peers/pytriton/install.sh",
+        ),
+        Server(
+            "TorchServe",
+            "torchserve 0.12.0: 2 workers per model with 1 torch thread each (its performance "
+            "guide for CPU), batching `batchSize` 8 / `maxBatchDelay` 10 ms (its batching "
+            "guide's example), token auth off, per-request logs off",
+            [Phase(peer("torchserve", "/ping", "--models", "noop,images"), torchserve_forms)],
+            installed("torchserve"),
+            "bash benchmarks/peers/torchserve/install.sh",
+        ),
         Server(
             "KServe",
             "kserve 0.21.0 `ModelServer`: `--workers 1` (REST processes, its default), "
@@ -408,8 +499,8 @@ def best(cells: dict[str, Cell], *parts: str) -> Cell | None:
 
 @dataclass
 class Ratio:
-    rps: list[float] = field(default_factory=list)  # inferwire's ÷ the peer's
-    cpu: list[float] = field(default_factory=list)  # the peer's ÷ inferwire's
+    rps: list[float] = dataclasses.field(default_factory=list)  # inferwire's ÷ the peer's
+    cpu: list[float] = dataclasses.field(default_factory=list)  # the peer's ÷ inferwire's
 
     def add(self, ours: Cell | None, theirs: Cell | None) -> None:
         if ours and theirs:
@@ -420,7 +511,7 @@ class Ratio:
     def text(self) -> str:
         """Worst (smallest) first; a range when the cells disagree."""
         if not self.rps:
-            return "not served"
+            return "not measured"
 
         def span(xs: list[float]) -> str:
             lo, hi = times(min(xs), 1), times(max(xs), 1)
@@ -484,8 +575,9 @@ def main() -> int:
     p.add_argument(
         "--inferwire-workers",
         type=int,
-        default=1,
-        help="inferwire's --workers (default 1, inferwire's own default)",
+        default=os.cpu_count() or 1,
+        help="inferwire's --workers (default: one per core, as the peers' workers; its "
+        "operations guide's advice for models that run Python on the CPU)",
     )
     args = p.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)

@@ -118,6 +118,50 @@ class Proc:
         self.log.unlink(missing_ok=True)
 
 
+class PeerProc:
+    """A peer's ``benchmarks/peers/NAME/serve.py`` in its own process group, ready once it
+    prints ``READY http://127.0.0.1:PORT [grpc 127.0.0.1:GPORT]`` (after every model it
+    serves answers); its log goes to a temporary file, shown when it fails to start."""
+
+    def __init__(self, argv: list[str], name: str) -> None:
+        self.log = Path(tempfile.mkstemp(prefix="peer-", suffix=".log")[1])
+        with self.log.open("w") as log:
+            self.proc = subprocess.Popen(
+                argv,
+                cwd=ROOT,
+                env={**os.environ, **SERVER_ENV},
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                text=True,
+                start_new_session=True,
+            )
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()  # serve.py exits when not ready in its own time
+        if not line.startswith("READY "):
+            self.stop()
+            raise RuntimeError(f"{name} did not start ({line!r}):\n{self.log.read_text()[-3000:]}")
+        words = line.split()
+        self.url = words[1]
+        self.grpc = words[words.index("grpc") + 1] if "grpc" in words else ""
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def stop(self) -> None:
+        """SIGTERM to serve.py (which stops its server), SIGKILL to the group after 60 s."""
+        try:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            self.proc.wait(60)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        except ProcessLookupError:
+            pass
+        self.log.unlink(missing_ok=True)
+
+
 def inferwire(
     model: str, *args: str, python: str = sys.executable, env: dict[str, str] | None = None
 ) -> tuple[Proc, str]:

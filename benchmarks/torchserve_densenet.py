@@ -32,9 +32,6 @@ from __future__ import annotations
 import argparse
 import base64
 import json
-import os
-import signal
-import struct
 import subprocess
 import sys
 import tempfile
@@ -44,8 +41,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from images_numpy import SEED_001_MB, SIZES, field, jpeg, varint  # noqa: E402
-from runtime import Cell, fmt_us, inferwire, machine  # noqa: E402
+from images_numpy import SEED_001_MB, SIZES, field, jpeg  # noqa: E402
+from runtime import Cell, PeerProc, fmt_us, inferwire, machine  # noqa: E402
+from v2_bodies import binary_extension, bytes_element, infer_request_pb  # noqa: E402
 
 TS_PYTHON = ROOT / ".tools/peers/torchserve/bin/python"
 TS_SERVE = ROOT / "benchmarks/peers/torchserve/serve.py"
@@ -122,77 +120,41 @@ class Bodies:
             ]
         }
         b64_file = self.write(f"iw-b64-{h}.json", json.dumps(b64).encode())
-        header = json.dumps(
-            {
-                "inputs": [
-                    {
-                        "name": "image",
-                        "shape": [1],
-                        "datatype": "BYTES",
-                        "parameters": {"binary_data_size": len(img) + 4},
-                    }
-                ]
-            }
-        ).encode()
-        element = struct.pack("<I", len(img)) + img  # a BYTES element: 4-byte length, bytes
-        # ModelInferRequest: model_name = 1, inputs = 5 (name 1, datatype 2, shape 3),
-        # raw_input_contents = 7.
-        tensor = field(1, b"image") + field(2, b"BYTES") + field(3, varint(1))
-        message = field(1, MODEL.encode()) + field(5, tensor) + field(7, element)
+        image = {"name": "image", "shape": [1], "datatype": "BYTES"}
+        element = bytes_element(img)
+        body, head = binary_extension([(image, element)])
+        message = infer_request_pb(MODEL, "image", [1], element)
         rest = f"{url}/v2/models/{MODEL}/infer"
         return {
             "REST|base64": (rest, ["-D", b64_file, "-H", "Content-Type: application/json"]),
-            "REST|binary": (rest, ["-D", self.write(f"iw-{h}.bin", header + element),
+            "REST|binary": (rest, ["-D", self.write(f"iw-{h}.bin", body),
                                    "-H", "Content-Type: application/octet-stream",
-                                   "-H", f"Inference-Header-Content-Length: {len(header)}"]),
+                                   "-H", f"Inference-Header-Content-Length: {head}"]),
             "gRPC|base64": (grpc, ["--call", V2_CALL, "--v2", "raw", "--model", MODEL,
                                    "-D", b64_file]),
             "gRPC|binary": (grpc, ["--call", V2_CALL, "-D", self.write(f"iw-{h}.pb", message)]),
         }  # fmt: skip
 
 
-def start_torchserve(args: argparse.Namespace) -> tuple[subprocess.Popen[str], str, str]:
+def start_torchserve(args: argparse.Namespace) -> PeerProc:
     argv = [str(TS_PYTHON), str(TS_SERVE), "--models", MODEL, "--workers", str(args.workers)]
     argv += ["--torch-threads", str(args.threads), "--batch-size", str(args.batch_size)]
     argv += ["--max-batch-delay", str(args.max_batch_delay_ms)]
-    proc = subprocess.Popen(
-        argv,
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        start_new_session=True,
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline()  # READY http://127.0.0.1:PORT grpc 127.0.0.1:GPORT
-    if not line.startswith("READY"):
-        os.killpg(proc.pid, signal.SIGKILL)
-        raise RuntimeError(f"TorchServe did not start: {line!r}")
-    _, url, _, grpc = line.split()
-    return proc, url, grpc
-
-
-def stop(proc: subprocess.Popen[str]) -> None:
-    os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(60)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+    return PeerProc(argv, "TorchServe")
 
 
 def run_torchserve(args: argparse.Namespace, bodies: Bodies) -> dict[str, Cell]:
-    proc, url, grpc = start_torchserve(args)
+    peer = start_torchserve(args)
     cells: dict[str, Cell] = {}
     try:
         for size in args.sizes:
-            for kind, (target, extra) in bodies.torchserve(size, url, grpc).items():
+            for kind, (target, extra) in bodies.torchserve(size, peer.url, peer.grpc).items():
                 cells[f"{size[0]}x{size[1]}|{kind}"] = attack(
-                    args.python, target, args.clients, args.rounds, proc.pid, *extra
+                    args.python, target, args.clients, args.rounds, peer.pid, *extra
                 )
                 print(f"TorchServe {size[0]}x{size[1]} {kind} done", file=sys.stderr)
     finally:
-        stop(proc)
+        peer.stop()
     return cells
 
 
@@ -201,6 +163,7 @@ def run_inferwire(args: argparse.Namespace, bodies: Bodies) -> dict[str, Cell]:
         "benchmarks/models/densenet.py:Densenet161",
         "--model-name", MODEL,
         "--workers", str(args.workers),
+        "--model-threads", str(args.model_threads),
         "--max-batch-size", str(args.batch_size),
         "--max-batch-delay", str(args.max_batch_delay_ms / 1000),
         python=args.python,
@@ -286,6 +249,14 @@ def main() -> int:
     p.add_argument("--clients", type=int, default=20, help="requests in flight (the seed's 20)")
     p.add_argument("--workers", type=int, default=2, help="worker processes, both servers")
     p.add_argument("--threads", type=int, default=1, help="torch threads per worker")
+    p.add_argument(
+        "--model-threads",
+        type=int,
+        default=2,
+        help="inferwire's model threads per worker (default 2: torch releases the GIL while "
+        "it runs, so a worker whose connections carry every request, as one gRPC channel "
+        "does, still uses both cores)",
+    )
     p.add_argument("--batch-size", type=int, default=8, help="largest batch, both servers")
     p.add_argument("--max-batch-delay-ms", type=int, default=10, help="both servers")
     p.add_argument("--sizes", default="360,720,1080", help="heights, of 360,720,1080")
@@ -320,9 +291,11 @@ def main() -> int:
         "",
         f"{args.clients} requests in flight, {args.rounds} rounds per cell; both servers: "
         f"{args.workers} workers × {args.threads} torch thread, batches of up to "
-        f"{args.batch_size} waiting at most {args.max_batch_delay_ms} ms. TorchServe 0.12.0 "
+        f"{args.batch_size} waiting at most {args.max_batch_delay_ms} ms; inferwire also "
+        f"`--model-threads {args.model_threads}`. TorchServe 0.12.0 "
         "(REST `/predictions/densenet161`, gRPC `Predictions`); inferwire "
-        f"(`{build}`): V2 BYTES requests (REST JSON base64 / binary extension, gRPC "
+        "(the build in `--python`'s virtualenv, named in the .json): V2 BYTES requests "
+        "(REST JSON base64 / binary extension, gRPC "
         "`ModelInfer`). Cells: seconds per round (median latency, server CPU per request). "
         f"Run time {(time.monotonic() - started) / 60:.1f} min.",
         "",

@@ -17,8 +17,10 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_every_workload_is_answered_by_inferwire(tmp_path: Path) -> None:
     out = subprocess.run(
-        [sys.executable, "benchmarks/peer_servers.py", "--only", "inferwire"]
-        + ["--seconds", "0.3", "--out", str(tmp_path)],
+        [
+            *(sys.executable, "benchmarks/peer_servers.py", "--only", "inferwire"),
+            *("--seconds", "0.3", "--out", str(tmp_path)),
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -36,4 +38,4 @@ def test_every_workload_is_answered_by_inferwire(tmp_path: Path) -> None:
     assert {"100k|REST binary||1", "images|gRPC base64|1080x1920|20"} <= set(cells)
     md = (tmp_path / "peer_servers.md").read_text()
     assert "## Summary" in md and "| inferwire | REST JSON |" in md
-    assert "--workers 1" in md  # the launch settings stated beside the figures
+    assert "`--workers " in md  # the launch settings stated beside the figures

@@ -46,6 +46,9 @@ class Server:
     env: dict[str, str] | None = None
     # The signal that stops it gracefully; SIGKILL follows after the grace period.
     stop_signal: signal.Signals = signal.SIGTERM
+    # The stop signal to every process of each group, not only its leader (TorchServe's
+    # launcher waits on its Java frontend, which must get the signal itself).
+    signal_group: bool = False
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)  # serve() starts them
 
     @property
@@ -119,11 +122,17 @@ def stop_all(
     procs: list[subprocess.Popen[bytes]],
     grace_s: float,
     signum: signal.Signals = signal.SIGTERM,
+    whole_group: bool = False,
 ) -> None:
-    """``signum`` to each server, up to ``grace_s`` for their groups to empty, then SIGKILL
-    to what is left of them."""
+    """``signum`` to each server (to each server's whole group with ``whole_group``), up
+    to ``grace_s`` for their groups to empty, then SIGKILL to what is left of them."""
     for proc in procs:
-        if proc.poll() is None:
+        if whole_group:
+            try:
+                os.killpg(proc.pid, signum)
+            except ProcessLookupError:
+                pass
+        elif proc.poll() is None:
             proc.send_signal(signum)
     deadline = time.monotonic() + grace_s
     for proc in procs:
@@ -220,7 +229,7 @@ def serve(
             if server is not None:
                 # Each server leads its own group: its workers and multiprocessing's
                 # resource tracker go with it.
-                stop_all(server.procs, stop_grace, server.stop_signal)
+                stop_all(server.procs, stop_grace, server.stop_signal, server.signal_group)
         finally:
             if temp_dir is not None:
                 shutil.rmtree(temp_dir, ignore_errors=True)

@@ -10,7 +10,10 @@ one suite has a peer to run against:
 The other peers speak their own APIs and have their own scripts, which this one names at
 the end: ``benchmarks/runtime.py`` (Ray Serve, ray-micro), ``benchmarks/v2_mlserver.py``
 (MLServer, V2), ``benchmarks/images_numpy.py`` (FastAPI, aiohttp and grpcio: seeds 001
-and 003) and ``benchmarks/streaming.py`` (MLServer and PyTriton, streamed replies).
+and 003), ``benchmarks/streaming.py`` (MLServer and PyTriton, streamed replies),
+``benchmarks/peer_servers.py`` (Triton, TorchServe, KServe, BentoML, LitServe and
+MLServer on the same workloads) and ``benchmarks/torchserve_densenet.py`` (seed 001's
+TorchServe tables).
 
     bash benchmarks/peers/run.sh [--duration 10s]
 """
@@ -32,6 +35,8 @@ ELSEWHERE = {
     "MLServer": "benchmarks/v2_mlserver.py",
     "FastAPI, aiohttp, grpcio (seeds 001, 003)": "benchmarks/images_numpy.py",
     "MLServer and PyTriton, streaming": "benchmarks/streaming.py",
+    "Triton, TorchServe, KServe, BentoML, LitServe, MLServer": "benchmarks/peer_servers.py",
+    "TorchServe, densenet161 (seed 001)": "benchmarks/torchserve_densenet.py",
 }
 
 

@@ -23,7 +23,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from images_numpy import BASIC, SIZES, field, jpeg, varint  # noqa: E402
+from images_numpy import BASIC, SIZES, jpeg  # noqa: E402
+from v2_bodies import binary_extension, bytes_element, infer_request_pb  # noqa: E402
 
 N = 100_000
 BIG = (np.arange(N, dtype=np.int64) - N // 2) * np.int64(92_233_720_368_547)
@@ -34,30 +35,6 @@ def v2(inputs: list[dict], **parameters: object) -> dict:
     if parameters:
         body["parameters"] = parameters
     return body
-
-
-def binary(inputs: list[tuple[dict, bytes]], binary_output: bool) -> tuple[bytes, int]:
-    """The binary tensor extension: a JSON header naming each input's byte count, then the
-    bytes; returns the body and the header's length (Inference-Header-Content-Length)."""
-    header = v2(
-        [dict(i, parameters={"binary_data_size": len(data)}) for i, data in inputs],
-        **({"binary_data_output": True} if binary_output else {}),
-    )
-    head = json.dumps(header).encode()
-    return head + b"".join(data for _, data in inputs), len(head)
-
-
-def bytes_element(data: bytes) -> bytes:
-    """One BYTES element as Triton serializes it, raw: a 4-byte little-endian length first."""
-    return len(data).to_bytes(4, "little") + data
-
-
-def infer_request_pb(model: str, name: str, shape: list[int], raw: bytes) -> bytes:
-    """inference.ModelInferRequest {model_name, inputs: [{name, datatype BYTES, shape}],
-    raw_input_contents: [raw]} (fields 1, 5, 7; InferInputTensor's 1, 2, 3)."""
-    tensor = field(1, name.encode()) + field(2, b"BYTES")
-    tensor += field(3, b"".join(varint(d) for d in shape))
-    return field(1, model.encode()) + field(5, tensor) + field(7, raw)
 
 
 def main() -> int:
@@ -77,7 +54,7 @@ def main() -> int:
     files["small.json"] = json.dumps(v2([dict(int64(1), data=[7])])).encode()
     files["large.json"] = json.dumps(v2([dict(int64(N), data=BIG.tolist())])).encode()
     big = BIG.astype("<i8").tobytes()
-    files["large.bin"], headers["large.bin"] = binary([(int64(N), big)], True)
+    files["large.bin"], headers["large.bin"] = binary_extension([(int64(N), big)], True)
 
     def text(name: str, value: str) -> dict:
         return {"name": name, "shape": [*b, 1], "datatype": "BYTES", "data": [value]}
@@ -94,7 +71,7 @@ def main() -> int:
         b64 = base64.b64encode(img).decode()
         files[f"b64-{h}.json"] = json.dumps(v2([text("image_b64", b64)])).encode()
         image = {"name": "image", "shape": [*b, 1], "datatype": "BYTES"}
-        body, headers[f"img-{h}.bin"] = binary([(image, bytes_element(img))], False)
+        body, headers[f"img-{h}.bin"] = binary_extension([(image, bytes_element(img))])
         files[f"img-{h}.bin"] = body
         files[f"img-{h}.pb"] = infer_request_pb("images", "image", [*b, 1], bytes_element(img))
     for name, data in files.items():

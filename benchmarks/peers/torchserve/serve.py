@@ -19,7 +19,8 @@ are READY (management API) and gRPC accepts a channel, prints
 ``READY http://127.0.0.1:PORT grpc 127.0.0.1:GPORT`` on stdout (everything else goes to
 stderr) and serves until SIGTERM or SIGINT. Then it sends SIGTERM to the group
 (TorchServe's frontend stops its workers), waits up to ``--stop-grace`` seconds, sends
-SIGKILL to whatever is left and removes the temporary folder.
+SIGKILL to whatever is left and removes the temporary folder (the starting, waiting and
+stopping are benchmarks/peers/launch.py's).
 
 Token authorization is off (``disable_token_authorization=true``, TorchServe 0.12's
 ``--disable-token-auth``; ``--token-auth`` keeps it on, to check what a request without
@@ -33,12 +34,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -48,11 +46,7 @@ HERE = Path(__file__).resolve().parent
 BIN = Path(sys.executable).parent
 MODELS = ("noop", "images", "densenet161")
 sys.path.insert(0, str(HERE.parent))
-import pair  # noqa: E402
-
-
-class Stop(Exception):
-    """Raised in the main thread by the SIGTERM/SIGINT handler."""
+import launch  # noqa: E402
 
 
 def get_json(url: str, headers: dict[str, str] | None = None) -> Any:
@@ -134,7 +128,7 @@ def ready(args: argparse.Namespace, models: list[str], keys: dict[str, str]) -> 
         workers = desc[0].get("workers", []) if desc else []
         if len([w for w in workers if w.get("status") == "READY"]) < args.workers:
             return False
-    return pair.grpc_answers(f"127.0.0.1:{args.grpc_port}")
+    return launch.grpc_answers(f"127.0.0.1:{args.grpc_port}")
 
 
 def token_keys(tmp: Path) -> dict[str, str]:
@@ -179,19 +173,17 @@ def main() -> int:
         p.error(f"--models: unknown {unknown}; choose from {MODELS}")
     for name in ("http_port", "grpc_port", "management_port", "metrics_port"):
         if not getattr(args, name):
-            setattr(args, name, pair.free_port())
+            setattr(args, name, launch.free_port())
     if not args.grpc_management_port:
-        args.grpc_management_port = pair.free_port()
-
-    def on_signal(signum: int, _frame: Any) -> None:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        raise Stop(signal.Signals(signum).name)
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+        args.grpc_management_port = launch.free_port()
 
     tmp = Path(tempfile.mkdtemp(prefix="torchserve-peer-"))
+    return launch.serve(
+        lambda: torchserve(args, models, tmp), args.ready_timeout, args.stop_grace, tmp
+    )
+
+
+def torchserve(args: argparse.Namespace, models: list[str], tmp: Path) -> launch.Server:
     # TorchServe keeps its pid file in the temporary directory (TMPDIR) and its logs in
     # LOG_LOCATION/METRICS_LOCATION: all in this run's folder, so runs never collide.
     env = {
@@ -203,83 +195,29 @@ def main() -> int:
         "OMP_NUM_THREADS": str(args.torch_threads),
         "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
     }
-    proc: subprocess.Popen[bytes] | None = None
-    started = time.monotonic()
-    code = 0
-    try:
-        (tmp / "store").mkdir()
-        for name in models:
-            archive(name, tmp / "store", env)
-        cmd = [str(BIN / "torchserve"), "--start", "--foreground", "--ncs"]
-        cmd += ["--ts-config", config(args, tmp, models)]
-        if not args.log_requests:
-            cmd += ["--log-config", str(HERE / "log4j2-quiet.xml")]
-        proc = subprocess.Popen(
-            cmd,
-            cwd=tmp,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=sys.stderr,  # stdout is for the READY line only
-            start_new_session=True,  # its own process group: the frontend and its workers
-        )
-        deadline = started + args.ready_timeout
-        while not ready(args, models, token_keys(tmp) if args.token_auth else {}):
-            if proc.poll() is not None:
-                print(f"torchserve exited with {proc.returncode} before ready", file=sys.stderr)
-                return 1
-            if time.monotonic() > deadline:
-                print(f"not ready within {args.ready_timeout:.0f} s", file=sys.stderr)
-                return 1
-            time.sleep(0.2)
-        print(f"started in {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
-        print(
-            f"management http://127.0.0.1:{args.management_port} "
-            f"metrics http://127.0.0.1:{args.metrics_port} "
-            f"grpc-management 127.0.0.1:{args.grpc_management_port} folder {tmp}",
-            file=sys.stderr,
-            flush=True,
-        )
-        print(
-            f"READY http://127.0.0.1:{args.http_port} grpc 127.0.0.1:{args.grpc_port}", flush=True
-        )
-        code = proc.wait()  # until a signal raises Stop, or TorchServe exits by itself
-        print(f"torchserve exited with {code}", file=sys.stderr)
-        code = code or 1
-    except (Stop, KeyboardInterrupt) as why:
-        print(f"stopping ({why or 'interrupt'})", file=sys.stderr, flush=True)
-    finally:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        try:
-            if proc is not None:
-                stop_group(proc, args.stop_grace)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-    return code
-
-
-def stop_group(proc: subprocess.Popen[bytes], grace_s: float) -> None:
-    """SIGTERM to the whole group: the torchserve launcher waits on the Java frontend,
-    which must get the signal itself to stop its backend workers. SIGKILL after grace_s."""
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        pass
-    deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline:
-        proc.poll()
-        try:
-            os.killpg(proc.pid, 0)
-        except ProcessLookupError:
-            break
-        time.sleep(0.05)
-    else:
-        print(f"group {proc.pid} still running after {grace_s:.0f} s: SIGKILL", file=sys.stderr)
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    proc.wait()
+    (tmp / "store").mkdir()
+    for name in models:
+        archive(name, tmp / "store", env)
+    cmd = [str(BIN / "torchserve"), "--start", "--foreground", "--ncs"]
+    cmd += ["--ts-config", config(args, tmp, models)]
+    if not args.log_requests:
+        cmd += ["--log-config", str(HERE / "log4j2-quiet.xml")]
+    print(
+        f"management http://127.0.0.1:{args.management_port} "
+        f"metrics http://127.0.0.1:{args.metrics_port} "
+        f"grpc-management 127.0.0.1:{args.grpc_management_port} folder {tmp}",
+        file=sys.stderr,
+        flush=True,
+    )
+    return launch.Server(
+        commands={"torchserve": cmd},
+        probes={"models": lambda: ready(args, models, token_keys(tmp) if args.token_auth else {})},
+        url=f"http://127.0.0.1:{args.http_port}",
+        grpc=f"127.0.0.1:{args.grpc_port}",
+        cwd=tmp,
+        env=env,
+        signal_group=True,
+    )
 
 
 if __name__ == "__main__":

@@ -47,6 +47,7 @@ from PIL import Image
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
+import launch  # noqa: E402
 import pair  # noqa: E402
 
 pb2, pb2_grpc = pair.load_generated("torchserve_inference")
@@ -103,7 +104,7 @@ class Server:
     """serve.py on free ports; its stderr in a file (the temporary folder is named there)."""
 
     def __init__(self, *extra: str) -> None:
-        self.ports = {k: pair.free_port() for k in ("http", "grpc", "management", "metrics")}
+        self.ports = {k: launch.free_port() for k in ("http", "grpc", "management", "metrics")}
         argv = [sys.executable, str(HERE / "serve.py")]
         argv += ["--http-port", str(self.ports["http"]), "--grpc-port", str(self.ports["grpc"])]
         argv += ["--management-port", str(self.ports["management"])]

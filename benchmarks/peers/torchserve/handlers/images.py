@@ -23,7 +23,7 @@ class Images:
             body = row.get("data", row.get("body"))
             if isinstance(body, dict) and "image" in body:
                 try:
-                    base64.b64decode(body["image"], validate=True)
+                    base64.b64decode(body["image"])
                 except (binascii.Error, TypeError) as e:
                     raise ValueError(f'"image" is not base64: {e}') from None
             elif not isinstance(body, (dict, bytes, bytearray)):
