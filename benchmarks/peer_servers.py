@@ -16,11 +16,12 @@ the server's whole process tree's CPU time per request (from /proc):
 
 Last, a summary: for each peer, inferwire's requests/s and the peer's server CPU per
 request, each divided by the other's, on the small request (REST JSON), on 100,000 INT64
-(each server's fastest encoding) and on the images (each server's fastest binary form).
+(each server's fastest encoding) and on the images (each server's fastest binary form, and
+its fastest base64 form, at each size).
 
     for p in kserve bentoml litserve mlserver pytriton torchserve; do
         bash benchmarks/peers/$p/install.sh; done
-    .venv/bin/python benchmarks/peer_servers.py        # about 20 minutes
+    .venv/bin/python benchmarks/peer_servers.py        # about 12 minutes
 
 A peer that is not installed is skipped and named. Results:
 benchmarks/results/peer_servers.{md,json}.
@@ -56,7 +57,6 @@ SELDON_CALL = "seldon.protos.Seldon/Predict"
 N = 100_000
 # The same values every peer's smoke test echoes: the whole INT64 range, past 2**53.
 BIG = [(i - N // 2) * 92233720368547 for i in range(N)]
-SEED_001 = {"field1": "a" * 100, "field2": "b" * 100, "field3": 42, "field4": {"x": 1, "y": 2}}
 
 
 class Bodies:
