@@ -173,8 +173,14 @@ class Server:
     name: str
     settings: str  # the launch settings, stated beside the figures
     phases: list[Phase]
-    installed: Callable[[], bool] = lambda: True
-    install: str = ""
+    folder: str = ""  # benchmarks/peers/FOLDER, installed in .tools/peers/FOLDER ("": ours)
+
+    @property
+    def install(self) -> str:
+        return f"bash benchmarks/peers/{self.folder}/install.sh"
+
+    def installed(self) -> bool:
+        return not self.folder or (PEERS / self.folder / "bin/python").exists()
 
 
 JSON = ["-H", "Content-Type: application/json"]
@@ -204,13 +210,12 @@ def v2_forms(r: Running, b: Bodies, binary: bool = True, batch: bool = False) ->
     return forms
 
 
-def peer(
-    folder: str, ready: str, *args: str, grpc: bool = True, venv: str | None = None
-) -> Callable[[], Running]:
-    """Starts ``benchmarks/peers/FOLDER/serve.py`` in its virtualenv on free ports."""
+def peer(folder: str, *args: str, grpc: bool = True) -> Callable[[], Running]:
+    """Starts ``benchmarks/peers/FOLDER/serve.py`` in its virtualenv on free ports; it is
+    ready once it prints READY (every model it serves answering)."""
 
     def start() -> Running:
-        python = PEERS / (venv or folder) / "bin/python"
+        python = PEERS / folder / "bin/python"
         argv = [str(python), str(ROOT / "benchmarks/peers" / folder / "serve.py")]
         ports = ["--http-port", str(free_port()), "--grpc-port", str(free_port())]
         argv += ports if grpc else ["--port", str(free_port())]
@@ -218,10 +223,6 @@ def peer(
         return Running(peer, peer.url, peer.grpc)
 
     return start
-
-
-def installed(venv: str) -> Callable[[], bool]:
-    return lambda: (PEERS / venv / "bin/python").exists()
 
 
 def inferwire_server(python: str, workers: int) -> Server:
@@ -343,32 +344,27 @@ def servers(python: str, workers: int) -> list[Server]:
             "one instance per model, `async def` callables, metrics on (Triton's default)",
             [
                 Phase(
-                    peer(
-                        "pytriton", "/v2/models/noop/ready", "--models", "noop,images", "--metrics"
-                    ),
+                    peer("pytriton", "--models", "noop,images", "--metrics"),
                     triton_forms,
                 )
             ],
-            installed("pytriton"),
-            "bash benchmarks/peers/pytriton/install.sh",
+            "pytriton",
         ),
         Server(
             "TorchServe",
             "torchserve 0.12.0: 2 workers per model with 1 torch thread each (its performance "
             "guide for CPU), batching `batchSize` 8 / `maxBatchDelay` 10 ms (its batching "
             "guide's example), token auth off, per-request logs off",
-            [Phase(peer("torchserve", "/ping", "--models", "noop,images"), torchserve_forms)],
-            installed("torchserve"),
-            "bash benchmarks/peers/torchserve/install.sh",
+            [Phase(peer("torchserve", "--models", "noop,images"), torchserve_forms)],
+            "torchserve",
         ),
         Server(
             "KServe",
             "kserve 0.21.0 `ModelServer`: `--workers 1` (REST processes, its default), "
             "`--max_threads 4` (gRPC), per-request logging off; no batching in the Python "
             "server",
-            [Phase(peer("kserve", "/v2/models/noop/ready"), v2_forms)],
-            installed("kserve"),
-            "bash benchmarks/peers/kserve/install.sh",
+            [Phase(peer("kserve"), v2_forms)],
+            "kserve",
         ),
         Server(
             "BentoML",
@@ -376,12 +372,11 @@ def servers(python: str, workers: int) -> list[Server]:
             "batching off (its default), no access log; REST only",
             [
                 Phase(
-                    peer("bentoml", "/readyz", grpc=False),
+                    peer("bentoml", grpc=False),
                     lambda r, b: [*data_forms(f"{r.url}/echo", b), *bentoml_images(r, b)],
                 )
             ],
-            installed("bentoml"),
-            "bash benchmarks/peers/bentoml/install.sh",
+            "bentoml",
         ),
         Server(
             "LitServe",
@@ -390,21 +385,19 @@ def servers(python: str, workers: int) -> list[Server]:
             "base64)",
             [
                 Phase(
-                    peer("litserve", "/health", grpc=False),
+                    peer("litserve", grpc=False),
                     lambda r, b: data_forms(f"{r.url}/predict", b),
                 ),
-                Phase(peer("litserve", "/health", "--images", grpc=False), litserve_images),
+                Phase(peer("litserve", "--images", grpc=False), litserve_images),
             ],
-            installed("litserve"),
-            "bash benchmarks/peers/litserve/install.sh",
+            "litserve",
         ),
         Server(
             "MLServer",
             "mlserver 1.7.1: `parallel_workers` default (1 inference process), adaptive "
             "batching off (its default); no binary tensor extension",
-            [Phase(peer("mlserver", "/v2/models/noop/ready"), lambda r, b: v2_forms(r, b, False))],
-            installed("mlserver"),
-            "bash benchmarks/peers/mlserver/install.sh",
+            [Phase(peer("mlserver"), lambda r, b: v2_forms(r, b, False))],
+            "mlserver",
         ),
     ]
 

@@ -11,27 +11,15 @@ About 15 s.
 
 from __future__ import annotations
 
-import subprocess
-from pathlib import Path
-
-import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
-PYTHON = ROOT / ".tools/peers/bentoml/bin/python"
-SMOKE = ROOT / "benchmarks/peers/bentoml/smoke.py"
+from peer_smoke import run_smoke
 
 
 def test_bentoml_peer() -> None:
-    if not PYTHON.exists():
-        pytest.skip(f"BentoML is not installed ({SMOKE.parent}/install.sh)")
-    out = subprocess.run(
-        [str(PYTHON), str(SMOKE)], capture_output=True, text=True, timeout=300, cwd=ROOT
-    )
-    assert out.returncode == 0, f"smoke.py failed:\n{out.stdout}\n{out.stderr[-3000:]}"
+    out = run_smoke("bentoml", "bentoml")
     for workers in ("cpu_count", "1"):
-        assert f"workers={workers}:" in out.stdout, out.stdout
-    assert out.stdout.count("echo: /echo 1 and 100,000 INT64") == 2, out.stdout
-    assert out.stdout.count("images: /basic, /base64, /binary") == 2, out.stdout
-    assert out.stdout.count("stream: /pieces n=50 -> ") == 2, out.stdout
-    assert out.stdout.count("no BentoML process left") == 2, out.stdout
-    assert "BentoML checks passed" in out.stdout, out.stdout
+        assert f"workers={workers}:" in out, out
+    assert out.count("echo: /echo 1 and 100,000 INT64") == 2, out
+    assert out.count("images: /basic, /base64, /binary") == 2, out
+    assert out.count("stream: /pieces n=50 -> ") == 2, out
+    assert out.count("no BentoML process left") == 2, out
+    assert "BentoML checks passed" in out, out

@@ -11,28 +11,12 @@ CI installs no peers, so there it is skipped. About 15 s (two starts, 1 s of eac
 
 from __future__ import annotations
 
-import subprocess
-from pathlib import Path
-
-import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
-PYTHON = ROOT / ".tools/peers/kserve/bin/python"
-SMOKE = ROOT / "benchmarks/peers/kserve/smoke.py"
+from peer_smoke import run_smoke
 
 
 def test_kserve_peer_echoes_and_stops() -> None:
-    if not PYTHON.exists():
-        pytest.skip(f"KServe is not installed ({SMOKE.parent}/install.sh)")
-    out = subprocess.run(
-        [str(PYTHON), str(SMOKE), "--seconds", "1", "--calls", "3"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-    )
-    assert out.returncode == 0, f"smoke.py failed:\n{out.stdout}\n{out.stderr[-3000:]}"
+    out = run_smoke("kserve", "kserve", "smoke.py", "--seconds", "1", "--calls", "3")
     for workers in (1, 2):
-        assert f"workers={workers}: start" in out.stdout, out.stdout
-    assert out.stdout.count("echo checks passed") == 2, out.stdout
-    assert out.stdout.count("no KServe process left") == 2, out.stdout
+        assert f"workers={workers}: start" in out, out
+    assert out.count("echo checks passed") == 2, out
+    assert out.count("no KServe process left") == 2, out

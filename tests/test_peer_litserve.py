@@ -12,32 +12,16 @@ About 25 s.
 
 from __future__ import annotations
 
-import subprocess
-from pathlib import Path
-
-import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
-PYTHON = ROOT / ".tools/peers/litserve/bin/python"
-SMOKE = ROOT / "benchmarks/peers/litserve/smoke.py"
+from peer_smoke import run_smoke
 
 
 def test_litserve_peer_smoke() -> None:
-    if not PYTHON.exists():
-        pytest.skip(f"LitServe is not installed ({SMOKE.parent}/install.sh)")
     # Short load phases: the figures are not asserted, only that requests succeed.
-    out = subprocess.run(
-        [str(PYTHON), str(SMOKE), "--seconds", "1", "--calls", "3"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-    )
-    assert out.returncode == 0, f"smoke.py failed:\n{out.stdout}\n{out.stderr[-3000:]}"
+    out = run_smoke("litserve", "litserve", "smoke.py", "--seconds", "1", "--calls", "3")
     for name in ("fastest", "batching"):
-        assert f"{name}: start" in out.stdout and "echo checks passed" in out.stdout, out.stdout
-    assert "feature checks passed" in out.stdout, out.stdout
-    assert "no X-API-Key: 401" in out.stdout, out.stdout
-    assert "stream: 3 pieces" in out.stdout, out.stdout
-    assert out.stdout.count("no LitServe process left") == 3, out.stdout
-    assert "LEFT RUNNING" not in out.stdout and "FAILED" not in out.stdout, out.stdout
+        assert f"{name}: start" in out and "echo checks passed" in out, out
+    assert "feature checks passed" in out, out
+    assert "no X-API-Key: 401" in out, out
+    assert "stream: 3 pieces" in out, out
+    assert out.count("no LitServe process left") == 3, out
+    assert "LEFT RUNNING" not in out and "FAILED" not in out, out

@@ -13,28 +13,12 @@ a 5.5 GB virtualenv: PyPI's torch); CI installs no peers, so there it is skipped
 
 from __future__ import annotations
 
-import subprocess
-from pathlib import Path
-
-import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
-PYTHON = ROOT / ".tools/peers/torchserve/bin/python"
-SMOKE = ROOT / "benchmarks/peers/torchserve/smoke.py"
+from peer_smoke import run_smoke
 
 
 def test_torchserve_peer_serves_and_stops() -> None:
-    if not PYTHON.exists():
-        pytest.skip(f"TorchServe is not installed ({SMOKE.parent}/install.sh)")
-    out = subprocess.run(
-        [str(PYTHON), str(SMOKE), "--seconds", "1"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=ROOT,
-    )
-    assert out.returncode == 0, f"smoke.py failed:\n{out.stdout}\n{out.stderr[-3000:]}"
+    out = run_smoke("torchserve", "torchserve", "smoke.py", "--seconds", "1", timeout=600)
     for line in ("workers=2: start", "noop: REST JSON 1 and 100,000 INT64", "densenet161: REST binary",
                  "no TorchServe process left", "token auth: REST without a key -> 400",
                  "smoke checks passed"):  # fmt: skip
-        assert line in out.stdout, out.stdout
+        assert line in out, out

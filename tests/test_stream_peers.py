@@ -13,36 +13,25 @@ checks its unary models: benchmarks/peers/pytriton/README.md).
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from peer_smoke import run_smoke
 
 ROOT = Path(__file__).resolve().parent.parent
-PEERS = ROOT / "benchmarks" / "peers"
-
-
-def run_smoke(python: Path, script: Path) -> str:
-    if not python.exists():
-        pytest.skip(f"{python.parent.parent.name} is not installed ({script.parent}/install.sh)")
-    out = subprocess.run(
-        [str(python), str(script)], capture_output=True, text=True, timeout=300, cwd=ROOT
-    )
-    assert out.returncode == 0, f"{script.name} failed:\n{out.stdout}\n{out.stderr[-3000:]}"
-    return out.stdout
 
 
 def test_mlserver_streams() -> None:
-    out = run_smoke(ROOT / ".tools/peers/mlserver/bin/python", PEERS / "mlserver/smoke_stream.py")
+    out = run_smoke("mlserver", "mlserver", "smoke_stream.py")
     assert "REST infer_stream: 256 pieces" in out, out
     assert "gRPC ModelStreamInfer (bare ModelInferResponse): 256 pieces" in out, out
     assert "streaming checks passed" in out, out
 
 
 def test_pytriton_streams() -> None:
-    out = run_smoke(ROOT / ".tools/peers/pytriton/bin/python", PEERS / "pytriton/smoke.py")
+    out = run_smoke("pytriton", "pytriton")
     assert "gRPC stream, 1 request: 256 pieces" in out, out
     assert "HTTP generate_stream: 256 pieces" in out, out
     assert "pieces=-1: error" in out, out
