@@ -29,8 +29,9 @@ enum Field {
 /// reports it) and for groups, which no Seldon message uses.
 fn next_field(b: &[u8], pos: &mut usize) -> Option<(u32, Field)> {
     let mut rest = &b[*pos..];
-    let key = decode_varint(&mut rest).ok()?;
-    let tag = u32::try_from(key >> 3).ok().filter(|&t| t != 0)?;
+    // prost refuses a key wider than 32 bits (so a tag above 2^29 - 1) and tag 0.
+    let key = u32::try_from(decode_varint(&mut rest).ok()?).ok()?;
+    let tag = Some(key >> 3).filter(|&t| t != 0)?;
     let field = match key & 7 {
         0 => Field::Varint(decode_varint(&mut rest).ok()?),
         1 => {

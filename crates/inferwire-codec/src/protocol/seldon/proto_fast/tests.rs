@@ -195,6 +195,18 @@ fn limits_give_the_same_errors() {
     );
 }
 
+/// Found by the fuzzer: a key wider than 32 bits in `tensor` (tag 1711276031), which prost
+/// refuses; the one-pass reader once skipped it as an unknown field.
+#[test]
+fn a_key_wider_than_32_bits_is_refused_as_prost_does() {
+    let buf = [
+        18, 0, 26, 28, 18, 26, 33, 179, 18, 4, 240, 253, 253, 221, 255, 249, 255, 255, 255, 50, 98,
+        10, 10, 10, 8, 2, 32, 1, 34, 2, 8, 0,
+    ];
+    assert!(via_prost(&buf, &Limits::default()).is_err());
+    agree(&buf, &Limits::default());
+}
+
 /// Lists of numbers, strings, booleans, nulls and nested lists, rectangular or not.
 fn arb_value() -> impl Strategy<Value = PValue> {
     let leaf = prop_oneof![
