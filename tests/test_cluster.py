@@ -1,0 +1,519 @@
+"""inferwire on a real Kubernetes node (deploy/e2e): the Helm chart serving through a
+Service, a rolling update and a deleted pod under load with no accepted request lost,
+readiness during start and drain, the HPA, KServe's controller with the ServingRuntime
+and an InferenceService, Seldon Core's operator with a SeldonDeployment.
+
+Opt-in: runs only while the cluster is up (``bash deploy/e2e/run.sh``, or
+``deploy/e2e/cluster.sh up`` and ``deploy/e2e/image.sh`` first); everywhere else, CI
+included, it is skipped. Load figures are written to $CLUSTER_DIR/results/ as the
+load generator's JSON reports. About 6 minutes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CLUSTER_DIR = Path(
+    os.environ.get(
+        "INFERWIRE_CLUSTER_DIR",
+        Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "inferwire" / "cluster",
+    )
+)
+KUBECONFIG = CLUSTER_DIR / "state" / "admin.kubeconfig"
+BIN = CLUSTER_DIR / "bin"
+RESULTS = CLUSTER_DIR / "results"
+VERSION = "0.1.0"
+IMAGE = "localhost/inferwire-repository"
+NS = "inferwire-e2e"
+RELEASE = "e2e"
+IRIS = {
+    "inputs": [{"name": "x", "shape": [1, 4], "datatype": "FP64", "data": [5.1, 3.5, 1.4, 0.2]}]
+}
+
+
+def _cluster_up() -> bool:
+    if not KUBECONFIG.exists() or not (BIN / "kubectl").exists():
+        return False
+    r = subprocess.run(
+        [str(BIN / "kubectl"), f"--kubeconfig={KUBECONFIG}", "get", "--raw", "/readyz"],
+        capture_output=True,
+        text=True,
+        timeout=10,
+    )
+    return r.returncode == 0
+
+
+pytestmark = pytest.mark.skipif(
+    not _cluster_up(), reason="no cluster up (bash deploy/e2e/run.sh starts one)"
+)
+
+
+def kubectl(*args: str, check: bool = True, timeout: float = 300) -> str:
+    r = subprocess.run(
+        [str(BIN / "kubectl"), f"--kubeconfig={KUBECONFIG}", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    if check and r.returncode != 0:
+        raise AssertionError(f"kubectl {' '.join(args)}: {r.stderr}{r.stdout}")
+    return r.stdout
+
+
+def helm(*args: str) -> str:
+    r = subprocess.run(
+        [str(BIN / "helm"), f"--kubeconfig={KUBECONFIG}", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert r.returncode == 0, f"helm {' '.join(args)}: {r.stderr}{r.stdout}"
+    return r.stdout
+
+
+def bench() -> str:
+    venv = ROOT / ".venv" / "bin" / "inferwire"
+    return str(venv if venv.exists() else shutil.which("inferwire"))
+
+
+def cluster_ip(service: str, namespace: str = NS) -> str:
+    return kubectl("get", "service", service, "-n", namespace, "-o", "jsonpath={.spec.clusterIP}")
+
+
+def wait_until(what: str, check: Any, seconds: float = 180) -> Any:
+    deadline = time.monotonic() + seconds
+    last: Any = None
+    while time.monotonic() < deadline:
+        try:
+            last = check()
+            if last:
+                return last
+        except (httpx.HTTPError, AssertionError) as e:
+            last = e
+        time.sleep(1)
+    raise AssertionError(f"timed out waiting for {what}: {last}")
+
+
+def ready_endpoints(service: str, namespace: str = NS) -> list[str]:
+    doc = json.loads(
+        kubectl(
+            "get",
+            "endpointslices",
+            "-n",
+            namespace,
+            "-l",
+            f"kubernetes.io/service-name={service}",
+            "-o",
+            "json",
+        )
+    )
+    return sorted(
+        addr
+        for s in doc["items"]
+        for e in s.get("endpoints") or []
+        if (e.get("conditions") or {}).get("ready")
+        for addr in e["addresses"]
+    )
+
+
+def install_chart(**values: str) -> None:
+    sets = {
+        "image.repository": IMAGE,
+        "image.tag": VERSION,
+        "image.pullPolicy": "Never",
+        # Two replicas and a surge pod on a 2-core node.
+        "resources.requests.cpu": "100m",
+        "resources.requests.memory": "128Mi",
+        "server.gracePeriod": "10",
+        **values,
+    }
+    args = [a for k, v in sets.items() for a in ("--set", f"{k}={v}")]
+    helm(
+        "upgrade",
+        "--install",
+        RELEASE,
+        str(ROOT / "deploy" / "helm" / "inferwire"),
+        "-n",
+        NS,
+        "--create-namespace",
+        "--wait",
+        "--timeout",
+        "5m",
+        *args,
+    )
+
+
+@pytest.fixture(scope="module")
+def chart() -> Iterator[str]:
+    install_chart()
+    service = f"{RELEASE}-inferwire"
+    wait_until("two ready endpoints", lambda: len(ready_endpoints(service)) == 2)
+    yield service
+    helm("uninstall", RELEASE, "-n", NS, "--wait")
+
+
+def test_the_chart_serves_predictions_through_a_service(chart: str) -> None:
+    ip = cluster_ip(chart)
+    r = httpx.post(f"http://{ip}:9000/v2/models/iris/infer", json=IRIS, timeout=10)
+    assert r.status_code == 200, r.text
+    probs = np.array(r.json()["outputs"][0]["data"])
+    assert probs.shape == (3,) and abs(probs.sum() - 1) < 1e-9
+    import tritonclient.grpc as tc
+
+    client = tc.InferenceServerClient(f"{ip}:5000")
+    x = tc.InferInput("x", [1, 4], "FP64")
+    x.set_data_from_numpy(np.array([[5.1, 3.5, 1.4, 0.2]]))
+    result = client.infer("iris", [x])
+    got = result.as_numpy(result.get_response().outputs[0].name)
+    assert np.allclose(np.ravel(got), probs)
+    # The doubler, a second model of the baked repository.
+    r = httpx.post(
+        f"http://{ip}:9000/v2/models/doubler/infer",
+        json={"inputs": [{"name": "x", "shape": [3], "datatype": "INT64", "data": [1, 2, 3]}]},
+    )
+    assert r.status_code == 200 and r.json()["outputs"][0]["data"] == [2, 4, 6], r.text
+
+
+def attack_during(name: str, url: str, action: Any, seconds: int = 40) -> dict[str, Any]:
+    """Sends 100 requests/s for `seconds` while `action` runs; returns the report."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    out = RESULTS / f"{name}.json"
+    proc = subprocess.Popen(
+        [
+            bench(),
+            "bench",
+            "attack",
+            url,
+            "-d",
+            json.dumps(IRIS),
+            "-r",
+            "100",
+            "-c",
+            "16",
+            "-z",
+            f"{seconds}s",
+            "--timeout",
+            "10s",
+            "--format",
+            "json",
+            "-o",
+            str(out),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(5)
+    action()
+    _, err = proc.communicate(timeout=seconds + 60)
+    assert proc.returncode in (0, 1), err
+    report: dict[str, Any] = json.loads(out.read_text())
+    return report
+
+
+def test_a_rolling_update_under_load_loses_no_request(chart: str) -> None:
+    ip = cluster_ip(chart)
+    before = set(ready_endpoints(chart))
+
+    def restart() -> None:
+        kubectl("rollout", "restart", f"deployment/{chart}", "-n", NS)
+        kubectl("rollout", "status", f"deployment/{chart}", "-n", NS, "--timeout=180s")
+
+    rep = attack_during("rolling-update", f"http://{ip}:9000/v2/models/iris/infer", restart)
+    after = set(ready_endpoints(chart))
+    assert not (before & after), "the rollout replaced no pod"
+    assert rep["status_codes"] == {"200": rep["requests"]} and rep["errors"] == [], rep
+    assert rep["requests"] >= 3000
+
+
+def test_a_pod_deleted_under_load_loses_no_request(chart: str) -> None:
+    ip = cluster_ip(chart)
+    pods = kubectl(
+        "get",
+        "pods",
+        "-n",
+        NS,
+        "-l",
+        "app.kubernetes.io/instance=" + RELEASE,
+        "-o",
+        "jsonpath={.items[0].metadata.name}",
+    )
+
+    def delete() -> None:
+        kubectl("delete", "pod", pods, "-n", NS, "--wait=false")
+        wait_until("a replacement pod", lambda: len(ready_endpoints(chart)) == 2, 120)
+
+    rep = attack_during("pod-deleted", f"http://{ip}:9000/v2/models/iris/infer", delete)
+    assert rep["status_codes"] == {"200": rep["requests"]} and rep["errors"] == [], rep
+
+
+def test_readiness_follows_start_and_drain(chart: str) -> None:
+    """A new pod is not an endpoint until its model answers; a deleted one leaves the
+    endpoints at once and its drain ends the container with exit 0."""
+    name = kubectl(
+        "get",
+        "pods",
+        "-n",
+        NS,
+        "-l",
+        "app.kubernetes.io/instance=" + RELEASE,
+        "-o",
+        "jsonpath={.items[0].metadata.name}",
+    )
+    ip = kubectl("get", "pod", name, "-n", NS, "-o", "jsonpath={.status.podIP}")
+    seen: list[tuple[float, bool, bool]] = []
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.is_set():
+            try:
+                ready = httpx.get(f"http://{ip}:9000/ready", timeout=1).status_code == 200
+            except httpx.HTTPError:
+                ready = False
+            seen.append((time.monotonic(), ready, ip in ready_endpoints(chart)))
+            time.sleep(0.2)
+
+    t = threading.Thread(target=watch)
+    t.start()
+    started = time.monotonic()
+    kubectl("delete", "pod", name, "-n", NS, "--wait=true", "--timeout=60s")
+    took = time.monotonic() - started
+    stop.set()
+    t.join()
+    gone = next(s for s in seen if not s[2])
+    assert gone[0] - started < 5, seen
+    # The preStop pause (5 s), then the drain: the server still answered during the pause.
+    assert any(r for _, r, _ in seen if _ > gone[0]) or took < 20, seen
+    wait_until("a replacement pod", lambda: len(ready_endpoints(chart)) == 2, 120)
+    # The new pod: Ready only once /ready answers 200.
+    for pod in json.loads(kubectl("get", "pods", "-n", NS, "-o", "json"))["items"]:
+        assert pod["status"]["containerStatuses"][0]["restartCount"] == 0
+
+
+def test_the_hpa_is_accepted(chart: str) -> None:
+    install_chart(
+        **{
+            "autoscaling.enabled": "true",
+            "autoscaling.minReplicas": "2",
+            "autoscaling.maxReplicas": "4",
+        }
+    )
+    hpa = json.loads(kubectl("get", "hpa", chart, "-n", NS, "-o", "json"))
+    assert hpa["spec"]["scaleTargetRef"]["name"] == chart
+    assert hpa["spec"]["minReplicas"] == 2 and hpa["spec"]["maxReplicas"] == 4
+    wait_until(
+        "the HPA's controller to act on it",
+        lambda: (
+            json.loads(kubectl("get", "hpa", chart, "-n", NS, "-o", "json"))
+            .get("status", {})
+            .get("conditions")
+        ),
+        60,
+    )
+    install_chart()
+
+
+def crd_installed(name: str) -> bool:
+    return kubectl("get", "crd", name, check=False) != ""
+
+
+def apply(doc: dict[str, Any] | list[dict[str, Any]], namespace: str) -> None:
+    import yaml
+
+    docs = doc if isinstance(doc, list) else [doc]
+    subprocess.run(
+        [str(BIN / "kubectl"), f"--kubeconfig={KUBECONFIG}", "apply", "-n", namespace, "-f", "-"],
+        input=yaml.safe_dump_all(docs),
+        text=True,
+        check=True,
+        capture_output=True,
+    )
+
+
+def load_manifest(path: str) -> dict[str, Any]:
+    import yaml
+
+    doc: dict[str, Any] = yaml.safe_load((ROOT / path).read_text())
+    return doc
+
+
+def model_volume(namespace: str, name: str, source: Path) -> None:
+    """A PersistentVolume on the node (hostPath) holding `source`, claimed as `name`."""
+    folder = CLUSTER_DIR / "state" / "volumes" / namespace / name
+    if folder.exists():
+        shutil.rmtree(folder)
+    shutil.copytree(source, folder / "iris")
+    for p in [folder, *folder.rglob("*")]:
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    pv = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": f"{namespace}-{name}"},
+        "spec": {
+            "capacity": {"storage": "1Gi"},
+            "accessModes": ["ReadOnlyMany", "ReadWriteOnce"],
+            "hostPath": {"path": str(folder), "type": "Directory"},
+            "storageClassName": "",
+            "persistentVolumeReclaimPolicy": "Retain",
+            "claimRef": {"namespace": namespace, "name": name},
+        },
+    }
+    pvc = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": "",
+            "volumeName": f"{namespace}-{name}",
+            "resources": {"requests": {"storage": "1Gi"}},
+        },
+    }
+    apply([pv, pvc], namespace)
+
+
+KSERVE_NS = "kserve-e2e"
+
+
+@pytest.fixture(scope="module")
+def kserve() -> Iterator[None]:
+    if not crd_installed("inferenceservices.serving.kserve.io"):
+        pytest.skip("KServe is not installed (deploy/e2e/kserve.py up)")
+    kubectl("create", "namespace", KSERVE_NS, check=False)
+    model_volume(KSERVE_NS, "models", ROOT / "examples" / "repository" / "models")
+    # deploy/kserve's manifests with the image this machine built, and requests that
+    # fit two pods on a 2-core node.
+    runtime = load_manifest("deploy/kserve/servingruntime.yaml")
+    container = runtime["spec"]["containers"][0]
+    container["image"] = f"localhost/inferwire:{VERSION}"
+    container["resources"]["requests"] = {"cpu": "100m", "memory": "128Mi"}
+    isvc = load_manifest("deploy/kserve/inferenceservice.yaml")
+    isvc["spec"]["predictor"]["model"]["resources"]["requests"] = {"cpu": "100m", "memory": "128Mi"}
+    grpc_isvc = json.loads(json.dumps(isvc))
+    grpc_isvc["metadata"]["name"] = "iris-grpc"
+    grpc_isvc["spec"]["predictor"]["model"]["ports"] = [
+        {"name": "h2c", "containerPort": 5000, "protocol": "TCP"}
+    ]
+    apply([runtime, isvc, grpc_isvc], KSERVE_NS)
+    for name in ("iris", "iris-grpc"):
+        kubectl(
+            "wait",
+            f"inferenceservice/{name}",
+            "-n",
+            KSERVE_NS,
+            "--for=condition=Ready",
+            "--timeout=180s",
+        )
+    yield
+    kubectl("delete", "namespace", KSERVE_NS, "--wait=false", check=False)
+
+
+def test_kserve_inferenceservice_answers_v2_over_rest_and_grpc(kserve: None) -> None:
+    isvc = json.loads(kubectl("get", "inferenceservice", "iris", "-n", KSERVE_NS, "-o", "json"))
+    assert isvc["status"]["url"], isvc["status"]
+    deployment = json.loads(
+        kubectl("get", "deployment", "iris-predictor", "-n", KSERVE_NS, "-o", "json")
+    )
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["image"].startswith(
+        "localhost/inferwire:"
+    )
+    ip = cluster_ip("iris-predictor", KSERVE_NS)
+    r = httpx.post(f"http://{ip}/v2/models/iris/infer", json=IRIS, timeout=10)
+    assert r.status_code == 200, r.text
+    rest = np.array(r.json()["outputs"][0]["data"])
+    assert rest.shape == (3,) and abs(rest.sum() - 1) < 1e-9
+    meta = httpx.get(f"http://{ip}/v2/models/iris").json()
+    assert meta["name"] == "iris" and meta["platform"], meta
+    import tritonclient.grpc as tc
+
+    client = tc.InferenceServerClient(f"{cluster_ip('iris-grpc-predictor', KSERVE_NS)}:80")
+    assert client.is_server_ready() and client.is_model_ready("iris")
+    x = tc.InferInput("x", [1, 4], "FP64")
+    x.set_data_from_numpy(np.array([[5.1, 3.5, 1.4, 0.2]]))
+    result = client.infer("iris", [x])
+    assert np.allclose(np.ravel(result.as_numpy(result.get_response().outputs[0].name)), rest)
+
+
+SELDON_NS = "seldon-e2e"
+# The seed notebook's three payload shapes (ndarray, tensor, tftensor), for the
+# iris-like model's 4 features.
+NOTEBOOK_BODIES = {
+    "ndarray": {"data": {"ndarray": [[5.1, 3.5, 1.4, 0.2]]}},
+    "tensor": {"data": {"tensor": {"shape": [1, 4], "values": [5.1, 3.5, 1.4, 0.2]}}},
+    "tftensor": {
+        "data": {
+            "tftensor": {
+                "dtype": "DT_DOUBLE",
+                "tensorShape": {"dim": [{"size": "1"}, {"size": "4"}]},
+                "doubleVal": [5.1, 3.5, 1.4, 0.2],
+            }
+        }
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def seldon() -> Iterator[str]:
+    if not crd_installed("seldondeployments.machinelearning.seldon.io"):
+        pytest.skip("Seldon Core's operator is not installed (docs/deploy.md)")
+    kubectl("create", "namespace", SELDON_NS, check=False)
+    sdep = load_manifest("deploy/seldon/seldondeployment.yaml")
+    predictor = sdep["spec"]["predictors"][0]
+    # No executor image can be built here (docs/deploy.md): the Service goes straight
+    # to the model container, which takes the same paths.
+    predictor.setdefault("annotations", {})["seldon.io/no-engine"] = "true"
+    container = predictor["componentSpecs"][0]["spec"]["containers"][0]
+    container["image"] = f"localhost/iris-inferwire:{VERSION}"
+    container["resources"]["requests"] = {"cpu": "100m", "memory": "128Mi"}
+    apply(sdep, SELDON_NS)
+    wait_until(
+        "the SeldonDeployment to be Available",
+        lambda: (
+            json.loads(kubectl("get", "seldondeployment", "iris", "-n", SELDON_NS, "-o", "json"))
+            .get("status", {})
+            .get("state")
+            == "Available"
+        ),
+        240,
+    )
+    yield cluster_ip("iris-default", SELDON_NS)
+    kubectl("delete", "namespace", SELDON_NS, "--wait=false", check=False)
+
+
+@pytest.mark.parametrize("shape", list(NOTEBOOK_BODIES))
+def test_seldon_deployment_answers_the_notebooks_curl_calls(seldon: str, shape: str) -> None:
+    services = json.loads(kubectl("get", "service", "iris-default", "-n", SELDON_NS, "-o", "json"))
+    port = next(p["port"] for p in services["spec"]["ports"] if p["name"] == "http")
+    # As the notebook calls it: curl, JSON, Seldon's ingress path.
+    r = subprocess.run(
+        [
+            "curl",
+            "-s",
+            "-X",
+            "POST",
+            "-H",
+            "Content-Type: application/json",
+            "-d",
+            json.dumps(NOTEBOOK_BODIES[shape]),
+            f"http://{seldon}:{port}/seldon/{SELDON_NS}/iris/api/v1.0/predictions",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    reply = json.loads(r.stdout)
+    assert shape in reply["data"], reply
+    assert reply["meta"]["requestPath"] == {"classifier": f"localhost/iris-inferwire:{VERSION}"}
