@@ -217,10 +217,16 @@ def attack_during(name: str, url: str, action: Any, seconds: int = 40) -> dict[s
         text=True,
     )
     time.sleep(5)
+    began = time.monotonic()
     action()
+    took = time.monotonic() - began
     _, err = proc.communicate(timeout=seconds + 60)
     assert proc.returncode in (0, 1), err
+    # The whole action happened under load.
+    assert 5 + took < seconds, f"{name} took {took:.0f} s, longer than the load"
     report: dict[str, Any] = json.loads(out.read_text())
+    report["action_seconds"] = round(took, 1)
+    out.write_text(json.dumps(report))
     return report
 
 
@@ -260,50 +266,74 @@ def test_a_pod_deleted_under_load_loses_no_request(chart: str) -> None:
     assert rep["status_codes"] == {"200": rep["requests"]} and rep["errors"] == [], rep
 
 
-def test_readiness_follows_start_and_drain(chart: str) -> None:
-    """A new pod is not an endpoint until its model answers; a deleted one leaves the
-    endpoints at once and its drain ends the container with exit 0."""
-    name = kubectl(
-        "get",
-        "pods",
-        "-n",
-        NS,
-        "-l",
-        "app.kubernetes.io/instance=" + RELEASE,
-        "-o",
-        "jsonpath={.items[0].metadata.name}",
+def pods(service: str) -> dict[str, str]:
+    """The release's pods: name -> pod IP (those that have one)."""
+    doc = json.loads(
+        kubectl(
+            "get", "pods", "-n", NS, "-l", f"app.kubernetes.io/instance={RELEASE}", "-o", "json"
+        )
     )
-    ip = kubectl("get", "pod", name, "-n", NS, "-o", "jsonpath={.status.podIP}")
-    seen: list[tuple[float, bool, bool]] = []
+    return {
+        p["metadata"]["name"]: p["status"]["podIP"]
+        for p in doc["items"]
+        if p["status"].get("podIP") and not p["metadata"].get("deletionTimestamp")
+    }
+
+
+def probe(ip: str) -> bool:
+    try:
+        return httpx.get(f"http://{ip}:9000/ready", timeout=1).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def test_readiness_follows_start_and_drain(chart: str) -> None:
+    """A deleted pod leaves the Service's endpoints at once and goes on answering
+    through the preStop pause, then drains; its replacement is an endpoint only while
+    its own /ready answers 200."""
+    name, ip = sorted(pods(chart).items())[0]
+    seen: list[tuple[float, bool, bool]] = []  # (time, /ready is 200, an endpoint)
+    fresh: list[tuple[bool, bool]] = []
     stop = threading.Event()
 
     def watch() -> None:
         while not stop.is_set():
-            try:
-                ready = httpx.get(f"http://{ip}:9000/ready", timeout=1).status_code == 200
-            except httpx.HTTPError:
-                ready = False
-            seen.append((time.monotonic(), ready, ip in ready_endpoints(chart)))
+            endpoints = ready_endpoints(chart)
+            seen.append((time.monotonic(), probe(ip), ip in endpoints))
+            for other_ip in pods(chart).values():
+                if other_ip != ip and other_ip not in before:
+                    fresh.append((probe(other_ip), other_ip in endpoints))
             time.sleep(0.2)
 
+    before = set(pods(chart).values())
     t = threading.Thread(target=watch)
     t.start()
     started = time.monotonic()
     kubectl("delete", "pod", name, "-n", NS, "--wait=true", "--timeout=60s")
-    took = time.monotonic() - started
+    wait_until("a replacement pod", lambda: len(ready_endpoints(chart)) == 2, 120)
     stop.set()
     t.join()
-    gone = next(s for s in seen if not s[2])
-    assert gone[0] - started < 5, seen
-    # The preStop pause (5 s), then the drain: the server still answered during the pause.
-    assert any(r for _, r, _ in seen if _ > gone[0]) or took < 20, seen
-    wait_until("a replacement pod", lambda: len(ready_endpoints(chart)) == 2, 120)
-    # The new pod: Ready only once /ready answers 200.
+    left = next(when for when, _, listed in seen if when > started and not listed)
+    assert left - started < 5, seen
+    # The preStop pause (5 s): no longer sent traffic, still answering.
+    assert any(ready for when, ready, _ in seen if left < when < left + 4), seen
+    # Then the drain: /ready stops answering 200 before the pod is gone.
+    assert not seen[-1][1], seen
+    assert fresh and not any(listed and not ready for ready, listed in fresh), fresh
     for pod in json.loads(kubectl("get", "pods", "-n", NS, "-o", "json"))["items"]:
         assert pod["status"]["containerStatuses"][0]["restartCount"] == 0
 
 
-def test_the_hpa_is_accepted(chart: str) -> None:
+def hpa(service: str) -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads(kubectl("get", "hpa", service, "-n", NS, "-o", "json"))
+    return doc
+
+
+def metrics_api() -> bool:
+    return kubectl("get", "--raw", "/apis/metrics.k8s.io/v1beta1/pods", check=False) != ""
+
+
+def test_the_hpa_is_accepted_and_scales_under_load(chart: str) -> None:
     install_chart(
         **{
             "autoscaling.enabled": "true",
@@ -311,19 +341,70 @@ def test_the_hpa_is_accepted(chart: str) -> None:
             "autoscaling.maxReplicas": "4",
         }
     )
-    hpa = json.loads(kubectl("get", "hpa", chart, "-n", NS, "-o", "json"))
-    assert hpa["spec"]["scaleTargetRef"]["name"] == chart
-    assert hpa["spec"]["minReplicas"] == 2 and hpa["spec"]["maxReplicas"] == 4
-    wait_until(
-        "the HPA's controller to act on it",
-        lambda: (
-            json.loads(kubectl("get", "hpa", chart, "-n", NS, "-o", "json"))
-            .get("status", {})
-            .get("conditions")
-        ),
-        60,
-    )
-    install_chart()
+    try:
+        spec = hpa(chart)["spec"]
+        assert spec["scaleTargetRef"]["name"] == chart
+        assert (spec["minReplicas"], spec["maxReplicas"]) == (2, 4)
+        wait_until("the HPA's controller to act on it", lambda: hpa(chart).get("status"), 60)
+        if not metrics_api():
+            pytest.skip("no resource metrics API (deploy/e2e/build.sh metrics-server)")
+        wait_until(
+            "a CPU reading for the HPA",
+            lambda: any(
+                m.get("resource", {}).get("current", {}).get("averageUtilization") is not None
+                for m in hpa(chart)["status"].get("currentMetrics") or []
+            ),
+            120,
+        )
+        # Closed-loop load, far above 70 % of the pods' 100m request, until it scales.
+        ip = cluster_ip(chart)
+        load = subprocess.Popen(
+            [
+                bench(),
+                "bench",
+                "attack",
+                f"http://{ip}:9000/v2/models/iris/infer",
+                "-d",
+                json.dumps(IRIS),
+                "-c",
+                "8",
+                "-z",
+                "150s",
+                "--format",
+                "json",
+                "-o",
+                str(RESULTS / "hpa.json"),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            started = time.monotonic()
+            wait_until(
+                "the HPA to scale up",
+                lambda: hpa(chart)["status"].get("desiredReplicas", 0) > 2,
+                140,
+            )
+            RESULTS.mkdir(parents=True, exist_ok=True)
+            (RESULTS / "hpa-scaled.json").write_text(
+                json.dumps(
+                    {
+                        "seconds": round(time.monotonic() - started, 1),
+                        "status": hpa(chart)["status"],
+                    }
+                )
+            )
+        finally:
+            load.terminate()
+            load.wait(timeout=30)
+    finally:
+        install_chart()
+
+
+def fresh_namespace(name: str) -> None:
+    """`name`, empty: what an earlier run left is deleted first (and waited for)."""
+    kubectl("delete", "namespace", name, "--ignore-not-found", "--wait=true", "--timeout=180s")
+    kubectl("create", "namespace", name)
 
 
 def crd_installed(name: str) -> bool:
@@ -353,6 +434,8 @@ def load_manifest(path: str) -> dict[str, Any]:
 def model_volume(namespace: str, name: str, source: Path) -> None:
     """A PersistentVolume on the node (hostPath) holding `source`, claimed as `name`."""
     folder = CLUSTER_DIR / "state" / "volumes" / namespace / name
+    # A volume an earlier run released keeps that claim's UID: made anew.
+    kubectl("delete", "pv", f"{namespace}-{name}", "--ignore-not-found", "--wait=true")
     if folder.exists():
         shutil.rmtree(folder)
     shutil.copytree(source, folder / "iris")
@@ -392,7 +475,7 @@ KSERVE_NS = "kserve-e2e"
 def kserve() -> Iterator[None]:
     if not crd_installed("inferenceservices.serving.kserve.io"):
         pytest.skip("KServe is not installed (deploy/e2e/kserve.py up)")
-    kubectl("create", "namespace", KSERVE_NS, check=False)
+    fresh_namespace(KSERVE_NS)
     model_volume(KSERVE_NS, "models", ROOT / "examples" / "repository" / "models")
     # deploy/kserve's manifests with the image this machine built, and requests that
     # fit two pods on a 2-core node.
@@ -418,7 +501,7 @@ def kserve() -> Iterator[None]:
             "--timeout=180s",
         )
     yield
-    kubectl("delete", "namespace", KSERVE_NS, "--wait=false", check=False)
+    kubectl("delete", "namespace", KSERVE_NS, "--wait=true", "--timeout=180s", check=False)
 
 
 def test_kserve_inferenceservice_answers_v2_over_rest_and_grpc(kserve: None) -> None:
@@ -430,6 +513,8 @@ def test_kserve_inferenceservice_answers_v2_over_rest_and_grpc(kserve: None) -> 
     assert deployment["spec"]["template"]["spec"]["containers"][0]["image"].startswith(
         "localhost/inferwire:"
     )
+    for name in ("iris-predictor", "iris-grpc-predictor"):
+        wait_until(f"{name}'s endpoint", lambda n=name: ready_endpoints(n, KSERVE_NS), 60)
     ip = cluster_ip("iris-predictor", KSERVE_NS)
     r = httpx.post(f"http://{ip}/v2/models/iris/infer", json=IRIS, timeout=10)
     assert r.status_code == 200, r.text
@@ -439,7 +524,11 @@ def test_kserve_inferenceservice_answers_v2_over_rest_and_grpc(kserve: None) -> 
     assert meta["name"] == "iris" and meta["platform"], meta
     import tritonclient.grpc as tc
 
-    client = tc.InferenceServerClient(f"{cluster_ip('iris-grpc-predictor', KSERVE_NS)}:80")
+    service = json.loads(
+        kubectl("get", "service", "iris-grpc-predictor", "-n", KSERVE_NS, "-o", "json")
+    )
+    port = next(p["port"] for p in service["spec"]["ports"] if p["targetPort"] == 5000)
+    client = tc.InferenceServerClient(f"{service['spec']['clusterIP']}:{port}")
     assert client.is_server_ready() and client.is_model_ready("iris")
     x = tc.InferInput("x", [1, 4], "FP64")
     x.set_data_from_numpy(np.array([[5.1, 3.5, 1.4, 0.2]]))
@@ -469,7 +558,7 @@ NOTEBOOK_BODIES = {
 def seldon() -> Iterator[str]:
     if not crd_installed("seldondeployments.machinelearning.seldon.io"):
         pytest.skip("Seldon Core's operator is not installed (docs/deploy.md)")
-    kubectl("create", "namespace", SELDON_NS, check=False)
+    fresh_namespace(SELDON_NS)
     sdep = load_manifest("deploy/seldon/seldondeployment.yaml")
     predictor = sdep["spec"]["predictors"][0]
     # No executor image can be built here (docs/deploy.md): the Service goes straight
@@ -490,7 +579,7 @@ def seldon() -> Iterator[str]:
         240,
     )
     yield cluster_ip("iris-default", SELDON_NS)
-    kubectl("delete", "namespace", SELDON_NS, "--wait=false", check=False)
+    kubectl("delete", "namespace", SELDON_NS, "--wait=true", "--timeout=180s", check=False)
 
 
 @pytest.mark.parametrize("shape", list(NOTEBOOK_BODIES))

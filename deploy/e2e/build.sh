@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Builds the cluster's programs from their Go modules into $CLUSTER_DIR/bin: Kubernetes
-# (API server, controller manager, scheduler, kubelet, kube-proxy, kubectl) from
-# k8s.io/kubernetes, whose module carries staging/ so its replace directives resolve.
-# Helm and KServe's controller from their modules too. Each step is skipped when its
-# binary is there. Slow on 2 cores (about 30 minutes).
+# Installs Debian's packages the e2e scripts use, and builds the cluster's programs from
+# their Go modules into $CLUSTER_DIR/bin: Kubernetes (API server, controller manager,
+# scheduler, kubelet, kube-proxy, kubectl) from k8s.io/kubernetes, Helm, KServe's
+# controller and metrics-server. Each step is skipped when its binary is there. About 20
+# minutes on 2 cores the first time.
 #
-#     bash deploy/e2e/build.sh [k8s|helm|kserve|all]     (default all)
+#     bash deploy/e2e/build.sh [debs|k8s|helm|kserve|metrics-server|all]     (default all)
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 what="${1:-all}"
 
@@ -47,6 +47,20 @@ k8s() {
         ./cmd/kubelet ./cmd/kube-proxy ./cmd/kubectl)
 }
 
+# Debian's packages: containers (podman, buildah, runc, mmdebstrap for the base image)
+# and the node (etcd, containerd, the CNI plugins, iptables).
+DEBS=(podman buildah runc mmdebstrap uidmap etcd-server containerd containernetworking-plugins
+    iptables conntrack socat curl openssl)
+debs() {
+    local missing=() p
+    for p in "${DEBS[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+    done
+    [ ${#missing[@]} -eq 0 ] && return
+    log "installing Debian packages: ${missing[*]}"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+}
+
 # A Go module's main package into $BIN/NAME, built in the module's own folder (its go.mod
 # and go.sum decide every dependency).
 gomod() { # name module@version package
@@ -60,13 +74,18 @@ gomod() { # name module@version package
 }
 
 helm() { gomod helm "helm.sh/helm/v3@$HELM_VERSION" ./cmd/helm; }
+# The resource metrics API the HPA reads (run beside the cluster, registered as an
+# aggregated API).
+metrics_server() { gomod metrics-server "sigs.k8s.io/metrics-server@$METRICS_SERVER_VERSION" ./cmd/metrics-server; }
 # KServe's controller (the manager), run beside the cluster with its kubeconfig.
 kserve() { gomod kserve-manager "github.com/kserve/kserve@$KSERVE_VERSION" ./cmd/manager; }
 
 case "$what" in
+    debs) debs ;;
     k8s) k8s ;;
     helm) helm ;;
     kserve) kserve ;;
-    all) k8s; helm; kserve ;;
+    metrics-server) metrics_server ;;
+    all) debs; k8s; helm; kserve; metrics_server ;;
     *) echo "unknown: $what" >&2; exit 2 ;;
 esac

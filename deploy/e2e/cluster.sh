@@ -223,7 +223,50 @@ EOF
         kubectl --kubeconfig "$KUBECONFIG_FILE" wait --for=condition=Ready "node/$NODE" --timeout=1s
 }
 
+# metrics-server (when build.sh built it), beside the cluster as the HPA's resource
+# metrics API: an APIService whose Service has no selector, only this machine's address.
+metrics() {
+    [ -x "$BIN/metrics-server" ] || return 0
+    mkdir -p "$STATE/metrics-server"
+    start metrics-server metrics-server --kubeconfig="$KUBECONFIG_FILE" \
+        --authentication-kubeconfig="$KUBECONFIG_FILE" --authorization-kubeconfig="$KUBECONFIG_FILE" \
+        --requestheader-client-ca-file="$PKI/ca.crt" \
+        --bind-address="$HOST_IP" --secure-port=4443 --cert-dir="$STATE/metrics-server" \
+        --kubelet-preferred-address-types=InternalIP --kubelet-certificate-authority="$PKI/ca.crt" \
+        --metric-resolution=10s
+    kubectl --kubeconfig "$KUBECONFIG_FILE" apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Service
+metadata: {name: metrics-server, namespace: kube-system}
+spec:
+  ports: [{name: https, port: 443, targetPort: 4443, protocol: TCP}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: metrics-server-host
+  namespace: kube-system
+  labels: {kubernetes.io/service-name: metrics-server}
+addressType: IPv4
+ports: [{name: https, port: 4443, protocol: TCP}]
+endpoints: [{addresses: ["$HOST_IP"], conditions: {ready: true}}]
+---
+apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata: {name: v1beta1.metrics.k8s.io}
+spec:
+  service: {name: metrics-server, namespace: kube-system, port: 443}
+  group: metrics.k8s.io
+  version: v1beta1
+  # metrics-server's certificate is its own, made at start.
+  insecureSkipTLSVerify: true
+  groupPriorityMinimum: 100
+  versionPriority: 100
+EOF
+}
+
 up() {
+    bash "$E2E/build.sh" debs
     bash "$E2E/build.sh" k8s
     pki
     kubeconfig
@@ -231,6 +274,7 @@ up() {
     containerd_up
     control_plane
     node
+    metrics
     log "the cluster is up: export KUBECONFIG=$KUBECONFIG_FILE"
     kubectl --kubeconfig "$KUBECONFIG_FILE" get nodes -o wide >&2
 }
@@ -245,13 +289,13 @@ down() {
         done
     fi
     local name
-    for name in kube-proxy kubelet kube-scheduler kube-controller-manager kube-apiserver etcd containerd; do
+    for name in metrics-server kube-proxy kubelet kube-scheduler kube-controller-manager kube-apiserver etcd containerd; do
         if running "$name"; then
             kill -TERM -- "-$(cat "$PIDS/$name")" 2>/dev/null || kill "$(cat "$PIDS/$name")" 2>/dev/null || true
         fi
     done
     sleep 2
-    for name in kube-proxy kubelet kube-scheduler kube-controller-manager kube-apiserver etcd containerd; do
+    for name in metrics-server kube-proxy kubelet kube-scheduler kube-controller-manager kube-apiserver etcd containerd; do
         running "$name" && kill -KILL -- "-$(cat "$PIDS/$name")" 2>/dev/null || true
         rm -f "$PIDS/$name"
     done
@@ -277,7 +321,7 @@ down() {
 
 status() {
     local name
-    for name in etcd containerd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy; do
+    for name in etcd containerd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy metrics-server; do
         if running "$name"; then echo "$name: running (pid $(cat "$PIDS/$name"))"; else echo "$name: stopped"; fi
     done
     running kube-apiserver && kubectl --kubeconfig "$KUBECONFIG_FILE" get nodes -o wide

@@ -11,6 +11,7 @@ LOGS="$CLUSTER_DIR/logs"
 K8S_VERSION=v1.34.4
 HELM_VERSION=v3.19.5
 KSERVE_VERSION=v0.15.2
+METRICS_SERVER_VERSION=v0.8.0
 export PATH="$BIN:$PATH"
 mkdir -p "$BIN" "$STATE" "$LOGS"
 log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }

@@ -14,6 +14,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 VERSION="$(sed -n 's/^version = "\(.*\)"/\1/p' "$ROOT/Cargo.toml" | head -1)"
 IMAGE="localhost/inferwire:$VERSION"
 BAKED="localhost/inferwire-repository:$VERSION"
+bash "$E2E/build.sh" debs
 bash "$E2E/base-images.sh"
 # Cargo's downloads are kept between builds (a build-time volume, not in the image).
 mkdir -p "$CLUSTER_DIR/cargo-registry"

@@ -208,9 +208,8 @@ def up() -> None:
     kserve = module_dir()
     ip = host_ip()
     print("==> KServe's CustomResourceDefinitions", file=sys.stderr)
-    kubectl(
-        "apply", "--server-side", "--force-conflicts", "-f", str(kserve / "config" / "crd" / "full")
-    )
+    crds = sorted((kserve / "config" / "crd" / "full").glob("serving.kserve.io_*.yaml"))
+    kubectl("apply", "--server-side", "--force-conflicts", *(f"--filename={c}" for c in crds))
     kubectl("create", "namespace", NAMESPACE, check=False)
     kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", stdin=configmap(kserve))
     certs = certificates(ip)
