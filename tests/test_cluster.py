@@ -310,6 +310,7 @@ def test_readiness_follows_start_and_drain(chart: str) -> None:
     t.start()
     started = time.monotonic()
     kubectl("delete", "pod", name, "-n", NS, "--wait=true", "--timeout=60s")
+    took = time.monotonic() - started
     wait_until("a replacement pod", lambda: len(ready_endpoints(chart)) == 2, 120)
     stop.set()
     t.join()
@@ -320,6 +321,17 @@ def test_readiness_follows_start_and_drain(chart: str) -> None:
     # Then the drain: /ready stops answering 200 before the pod is gone.
     assert not seen[-1][1], seen
     assert fresh and not any(listed and not ready for ready, listed in fresh), fresh
+    drained = next(when for when, ready, _ in seen if when > left and not ready)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "readiness.json").write_text(
+        json.dumps(
+            {
+                "left_endpoints_s": round(left - started, 2),
+                "ready_off_s": round(drained - started, 2),
+                "pod_gone_s": round(took, 2),
+            }
+        )
+    )
     for pod in json.loads(kubectl("get", "pods", "-n", NS, "-o", "json"))["items"]:
         assert pod["status"]["containerStatuses"][0]["restartCount"] == 0
 
@@ -370,10 +382,6 @@ def test_the_hpa_is_accepted_and_scales_under_load(chart: str) -> None:
                 "8",
                 "-z",
                 "150s",
-                "--format",
-                "json",
-                "-o",
-                str(RESULTS / "hpa.json"),
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -513,9 +521,13 @@ def test_kserve_inferenceservice_answers_v2_over_rest_and_grpc(kserve: None) -> 
     assert deployment["spec"]["template"]["spec"]["containers"][0]["image"].startswith(
         "localhost/inferwire:"
     )
-    for name in ("iris-predictor", "iris-grpc-predictor"):
-        wait_until(f"{name}'s endpoint", lambda n=name: ready_endpoints(n, KSERVE_NS), 60)
     ip = cluster_ip("iris-predictor", KSERVE_NS)
+    # Ready InferenceServices; kube-proxy may take a moment more to route to them.
+    wait_until(
+        "the predictor's Service to answer",
+        lambda: httpx.get(f"http://{ip}/v2/health/ready", timeout=2).status_code == 200,
+        60,
+    )
     r = httpx.post(f"http://{ip}/v2/models/iris/infer", json=IRIS, timeout=10)
     assert r.status_code == 200, r.text
     rest = np.array(r.json()["outputs"][0]["data"])
@@ -528,7 +540,16 @@ def test_kserve_inferenceservice_answers_v2_over_rest_and_grpc(kserve: None) -> 
         kubectl("get", "service", "iris-grpc-predictor", "-n", KSERVE_NS, "-o", "json")
     )
     port = next(p["port"] for p in service["spec"]["ports"] if p["targetPort"] == 5000)
-    client = tc.InferenceServerClient(f"{service['spec']['clusterIP']}:{port}")
+    rest_port = next(p["port"] for p in service["spec"]["ports"] if p["targetPort"] == 8080)
+    grpc_ip = service["spec"]["clusterIP"]
+    wait_until(
+        "the gRPC predictor's Service to answer",
+        lambda: (
+            httpx.get(f"http://{grpc_ip}:{rest_port}/v2/health/ready", timeout=2).status_code == 200
+        ),
+        60,
+    )
+    client = tc.InferenceServerClient(f"{grpc_ip}:{port}")
     assert client.is_server_ready() and client.is_model_ready("iris")
     x = tc.InferInput("x", [1, 4], "FP64")
     x.set_data_from_numpy(np.array([[5.1, 3.5, 1.4, 0.2]]))

@@ -233,7 +233,7 @@ metrics() {
         --requestheader-client-ca-file="$PKI/ca.crt" \
         --bind-address="$HOST_IP" --secure-port=4443 --cert-dir="$STATE/metrics-server" \
         --kubelet-preferred-address-types=InternalIP --kubelet-certificate-authority="$PKI/ca.crt" \
-        --metric-resolution=10s
+        --metric-resolution=15s --kubelet-request-timeout=5s
     kubectl --kubeconfig "$KUBECONFIG_FILE" apply -f - >/dev/null <<EOF
 apiVersion: v1
 kind: Service
@@ -301,22 +301,24 @@ down() {
     done
     pkill -f "containerd-shim-runc-v2 -namespace k8s.io" 2>/dev/null || true
     # Mounts the kubelet and containerd leave behind (pod volumes, sandboxes' /dev/shm, rootfs).
-    grep -oE " $STATE/[^ ]+" /proc/mounts | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
-    grep -oE " /run/netns/cni-[^ ]+" /proc/mounts | while read -r m; do umount -l "$m" 2>/dev/null || true; done
+    # (`|| true`: under pipefail a grep that finds nothing would end the script.)
+    { grep -oE " $STATE/[^ ]+" /proc/mounts || true; } | sort -r |
+        while read -r m; do umount -l "$m" 2>/dev/null || true; done
+    { grep -oE " /run/netns/cni-[^ ]+" /proc/mounts || true; } |
+        while read -r m; do umount -l "$m" 2>/dev/null || true; done
     rm -f /run/netns/cni-* 2>/dev/null || true
-    ip link del "$BRIDGE" 2>/dev/null || true
-    # kube-proxy's and the CNI plugins' rules.
-    iptables-save 2>/dev/null | grep -qE "KUBE-|CNI-" && kube-proxy --cleanup >/dev/null 2>&1 || true
-    local table chain
-    for table in nat filter; do
-        for chain in $(iptables -t "$table" -S 2>/dev/null | sed -n 's/^-N \(CNI-[^ ]*\).*/\1/p'); do
-            iptables -t "$table" -S | grep -- "-j $chain" | sed 's/^-A/-D/' | while read -r rule; do
-                eval iptables -t "$table" "$rule" 2>/dev/null || true
-            done
-            iptables -t "$table" -F "$chain" 2>/dev/null || true
-            iptables -t "$table" -X "$chain" 2>/dev/null || true
-        done
+    # kube-proxy's, the kubelet's and the CNI plugins' iptables chains: the jumps into
+    # them from the built-in chains, then the chains (flushed first: they jump to each other).
+    local table chain chains
+    for table in nat filter mangle; do
+        { iptables -t "$table" -S 2>/dev/null || true; } |
+            { grep -E "^-A (INPUT|OUTPUT|FORWARD|PREROUTING|POSTROUTING) .*-j (KUBE|CNI)-" || true; } |
+            sed 's/^-A/-D/' | while read -r rule; do eval iptables -t "$table" "$rule" 2>/dev/null || true; done
+        chains="$({ iptables -t "$table" -S 2>/dev/null || true; } | sed -n 's/^-N \(\(KUBE\|CNI\)-[^ ]*\).*/\1/p')"
+        for chain in $chains; do iptables -t "$table" -F "$chain" 2>/dev/null || true; done
+        for chain in $chains; do iptables -t "$table" -X "$chain" 2>/dev/null || true; done
     done
+    ip link del "$BRIDGE" 2>/dev/null || true
 }
 
 status() {
