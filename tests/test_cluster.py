@@ -161,6 +161,12 @@ def chart() -> Iterator[str]:
     install_chart()
     service = f"{RELEASE}-inferwire"
     wait_until("two ready endpoints", lambda: len(ready_endpoints(service)) == 2)
+    ip = cluster_ip(service)
+    wait_until(
+        "kube-proxy to route the Service",
+        lambda: httpx.get(f"http://{ip}:9000/ready", timeout=2).status_code == 200,
+        60,
+    )
     yield service
     helm("uninstall", RELEASE, "-n", NS, "--wait")
 
@@ -599,14 +605,21 @@ def seldon() -> Iterator[str]:
         ),
         240,
     )
-    yield cluster_ip("iris-default", SELDON_NS)
+    service = json.loads(kubectl("get", "service", "iris-default", "-n", SELDON_NS, "-o", "json"))
+    port = next(p["port"] for p in service["spec"]["ports"] if p["name"] == "http")
+    url = f"http://{service['spec']['clusterIP']}:{port}"
+    # Available; kube-proxy may take a moment more to route to it.
+    wait_until(
+        "the Service to answer",
+        lambda: httpx.get(f"{url}/health/ping", timeout=2).status_code == 200,
+        60,
+    )
+    yield url
     kubectl("delete", "namespace", SELDON_NS, "--wait=true", "--timeout=180s", check=False)
 
 
 @pytest.mark.parametrize("shape", list(NOTEBOOK_BODIES))
 def test_seldon_deployment_answers_the_notebooks_curl_calls(seldon: str, shape: str) -> None:
-    services = json.loads(kubectl("get", "service", "iris-default", "-n", SELDON_NS, "-o", "json"))
-    port = next(p["port"] for p in services["spec"]["ports"] if p["name"] == "http")
     # As the notebook calls it: curl, JSON, Seldon's ingress path.
     r = subprocess.run(
         [
@@ -618,7 +631,7 @@ def test_seldon_deployment_answers_the_notebooks_curl_calls(seldon: str, shape: 
             "Content-Type: application/json",
             "-d",
             json.dumps(NOTEBOOK_BODIES[shape]),
-            f"http://{seldon}:{port}/seldon/{SELDON_NS}/iris/api/v1.0/predictions",
+            f"{seldon}/seldon/{SELDON_NS}/iris/api/v1.0/predictions",
         ],
         capture_output=True,
         text=True,
