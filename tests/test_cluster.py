@@ -6,7 +6,7 @@ and an InferenceService, Seldon Core's operator with a SeldonDeployment.
 Opt-in: runs only while the cluster is up (``bash deploy/e2e/run.sh``, or
 ``deploy/e2e/cluster.sh up`` and ``deploy/e2e/image.sh`` first); everywhere else, CI
 included, it is skipped. Load figures are written to $CLUSTER_DIR/results/ as the
-load generator's JSON reports. About 6 minutes.
+load generator's JSON reports. About 3 minutes.
 """
 
 from __future__ import annotations
