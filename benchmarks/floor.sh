@@ -8,7 +8,10 @@
 source "$(dirname "$0")/../scripts/env.sh"
 cd "$ROOT"
 DURATION="${1:-10s}"
-cargo build --release --quiet -p inferwire-server --example http_floor -p inferwire-bench
+# Two builds: `--example` applies to every `-p`, so one command would leave the load
+# generator's binary unbuilt.
+cargo build --release --quiet -p inferwire-server --example http_floor
+cargo build --release --quiet -p inferwire-bench --bin inferwire-bench
 TARGET_DIR="$(cargo metadata --format-version 1 --no-deps | "$VENV/bin/python" -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')"
 BENCH="$TARGET_DIR/release/inferwire-bench"
 "$TARGET_DIR/release/examples/http_floor" 127.0.0.1:9300 2>/dev/null &

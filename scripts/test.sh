@@ -38,8 +38,8 @@ fi
 build_extension
 
 log "ruff, mypy, stubtest"
-"$VENV/bin/ruff" check python tests benchmarks examples fuzz
-"$VENV/bin/ruff" format --check python tests benchmarks examples fuzz
+"$VENV/bin/ruff" check python tests benchmarks examples fuzz deploy
+"$VENV/bin/ruff" format --check python tests benchmarks examples fuzz deploy
 "$VENV/bin/mypy"
 "$VENV/bin/python" -m mypy.stubtest inferwire._core
 

@@ -61,9 +61,10 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def kubectl(*args: str, check: bool = True, timeout: float = 300) -> str:
+def kubectl(*args: str, check: bool = True, timeout: float = 300, stdin: str | None = None) -> str:
     r = subprocess.run(
         [str(BIN / "kubectl"), f"--kubeconfig={KUBECONFIG}", *args],
+        input=stdin,
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -429,13 +430,7 @@ def apply(doc: dict[str, Any] | list[dict[str, Any]], namespace: str) -> None:
     import yaml
 
     docs = doc if isinstance(doc, list) else [doc]
-    subprocess.run(
-        [str(BIN / "kubectl"), f"--kubeconfig={KUBECONFIG}", "apply", "-n", namespace, "-f", "-"],
-        input=yaml.safe_dump_all(docs),
-        text=True,
-        check=True,
-        capture_output=True,
-    )
+    kubectl("apply", "-n", namespace, "-f", "-", stdin=yaml.safe_dump_all(docs))
 
 
 def load_manifest(path: str) -> dict[str, Any]:
