@@ -13,10 +13,11 @@
 #
 # Then: export KUBECONFIG=$CLUSTER_DIR/state/admin.kubeconfig (printed by `up`).
 #
-# A test cluster, not a production one: every component authenticates with one admin
-# certificate, the kubelet allows any authenticated caller, there is no DNS add-on (pods
-# use the host's resolver; Services are reached by ClusterIP) and the API server listens
-# on this machine's address only for the node's own use.
+# A test cluster, not a production one: the control plane's components share one admin
+# certificate, the kubelet allows any authenticated caller, and there is no DNS add-on
+# (pods use the host's resolver; Services are reached by ClusterIP). The API server
+# (6443) and the kubelet (10250) listen on this machine's address, etcd and the rest on
+# 127.0.0.1: run it where that address is not reachable from untrusted networks.
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 PKI="$STATE/pki"
 PIDS="$STATE/pids"
@@ -134,7 +135,7 @@ load() { # image...
     local img
     for img in "$@"; do
         log "loading $img into the node"
-        podman save "$img" | ctr --address "$CONTAINERD_SOCK" -n k8s.io images import --no-unpack=false - >/dev/null
+        podman save "$img" | ctr --address "$CONTAINERD_SOCK" -n k8s.io images import - >/dev/null
     done
 }
 
