@@ -1,7 +1,7 @@
 """KServe's controller on the e2e cluster, in RawDeployment mode (no Knative, no Istio).
 
     .venv/bin/python deploy/e2e/kserve.py up      install and start it
-    .venv/bin/python deploy/e2e/kserve.py down    stop it and remove what `up` installed
+    .venv/bin/python deploy/e2e/kserve.py down    stop it and remove its webhooks (the CRDs stay)
 
 Everything comes from KServe's own Go module (github.com/kserve/kserve, the version
 deploy/e2e/env.sh pins; build.sh builds its manager): its CustomResourceDefinitions, its
