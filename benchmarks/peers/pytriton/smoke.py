@@ -50,7 +50,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -213,16 +214,26 @@ def timed(call: Callable[[], Any], times: int = 5) -> tuple[Any, float]:
     return result, statistics.median(spent)
 
 
-def echo_checks(peer: Peer) -> list[str]:
-    lines = []
+@contextmanager
+def clients(peer: Peer) -> Iterator[tuple[Any, Any]]:
+    """tritonclient's HTTP and gRPC clients for the peer, closed afterwards."""
     http = httpclient.InferenceServerClient(peer.url.removeprefix("http://"))
     grpc = grpcclient.InferenceServerClient(peer.grpc)
-    forms: list[tuple[str, Client, Any, bool]] = [
-        ("HTTP JSON", http, httpclient, False),
-        ("HTTP binary extension", http, httpclient, True),
-        ("gRPC raw", grpc, grpcclient, True),
-    ]
     try:
+        yield http, grpc
+    finally:
+        http.close()
+        grpc.close()
+
+
+def echo_checks(peer: Peer) -> list[str]:
+    lines = []
+    with clients(peer) as (http, grpc):
+        forms: list[tuple[str, Client, Any, bool]] = [
+            ("HTTP JSON", http, httpclient, False),
+            ("HTTP binary extension", http, httpclient, True),
+            ("gRPC raw", grpc, grpcclient, True),
+        ]
         for label, client, mod, binary in forms:
             for values in (np.array([7], dtype=np.int64), BIG):
 
@@ -238,16 +249,11 @@ def echo_checks(peer: Peer) -> list[str]:
                 assert got.dtype == np.int64 and got.shape == (1, len(values)), got.shape
                 assert np.array_equal(got[0], values), f"{label}: the echo differs"
                 lines.append(f"noop {label}, {len(values):,} INT64: echoed, {ms:.2f} ms")
-    finally:
-        http.close()
-        grpc.close()
     return lines
 
 
 def images_checks(peer: Peer) -> list[str]:
     lines = []
-    http = httpclient.InferenceServerClient(peer.url.removeprefix("http://"))
-    grpc = grpcclient.InferenceServerClient(peer.grpc)
     b64 = base64.b64encode(IMAGE)
 
     def basic(mod: Any, binary: bool) -> list[Any]:
@@ -258,7 +264,7 @@ def images_checks(peer: Peer) -> list[str]:
             tensor(mod, "field4", np.array([json.dumps(BASIC["field4"]).encode()], dtype=object)),
         ]
 
-    try:
+    with clients(peer) as (http, grpc):
         for transport, client, mod, binary in (
             ("HTTP", http, httpclient, False),
             ("gRPC", grpc, grpcclient, True),
@@ -283,9 +289,6 @@ def images_checks(peer: Peer) -> list[str]:
                 got = (result.as_numpy("prediction1").tolist(), texts)
                 assert got == ANSWER, got
                 lines.append(f"images {transport} {kind}: answered, {ms:.2f} ms")
-    finally:
-        http.close()
-        grpc.close()
     return lines
 
 
