@@ -15,6 +15,7 @@
 //! its operation's own type; underneath, one generic path (`run`) for all of them.
 mod ops;
 mod pool;
+mod queue;
 mod slots;
 mod stats;
 

@@ -235,13 +235,12 @@ impl Forest {
         if out.len() != rows * no {
             return Err(format!("the output needs {} values", rows * no));
         }
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
         let work = rows.saturating_mul(self.roots.len());
-        if threads == 1 || work < PARALLEL_FROM || rows < 2 {
+        if work < PARALLEL_FROM || rows < 2 || cores() == 1 {
             self.predict_rows(x, out);
             return Ok(());
         }
-        let per = rows.div_ceil(threads);
+        let per = rows.div_ceil(cores());
         std::thread::scope(|s| {
             for (xc, oc) in x.chunks(per * nf).zip(out.chunks_mut(per * no)) {
                 s.spawn(move || self.predict_rows(xc, oc));
@@ -344,6 +343,13 @@ pub fn argmax_rows(probabilities: &[f64], width: usize) -> Vec<usize> {
                 .0
         })
         .collect()
+}
+
+/// The cores a large call is spread over, asked once: `available_parallelism` reads the
+/// cgroup's files each time (a dozen system calls), which a small call must not pay.
+fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 #[cfg(test)]

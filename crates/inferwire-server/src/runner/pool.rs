@@ -1,14 +1,14 @@
 //! The model threads. Each takes work from one shared queue; with batching, the thread
 //! that takes a predict keeps the queue for up to `max_batch_delay` to gather more,
 //! then releases it (the next thread gathers the next batch while this one computes).
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use tokio::sync::{oneshot, OwnedSemaphorePermit};
 
 use super::ops::{Infer, Op, Predict, PredictBatch};
+use super::queue::Queue;
 use super::slots::Slots;
 use super::stats::Handle as Stats;
 use super::{deadline_exceeded, RunnerConfig};
@@ -122,13 +122,13 @@ enum Group {
 }
 
 pub struct Pool {
-    tx: Option<Sender<Queued>>,
+    shared: Arc<Shared>,
     threads: Vec<JoinHandle<()>>,
 }
 
 pub struct Shared {
     model: Arc<dyn Model>,
-    queue: Mutex<Receiver<Queued>>,
+    queue: Queue<Queued>,
     slots: Arc<Slots>,
     metrics: Metrics,
     stats: Stats,
@@ -144,10 +144,9 @@ impl Pool {
         metrics: Metrics,
         stats: Stats,
     ) -> std::io::Result<Self> {
-        let (tx, rx) = mpsc::channel();
         let shared = Arc::new(Shared {
             model,
-            queue: Mutex::new(rx),
+            queue: Queue::new(),
             slots,
             metrics,
             stats,
@@ -162,18 +161,14 @@ impl Pool {
                     .spawn(move || shared.run())
             })
             .collect::<std::io::Result<_>>()?;
-        Ok(Self {
-            tx: Some(tx),
-            threads,
-        })
+        Ok(Self { shared, threads })
     }
 
     pub fn send<O: Op>(&self, work: Work<O>) -> Result<(), ServeError> {
         let stopped = || ServeError::new(Kind::ShuttingDown, "the model threads have stopped");
-        self.tx
-            .as_ref()
-            .ok_or_else(stopped)?
-            .send(O::queued(work))
+        self.shared
+            .queue
+            .push(O::queued(work))
             .map_err(|_| stopped())
     }
 }
@@ -187,7 +182,7 @@ impl Drop for Pool {
     /// Lets the threads finish what is queued (work nobody waits for is skipped), then
     /// stop; a thread still in a call after `JOIN_WAIT` is left to finish on its own.
     fn drop(&mut self) {
-        drop(self.tx.take());
+        self.shared.queue.close();
         let until = Instant::now() + JOIN_WAIT;
         for t in self.threads.drain(..) {
             if crate::bounded_join::join_by(t, until).is_none() {
@@ -211,30 +206,8 @@ impl Shared {
     /// The next work: one item, or with batching a predict and whatever arrives within
     /// the batch delay (up to the batch size). `None` once the queue is closed.
     fn gather(&self) -> Option<Vec<Queued>> {
-        let queue = self.queue.lock().unwrap_or_else(|e| e.into_inner());
-        let first = queue.recv().ok()?;
-        if !first.batchable() || self.max_batch_size == 1 {
-            return Some(vec![first]);
-        }
-        let until = Instant::now() + self.max_batch_delay;
-        let mut items = vec![first];
-        let mut predicts = 1;
-        while predicts < self.max_batch_size {
-            let left = until.saturating_duration_since(Instant::now());
-            let next = if left.is_zero() {
-                queue.try_recv().map_err(|_| RecvTimeoutError::Timeout)
-            } else {
-                queue.recv_timeout(left)
-            };
-            match next {
-                Ok(w) => {
-                    predicts += usize::from(w.batchable());
-                    items.push(w);
-                }
-                Err(_) => break,
-            }
-        }
-        Some(items)
+        self.queue
+            .take(Queued::batchable, self.max_batch_size, self.max_batch_delay)
     }
 
     fn serve(&self, items: Vec<Queued>) {

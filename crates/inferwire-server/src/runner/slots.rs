@@ -14,6 +14,9 @@ struct State {
     /// The start of each running call, by the id its `Slot` holds.
     running: Vec<(u64, Instant)>,
     next_id: u64,
+    /// Threads blocked in `take`: a slot given back wakes one only when there is one, as
+    /// every notify is a system call even with nobody to wake.
+    waiting: usize,
 }
 
 /// A running call; gives its slot back when dropped.
@@ -27,8 +30,11 @@ impl Drop for Slot<'_> {
         let mut state = self.slots.lock();
         state.free += 1;
         state.running.retain(|(id, _)| *id != self.id);
+        let wake = state.waiting > 0;
         drop(state);
-        self.slots.freed.notify_one();
+        if wake {
+            self.slots.freed.notify_one();
+        }
     }
 }
 
@@ -39,6 +45,7 @@ impl Slots {
                 free: n,
                 running: Vec::with_capacity(n),
                 next_id: 0,
+                waiting: 0,
             }),
             freed: Condvar::new(),
         }
@@ -59,7 +66,9 @@ impl Slots {
     pub fn take(&self) -> Slot<'_> {
         let mut state = self.lock();
         while state.free == 0 {
+            state.waiting += 1;
             state = self.freed.wait(state).unwrap_or_else(|e| e.into_inner());
+            state.waiting -= 1;
         }
         self.occupy(&mut state)
     }
