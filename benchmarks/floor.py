@@ -171,6 +171,11 @@ def notebook_tool(server: Server, grpc: bool, duration: str, work: Path) -> Meas
     return Measured(run.requests, ok, run.p50_ms * 1e3, cpu / n * 1e6)
 
 
+def ratio(a: float, b: float, digits: int) -> str:
+    """`a / b`, or a dash when `b` is 0: a run too short for /proc's 10 ms ticks."""
+    return f"{a / b:.{digits}f}" if b else "–"
+
+
 def small_tree(path: Path) -> None:
     """A depth-3 scikit-learn tree on one feature: `inferwire serve` scores it in Rust."""
     import joblib
@@ -357,12 +362,12 @@ def main() -> None:
             if row.proto == "gRPC" and row.pace.startswith("1 stream,"):
                 one_connection_floor = f_cpu
             line = (
-                f"| {row.proto} | {row.pace} | {f_cpu:.1f} | {i_cpu:.1f} | {i_cpu / f_cpu:.1f}× "
-                f"| {f_p50:.0f} µs | {i_p50:.0f} µs | {counts} |"
+                f"| {row.proto} | {row.pace} | {f_cpu:.1f} | {i_cpu:.1f} "
+                f"| {ratio(i_cpu, f_cpu, 1)}× | {f_p50:.0f} µs | {i_p50:.0f} µs | {counts} |"
             )
             if twin:
                 b_cpu = statistics.median(m.cpu_us for m in results["baseline"])
-                line += f" {b_cpu:.1f} | {i_cpu / b_cpu:.2f} |"
+                line += f" {b_cpu:.1f} | {ratio(i_cpu, b_cpu, 2)} |"
             say(line)
         if one_connection_floor is not None:
             say("")

@@ -125,7 +125,11 @@ def test_the_floor_table_has_every_row_with_both_servers(
     for row in rows:
         cells = row.strip("|").split(" | ")
         floor, ours = float(cells[2]), float(cells[3])
-        assert floor >= 0 and ours > 0, row
+        # A 1 s run can end within one of /proc's 10 ms ticks for a server that did
+        # little; back to back, inferwire's debug build always spends more.
+        assert floor >= 0 and ours >= 0, row
+        if "back to back" in cells[1]:
+            assert ours > 0, row
         counts = [int(n.replace(",", "")) for n in cells[7].strip(" |").split(", ")]
         assert all(n > 0 for n in counts), row
     assert "The one-connection gRPC floor (1 stream):" in page
