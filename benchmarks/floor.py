@@ -33,51 +33,50 @@ from __future__ import annotations
 
 import argparse
 import json
-import socket
+import shlex
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import notebook_tools
 import proc_cpu
 from runtime import machine
+from servers import ServerProcess, free_port, inferwire_spec, tcp_open
 
 ROOT = Path(__file__).resolve().parent.parent
 BODY = '{"data": {"ndarray": [[0]]}}'
 PREDICT = "seldon.protos.Seldon/Predict"
 OPEN_LOOP_WORKERS = 32
+SERVED_ON = "--http-port {http_port} --grpc-port {grpc_port} --host 127.0.0.1"
 
 
-@dataclass
-class Server:
-    name: str
-    argv: list[str]
-    rest: int | None
-    grpc: int | None
-    proc: subprocess.Popen[bytes] | None = None
+class FloorProcess:
+    """A floor server (`http_floor` or `grpc_floor`, `extra`: its arguments after the
+    address), once it listens; the same attributes as `servers.ServerProcess`."""
 
-    def start(self) -> None:
-        self.proc = subprocess.Popen(
-            self.argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT
-        )
+    def __init__(self, examples: Path, kind: str, *extra: str, timeout: float = 30) -> None:
+        port = free_port()
+        self.http_port = None if kind == "grpc_floor" else port
+        self.grpc_port = port if kind == "grpc_floor" else None
+        argv = [str(examples / kind), f"127.0.0.1:{port}", *extra]
+        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + timeout
+        while not tcp_open(port):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"{shlex.join(argv)} did not start listening")
+            time.sleep(0.05)
 
     def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
+        self.proc.kill()
+        self.proc.wait()
 
-    @property
-    def pid(self) -> int:
-        assert self.proc is not None
-        return self.proc.pid
+
+Server = FloorProcess | ServerProcess
 
 
 @dataclass
@@ -86,7 +85,7 @@ class Row:
 
     proto: str
     pace: str
-    floor: Server
+    floor: FloorProcess
     # Which of inferwire's servers: "noop", "slow" or "tree".
     ours: str
     grpc: bool
@@ -103,52 +102,20 @@ class Measured:
     cpu_us: float
 
 
-def wait_ready(port: int, path: str) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            urllib.request.urlopen(
-                urllib.request.Request(
-                    f"http://127.0.0.1:{port}{path}", data=BODY.encode(), method="POST"
-                ),
-                timeout=2,
-            ).read()
-            return
-        except OSError:
-            time.sleep(0.1)
-    raise SystemExit(f"no server answered on port {port}")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_listening(port: int) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.05)
-    raise SystemExit(f"nothing listens on port {port}")
-
-
 def bench(
     bench_cmd: list[str], server: Server, grpc: bool, duration: str, extra: list[str]
 ) -> Measured:
     if grpc:
-        target = [f"127.0.0.1:{server.grpc}", "--call", PREDICT, "--seldon-json"]
+        target = [f"127.0.0.1:{server.grpc_port}", "--call", PREDICT, "--seldon-json"]
     else:
-        target = [f"http://127.0.0.1:{server.rest}/api/v1.0/predictions"]
+        target = [f"http://127.0.0.1:{server.http_port}/api/v1.0/predictions"]
     pace = [] if "-n" in extra else ["-z", duration]
     argv = [*bench_cmd, "attack", *target, "-d", BODY, *pace, "--no-progress"]
-    before = proc_cpu.cpu_seconds(server.pid)
+    before = proc_cpu.cpu_seconds(server.proc.pid)
     out = subprocess.run(
         [*argv, *extra, "--format", "json"], capture_output=True, check=True, timeout=600
     ).stdout
-    cpu = proc_cpu.cpu_seconds(server.pid) - before
+    cpu = proc_cpu.cpu_seconds(server.proc.pid) - before
     r = json.loads(out)
     n = max(r["requests"], 1)
     return Measured(r["requests"], r["ok"], r["latency"]["p50_ns"] / 1e3, cpu / n * 1e6)
@@ -157,12 +124,13 @@ def bench(
 def notebook_tool(server: Server, grpc: bool, duration: str, work: Path) -> Measured:
     """The notebook's vegeta or ghz command, run in `work` (which holds its request files
     naming this server's URL)."""
-    before = proc_cpu.cpu_seconds(server.pid)
+    before = proc_cpu.cpu_seconds(server.proc.pid)
     if grpc:
-        run = notebook_tools.run_ghz(work, "ndarray", duration, f"127.0.0.1:{server.grpc}", 600)
+        target = f"127.0.0.1:{server.grpc_port}"
+        run = notebook_tools.run_ghz(work, "ndarray", duration, target, 600)
     else:
         run = notebook_tools.run_vegeta(work, "ndarray", duration, 600)
-    cpu = proc_cpu.cpu_seconds(server.pid) - before
+    cpu = proc_cpu.cpu_seconds(server.proc.pid) - before
     n = max(run.requests, 1)
     ok = run.ok
     if grpc and not notebook_tools.unexpected_ghz_failures(run):
@@ -242,59 +210,42 @@ def main() -> None:
     if missing:
         raise SystemExit(f"missing {missing}: run scripts/install-load-tools.sh")
 
-    def floor_server(kind: str, *extra: str) -> Server:
-        port = free_port()
-        argv = [str(args.examples / kind), f"127.0.0.1:{port}", *extra]
-        return Server(
-            "floor",
-            argv,
-            None if kind == "grpc_floor" else port,
-            port if kind == "grpc_floor" else None,
-        )
-
-    def inferwire(spec: str, *extra: str, binary: str = args.inferwire) -> Server:
-        rest, grpc = free_port(), free_port()
-        argv = [binary, "serve", spec, "--http-port", str(rest), "--grpc-port", str(grpc),
-                "--host", "127.0.0.1", *extra]  # fmt: skip
-        return Server("baseline" if binary == args.baseline else "inferwire", argv, rest, grpc)
+    def inferwire(binary: str, model: str, *extra: str) -> ServerProcess:
+        template = f"{{inferwire}} serve {{model}} {shlex.join(extra)} " + SERVED_ON
+        return ServerProcess(inferwire_spec([binary], template), model)
 
     work = Path(tempfile.mkdtemp(prefix="inferwire-floor-"))
     tree = work / "tree.joblib"
     small_tree(tree)
-    floor_rest, floor_grpc = floor_server("http_floor"), floor_server("grpc_floor")
-    floor_slow = floor_server("http_floor", "5")
-    specs = {
+    models = {
         "noop": ("benchmarks/models/noop.py:NoopPredict",),
         "slow": ("benchmarks/models/noop.py:Sleep5ms", "--model-threads", "4"),
         "tree": (str(tree),),
     }
-    ours = {k: inferwire(*v) for k, v in specs.items()}
-    # The same servers from another build, when asked: each row runs it too.
-    twin = (
-        {k: inferwire(*v, binary=args.baseline) for k, v in specs.items()} if args.baseline else {}
-    )
-    servers = [floor_rest, floor_grpc, floor_slow, *ours.values(), *twin.values()]
-    noop = ours["noop"]
-    for s in servers:
-        s.start()
+    servers: list[Server] = []
     try:
-        for s in servers:
-            if s.rest is not None:
-                wait_ready(s.rest, "/api/v1.0/predictions")
-        wait_listening(floor_grpc.grpc)  # type: ignore[arg-type]
+        floor_rest = FloorProcess(args.examples, "http_floor")
+        floor_grpc = FloorProcess(args.examples, "grpc_floor")
+        floor_slow = FloorProcess(args.examples, "http_floor", "5")
+        servers += [floor_rest, floor_grpc, floor_slow]
+        ours = {k: inferwire(args.inferwire, *v) for k, v in models.items()}
+        servers += ours.values()
+        # The same servers from another build, when asked: each row runs it too.
+        twin = {k: inferwire(args.baseline, *v) for k, v in models.items()} if args.baseline else {}
+        servers += twin.values()
+        noop = ours["noop"]
         # vegeta's targets name the server's URL: a folder for each.
         dirs = {}
         for s in servers:
-            if s.rest is not None:
-                dirs[s.rest] = work / str(s.rest)
-                dirs[s.rest].mkdir()
-                url = f"http://127.0.0.1:{s.rest}/api/v1.0/predictions"
-                notebook_tools.prepare(dirs[s.rest], 1, url)
+            if s.http_port is not None:
+                dirs[s.http_port] = work / str(s.http_port)
+                dirs[s.http_port].mkdir()
+                url = f"http://127.0.0.1:{s.http_port}/api/v1.0/predictions"
+                notebook_tools.prepare(dirs[s.http_port], 1, url)
         # Warm every server's code paths (not reported).
         for s in servers:
-            bench(bench_cmd, s, s.grpc is not None and s.rest is None, "1s", [])
-            if s.grpc is not None and s.rest is not None:
-                bench(bench_cmd, s, True, "1s", [])
+            for grpc in ([False] if s.http_port else []) + ([True] if s.grpc_port else []):
+                bench(bench_cmd, s, grpc, "1s", [])
 
         open_loop = ["-c", str(OPEN_LOOP_WORKERS)]
         one_conn = ["--connections", "1"]
@@ -337,20 +288,21 @@ def main() -> None:
         one_connection_floor = None
         for row in rows:
             results: dict[str, list[Measured]] = {"floor": [], "inferwire": [], "baseline": []}
-            both = [row.floor, ours[row.ours], *([twin[row.ours]] if twin else [])]
+            both: list[tuple[str, Server]] = [("floor", row.floor), ("inferwire", ours[row.ours])]
+            both += [("baseline", twin[row.ours])] if twin else []
             for _ in range(args.rounds):
-                for s in both:
+                for role, s in both:
                     if row.tool:
                         # ghz's files name no URL; vegeta's targets name the server's.
-                        port = noop.rest if row.grpc else s.rest
+                        port = noop.http_port if row.grpc else s.http_port
                         assert port is not None
                         where = dirs[port]
                         m = notebook_tool(s, row.grpc, args.duration, where)
                     else:
                         m = bench(bench_cmd, s, row.grpc, args.duration, row.extra)
                     if m.ok != m.requests or m.requests == 0:
-                        raise SystemExit(f"{row.pace}: {s.name} answered {m.ok}/{m.requests}")
-                    results[s.name].append(m)
+                        raise SystemExit(f"{row.pace}: {role} answered {m.ok}/{m.requests}")
+                    results[role].append(m)
             f_cpu = statistics.median(m.cpu_us for m in results["floor"])
             i_cpu = statistics.median(m.cpu_us for m in results["inferwire"])
             f_p50 = statistics.median(m.p50_us for m in results["floor"])

@@ -10,6 +10,7 @@ answers 200 and its gRPC port accepts connections.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import signal
 import socket
@@ -87,7 +88,7 @@ def _http_ok(url: str) -> bool:
         return False
 
 
-def _tcp_open(port: int) -> bool:
+def tcp_open(port: int) -> bool:
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=1):
             return True
@@ -110,7 +111,9 @@ class ServerProcess:
         }
         self.argv = spec.argv(values)
         env = {**os.environ, **{k: v.format(**values) for k, v in spec.env.items()}}
-        self.log_path = Path(tempfile.mkstemp(prefix=f"{spec.name}-{model}-", suffix=".log")[1])
+        # A model may be a path or `file.py:Class`: only its name's safe characters.
+        label = re.sub(r"[^\w.-]+", "_", model)[-60:]
+        self.log_path = Path(tempfile.mkstemp(prefix=f"{spec.name}-{label}-", suffix=".log")[1])
         with self.log_path.open("w") as log:
             self.proc = subprocess.Popen(
                 self.argv,
@@ -146,7 +149,7 @@ class ServerProcess:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"{self.describe()} exited with {self.proc.returncode}")
-            if _http_ok(f"{self.url}/health/ping") and _tcp_open(self.grpc_port):
+            if _http_ok(f"{self.url}/health/ping") and tcp_open(self.grpc_port):
                 return
             time.sleep(0.1)
         raise RuntimeError(f"{self.describe()} not ready within {timeout:.0f} s")

@@ -7,10 +7,8 @@ servers speak their protocols to real clients (grpcio, httpx)."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -22,7 +20,8 @@ from typing import Any
 import grpc
 import httpx
 import pytest
-from conftest import ROOT, free_port
+from conftest import ROOT
+from floor import FloorProcess
 from google.protobuf import json_format
 from test_notebook_tools import load_tools  # noqa: F401 (a fixture)
 
@@ -43,28 +42,12 @@ def examples() -> Path:
     return Path(json.loads(meta.stdout)["target_directory"]) / "debug" / "examples"
 
 
-@contextlib.contextmanager
-def started(argv: list[str], port: int) -> Iterator[None]:
-    """The server `argv` starts, once it listens on `port`."""
-    proc = subprocess.Popen(argv, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                break
-        time.sleep(0.05)
-    try:
-        yield
-    finally:
-        proc.kill()
-        proc.wait()
-
-
 @pytest.fixture
 def grpc_floor(examples: Path) -> Iterator[int]:
-    port = free_port()
-    with started([str(examples / "grpc_floor"), f"127.0.0.1:{port}"], port):
-        yield port
+    server = FloorProcess(examples, "grpc_floor")
+    assert server.grpc_port is not None
+    yield server.grpc_port
+    server.stop()
 
 
 def test_grpc_floor_answers_grpcio_calls_one_after_another_and_at_once(
@@ -91,14 +74,17 @@ def test_grpc_floor_answers_grpcio_calls_one_after_another_and_at_once(
 
 
 def test_http_floor_waits_the_delay_it_is_given(examples: Path) -> None:
-    port = free_port()
-    with started([str(examples / "http_floor"), f"127.0.0.1:{port}", "50"], port):
+    server = FloorProcess(examples, "http_floor", "50")
+    try:
         with httpx.Client() as client:
             t = time.monotonic()
-            r = client.post(f"http://127.0.0.1:{port}/api/v1.0/predictions", json={"x": 1})
+            url = f"http://127.0.0.1:{server.http_port}/api/v1.0/predictions"
+            r = client.post(url, json={"x": 1})
             took = time.monotonic() - t
-        assert r.status_code == 200 and r.json() == [1]
-        assert took >= 0.05
+    finally:
+        server.stop()
+    assert r.status_code == 200 and r.json() == [1]
+    assert took >= 0.05
 
 
 def test_the_floor_table_has_every_row_with_both_servers(
