@@ -28,6 +28,26 @@ ensure_venv() {
     fi
 }
 
+# PyTorch for the PyTorch example's test: about 6 GB installed (PyPI's Linux wheels carry
+# CUDA libraries) and 3 GB of downloads meanwhile. On a disk with less room than that it
+# is left out, loudly, and the test says so: a full disk would fail every other test too.
+TORCH_DISK_GB=10
+install_torch() {
+    if "$VENV/bin/python" -c "import torch" >/dev/null 2>&1; then
+        return 0
+    fi
+    local free_gb
+    free_gb=$(df -Pk "$VENV" | awk 'NR == 2 { print int($4 / 1048576) }')
+    if ((free_gb < TORCH_DISK_GB)); then
+        log "SKIPPED PyTorch: ${free_gb} GB free where $VENV is, ${TORCH_DISK_GB} GB needed"
+        export INFERWIRE_TEST_TORCH="no-disk: ${free_gb} GB free, ${TORCH_DISK_GB} GB needed"
+        return 0
+    fi
+    log "installing PyTorch for the PyTorch example's test (about 6 GB)"
+    # No wheel cache: it would keep another 3 GB for a later install that seldom comes.
+    "$VENV/bin/python" -m pip install -q --no-cache-dir -r "$ROOT/requirements-torch.txt"
+}
+
 # Builds the Rust extension into the virtualenv (editable: python/ is used in place),
 # with the load generator (`inferwire bench`, the `bench` feature) the tests and
 # benchmarks run; a wheel built without the feature leaves it out.

@@ -8,8 +8,7 @@ START=$SECONDS
 
 ensure_venv -r requirements-test.txt
 if [[ "${INFERWIRE_TEST_TORCH:-}" == 1 ]]; then
-    log "installing PyTorch for the PyTorch example's test (about 5 GB)"
-    ensure_venv -r requirements-torch.txt
+    install_torch
 fi
 log "building load tools (vegeta, ghz) into .tools/bin"
 bash scripts/install-load-tools.sh
