@@ -42,7 +42,9 @@ def reset_peak_rss(pid: int) -> None:
 class Served:
     """One `inferwire serve` subprocess on 127.0.0.1."""
 
-    def __init__(self, spec: str, *args: str, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, spec: str, *args: str, env: dict[str, str] | None = None, command: str = "serve"
+    ) -> None:
         self.http_port = free_port()
         self.grpc_port = free_port()
         self.url = f"http://127.0.0.1:{self.http_port}"
@@ -52,7 +54,7 @@ class Served:
             sys.executable,
             "-m",
             "inferwire",
-            "serve",
+            command,
             *([spec] if spec else []),
             "--host",
             "127.0.0.1",
@@ -110,8 +112,10 @@ def serve() -> Iterator[Any]:
     """Starts servers on demand; every one is stopped at the end of the session."""
     started: list[Served] = []
 
-    def start(spec: str, *args: str, env: dict[str, str] | None = None) -> Served:
-        s = Served(spec, *args, env=env)
+    def start(
+        spec: str, *args: str, env: dict[str, str] | None = None, command: str = "serve"
+    ) -> Served:
+        s = Served(spec, *args, env=env, command=command)
         started.append(s)
         return s
 

@@ -113,7 +113,7 @@ def test_load_unload_and_reload_under_traffic(repo: Path) -> None:
         for _ in range(3):
             assert repository(s.url, "unload", "adder").status_code == 200
             assert infer(s.url, "adder", [1]).status_code == 404
-            assert state(s.url)["adder"] == "UNLOADED"
+            assert state(s.url)["adder"] == "UNAVAILABLE"
             assert repository(s.url, "load", "adder").status_code == 200
             assert infer(s.url, "adder", [1]).json()["outputs"][0]["data"] == [101]
         # A reload picks up the model's new code and settings.
@@ -136,7 +136,7 @@ def test_load_unload_and_reload_under_traffic(repo: Path) -> None:
         assert index["adder"]["state"] == "UNAVAILABLE" and "Missing" in index["adder"]["reason"]
         # A model added to the folder later can be loaded.
         write_model(repo, "late", {"name": "late", "implementation": "model.py:Model"}, bump=7)
-        assert state(s.url)["late"] == "UNLOADED"
+        assert state(s.url)["late"] == "UNAVAILABLE"
         assert repository(s.url, "load", "late").status_code == 200
         assert infer(s.url, "late", [1]).json()["outputs"][0]["data"] == [8]
         # The default model cannot be unloaded; unknown ones are 404.
@@ -191,8 +191,8 @@ def test_repository_api_reaches_every_worker(repo: Path) -> None:
             time.sleep(0.1)
         time.sleep(1.0)  # the new worker binds once it has caught up
         assert answers() == {102} and answers("plain") == {404}
-        index = {m["name"]: m["state"] for m in repository(s.url, "index").json()}
-        assert index == {"adder": "READY", "plain": "UNLOADED"}
+        index = {m["name"]: (m["state"], m["reason"]) for m in repository(s.url, "index").json()}
+        assert index == {"adder": ("READY", ""), "plain": ("UNAVAILABLE", "unloaded")}
     finally:
         assert s.stop() == 0
 

@@ -148,9 +148,20 @@ class Server:
 class TreeEnsemble:
     """A model in the inferwire tree format (``inferwire.trees.convert``), scored in Rust."""
 
-    def __new__(cls, text: str | bytes, output_names: str = "{class}") -> Self:
+    def __new__(
+        cls,
+        text: str | bytes,
+        output_names: str = "{class}",
+        *,
+        mlserver_runtime: str = "",
+        default_output: str = "predict",
+        metadata: str = "{}",
+    ) -> Self:
         """Loads the model's JSON text; ValueError names what is wrong with it. Served,
-        its outputs are named by ``output_names``, ``{class}`` replaced by each label."""
+        its outputs are named by ``output_names``, ``{class}`` replaced by each label.
+        ``mlserver_runtime`` (``sklearn``, ``xgboost``, ``lightgbm``) answers V2 requests
+        with that MLServer runtime's outputs (``default_output`` when a request names
+        none); ``metadata`` (a JSON object) goes over the model's own metadata."""
     def predict(self, X: Any) -> Any:
         """Class probabilities (classification) or values (regression) for a 2-D float64
         array, one row per row, computed without the GIL."""

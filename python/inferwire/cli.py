@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 from typing import Any
 
 from . import __version__, authfiles, client, publishing
-from .errors import InferwireError
+from .errors import InferwireError, SettingsError
 from .settings import Settings, choices, flag_help, flag_name, from_sources
 
 
@@ -48,6 +49,70 @@ def _serve_parser(sub: Any) -> None:
         p.add_argument(flag_name(name), dest=name, default=None, help=flag_help(name), **switch)
 
 
+def _start_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "start",
+        help="serve an MLServer folder as `mlserver start` does",
+        description="Serve a folder as `mlserver start FOLDER` does: its settings.json and the "
+        "MLSERVER_* variables (MLServer's ports, 8080, 8081 and 8082 for metrics), every "
+        "model-settings.json under it, or, with none, the model the MLSERVER_MODEL_* variables "
+        "describe (KServe's MLServer runtime). inferwire's own flags and INFERWIRE_* variables "
+        "go over MLServer's settings.",
+    )
+    p.add_argument(
+        "folder",
+        nargs="?",
+        help="the folder (default: $MLSERVER_MODELS_DIR, else the current folder)",
+    )
+    p.add_argument("--settings", dest="settings_file", default=None, help=argparse.SUPPRESS)
+    for name, field in Settings.model_fields.items():
+        switch: dict[str, Any] = {"nargs": "?", "const": "true"} if field.annotation is bool else {}
+        if choices(field):
+            switch["metavar"] = "{" + ",".join(choices(field)) + "}"
+        p.add_argument(flag_name(name), dest=name, default=None, help=argparse.SUPPRESS, **switch)
+
+
+def _run(spec: str | None, args: dict[str, Any], start: bool = False) -> int:
+    """``serve`` and ``start``: the settings from every source, then the server."""
+    settings_file = args.pop("settings_file")
+    base: dict[str, Any] = {}
+    source = ""
+    try:
+        if start:
+            from pathlib import Path
+
+            from .mlserver_settings import SERVER_FILE, server_settings
+
+            folder = Path(spec or os.environ.get("MLSERVER_MODELS_DIR") or ".")
+            if not folder.is_dir():
+                raise SettingsError(f"start: {folder} is not a folder")
+            base = server_settings(folder)
+            source = f"{folder / SERVER_FILE} or MLSERVER_* variables"
+            spec = None
+        settings = from_sources(args, settings_file=settings_file, base=base, base_source=source)
+    except InferwireError as e:
+        print(f"inferwire: {e}", file=sys.stderr)
+        return 2
+    logging.basicConfig(
+        level=settings.log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    from .server import serve
+
+    try:
+        serve(spec or None, settings, mlserver=start)
+    except InferwireError as e:
+        print(f"inferwire: {e}", file=sys.stderr)
+        return 1
+    except RuntimeError as e:
+        print(f"inferwire: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
 def _bench(args: list[str]) -> int:
     """``inferwire bench ...``: the Rust load generator parses its own arguments."""
     from . import _core
@@ -75,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--version", action="version", version=f"inferwire {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     _serve_parser(sub)
+    _start_parser(sub)
     authfiles.add_parser(sub)
     publishing.add_parser(sub)
     client.add_parser(sub)
@@ -92,29 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     if command == "predict":
         return client.run(args)
     if command == "serve":
-        spec = args.pop("model")
-        settings_file = args.pop("settings_file")
-        try:
-            settings = from_sources(args, settings_file=settings_file)
-        except InferwireError as e:
-            print(f"inferwire: {e}", file=sys.stderr)
-            return 2
-        logging.basicConfig(
-            level=settings.log_level.upper(),
-            format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-            stream=sys.stderr,
-        )
-        from .server import serve
-
-        try:
-            serve(spec or None, settings)
-        except InferwireError as e:
-            print(f"inferwire: {e}", file=sys.stderr)
-            return 1
-        except RuntimeError as e:
-            print(f"inferwire: {e}", file=sys.stderr)
-            return 1
-        except KeyboardInterrupt:
-            pass
-        return 0
+        return _run(args.pop("model"), args)
+    if command == "start":
+        return _run(args.pop("folder"), args, start=True)
     return 2

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import shutil
 import sys
@@ -24,10 +25,11 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, ValidationError
+from pydantic import Field, PrivateAttr, ValidationError
 
-from . import loader, modelfile
+from . import loader, mlserver_settings, modelfile
 from .errors import ModelLoadError, SettingsError
+from .mlserver_settings import MLServerModel
 from .seldon import SeldonAdapter
 from .settings import ModelServing, Str, explain, parse_parameters, unknown
 
@@ -35,6 +37,8 @@ SETTINGS_FILES = ("model-settings.yaml", "model-settings.yml", "model-settings.j
 log = logging.getLogger("inferwire")
 # Names and versions become folder names: no separators, no dot-only names.
 SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
+# How deep under the repository's root settings files are looked for.
+MAX_DEPTH = 6
 
 
 class ModelSettings(ModelServing):
@@ -48,6 +52,8 @@ class ModelSettings(ModelServing):
     version: Str = ""
     # Constructor arguments: a mapping, or Seldon's list of {name, value, type}.
     parameters: dict[str, Any] | list[Any] = Field(default_factory=dict)
+    # What an MLServer model-settings file says beyond these keys (None: inferwire's file).
+    _mlserver: MLServerModel | None = PrivateAttr(default=None)
 
     def to_core(self) -> Any:
         """What the core serves the model with (``inferwire._core.CoreModelSpec``)."""
@@ -72,13 +78,40 @@ def _read(path: Path) -> dict[str, Any]:
     return data
 
 
-def read_model_settings(folder: Path) -> ModelSettings:
+def settings_file(folder: Path) -> Path | None:
+    return next((folder / f for f in SETTINGS_FILES if (folder / f).is_file()), None)
+
+
+def _mlserver_settings(raw: dict[str, Any], folder: Path, where: str) -> ModelSettings:
+    """An MLServer model-settings mapping (``mlserver_settings``) as ``ModelSettings``."""
+    data, ml = mlserver_settings.model_settings(raw, folder, where)
+    try:
+        s = ModelSettings(**data)
+    except ValidationError as e:
+        raise SettingsError(f"{where}: {explain(e, ModelSettings)}") from None
+    s._mlserver = ml
+    return s
+
+
+def read_model_settings(
+    folder: Path, from_env: bool = False, mlserver: bool = False
+) -> ModelSettings:
     """The settings file in ``folder``, checked: unknown keys and bad values are errors
-    that name the file."""
-    path = next((folder / f for f in SETTINGS_FILES if (folder / f).is_file()), None)
+    that name the file. An MLServer model-settings file (every JSON one with
+    ``mlserver``) is read as MLServer reads it; with ``from_env`` and no file, the model
+    is MLServer's from ``MLSERVER_MODEL_*``."""
+    path = settings_file(folder)
+    if path is None and from_env:
+        # As MLServer: a uri from the environment is relative to the working directory.
+        return _mlserver_settings({}, Path.cwd(), "MLSERVER_MODEL_* variables")
     if path is None:
         raise SettingsError(f"{folder}: no {' / '.join(SETTINGS_FILES)}")
-    data = {str(k).replace("-", "_"): v for k, v in _read(path).items()}
+    raw = _read(path)
+    if (mlserver and path.suffix == ".json") or mlserver_settings.is_mlserver(raw):
+        if not raw.get("name"):
+            raw = {**raw, "name": folder.name}
+        return _mlserver_settings(raw, folder, str(path))
+    data = {str(k).replace("-", "_"): v for k, v in raw.items()}
     data.setdefault("name", folder.name)
     known = ModelSettings.model_fields
     for key in data:
@@ -120,26 +153,52 @@ def _constructor_parameters(s: ModelSettings, where: Path) -> dict[str, Any]:
 class Repository:
     """The models under ``root``; called by the core (from any thread) to list and load."""
 
-    def __init__(self, root: str | Path) -> None:
+    def __init__(self, root: str | Path, mlserver: bool = False) -> None:
         self.root = Path(root).resolve()
         if not self.root.is_dir():
             raise SettingsError(f"model repository {root}: not a folder")
         self._lock = threading.Lock()
+        # `inferwire start`: model-settings.json files are MLServer's, and with none
+        # anywhere, the model is MLServer's from its MLSERVER_MODEL_* variables (what
+        # KServe's runtime gives), when they name one.
+        self.mlserver = mlserver
+        self.from_env = mlserver and bool(os.environ.get("MLSERVER_MODEL_IMPLEMENTATION"))
+
+    def _settings_folders(self) -> list[Path]:
+        """Every folder holding a settings file: the root itself and the folders under
+        it, as deep as MLServer's search goes (hidden folders and uploads left out)."""
+        found = []
+        for top, dirs, _ in os.walk(self.root):
+            depth = len(Path(top).relative_to(self.root).parts)
+            dirs[:] = sorted(d for d in dirs if not d.startswith(".")) if depth < MAX_DEPTH else []
+            if settings_file(Path(top)) is not None:
+                found.append(Path(top))
+        return found
 
     def folders(self) -> dict[str, Path]:
-        """Model name → folder, for every subfolder with a settings file."""
+        """Model name → folder, for every folder with a settings file."""
         out: dict[str, Path] = {}
-        for folder in sorted(p for p in self.root.iterdir() if p.is_dir()):
-            if not any((folder / f).is_file() for f in SETTINGS_FILES):
-                continue
-            name = read_model_settings(folder).name
+        for folder in self._settings_folders():
+            name = self.read(folder).name
             if name in out:
                 raise SettingsError(
-                    f"model repository {self.root}: {out[name].name}/ and {folder.name}/ "
-                    f"both name a model {name!r}"
+                    f"model repository {self.root}: {self._shown(out[name])} and "
+                    f"{self._shown(folder)} both name a model {name!r} (one folder per model: "
+                    "several versions of one model are not served side by side)"
                 )
             out[name] = folder
+        if not out and self.from_env:
+            out[self.read(self.root).name] = self.root
         return out
+
+    def _shown(self, folder: Path) -> str:
+        return f"{folder.relative_to(self.root)}/" if folder != self.root else "the root folder"
+
+    def read(self, folder: Path) -> ModelSettings:
+        """The model settings of ``folder`` (the environment's model for the root when
+        ``from_env`` and it has no file)."""
+        at_root = self.from_env and folder == self.root
+        return read_model_settings(folder, from_env=at_root, mlserver=self.mlserver)
 
     def names(self) -> list[str]:
         return list(self.folders())
@@ -164,7 +223,9 @@ class Repository:
             folder = self.folders().get(name)
             if folder is None:
                 raise ModelLoadError(f"the repository has no model named {name!r}")
-            s = read_model_settings(folder)
+            s = self.read(folder)
+            if s._mlserver is not None:
+                return self._build_mlserver(s, s._mlserver), s
             impl, _, cls = s.implementation.partition(":")
             spec = s.implementation
             if modelfile.is_model_file(str(folder / impl)):
@@ -175,8 +236,10 @@ class Repository:
                 return adapter, s
             if impl.endswith(".py"):
                 spec = str(folder / impl) + (f":{cls}" if cls else "")
-            elif str(folder) not in sys.path:
-                sys.path.insert(0, str(folder))
+            else:
+                spec = folder_spec(folder, spec)
+                if str(folder) not in sys.path:
+                    sys.path.insert(0, str(folder))
             model = loader.build(spec, _constructor_parameters(s, folder))
             adapter = SeldonAdapter(model, s.name, s.raw_arrays)
             if adapter.has_predict_raw and s.max_batch_size > 1:
@@ -185,6 +248,56 @@ class Repository:
                     "whose requests cannot be joined"
                 )
             return adapter, s
+
+    def _build_mlserver(self, s: ModelSettings, ml: MLServerModel) -> Any:
+        """A model from an MLServer model-settings file: one of MLServer's runtimes served
+        by inferwire's own, or a custom class (``module.Class``, importable from the
+        model's folder, as MLServer imports it) given ``parameters.extra``."""
+        if ml.runtime is not None:
+            from . import mlserver_runtimes
+
+            adapter, how = mlserver_runtimes.adapter(ml, s.name, s.runtime)
+            log.info("model %s: %s", s.name, how)
+            return adapter
+        if str(ml.folder) not in sys.path:
+            sys.path.insert(0, str(ml.folder))
+        spec = folder_spec(ml.folder, ml.implementation)
+        if _is_mlmodel(loader.resolve_class(spec)):
+            raise ModelLoadError(
+                f"model {s.name}: {ml.implementation} is an MLServer MLModel subclass, which "
+                "this version of inferwire does not serve yet: write it as an inferwire model "
+                "class (docs/guides/migrating-from-mlserver.md)"
+            )
+        model = loader.build(spec, dict(ml.extra))
+        adapter = SeldonAdapter(model, s.name, s.raw_arrays)
+        adapter.configure(ml)
+        if adapter.has_predict_raw and s.max_batch_size > 1:
+            raise SettingsError(
+                f"{ml.folder}: max_batch_size: {type(model).__name__} defines predict_raw, "
+                "whose requests cannot be joined"
+            )
+        return adapter
+
+
+def folder_spec(folder: Path, spec: str) -> str:
+    """``module:Class`` or ``module.Class`` as the file in the model's folder that holds
+    the module, when there is one: each folder's own ``models.py``, not the first one
+    imported, nor one in the working directory (MLServer imports from the folder too)."""
+    if ":" in spec:
+        module, _, cls = spec.partition(":")
+    elif "." in spec and not spec.endswith(".py"):
+        module, _, cls = spec.rpartition(".")
+    else:
+        return spec
+    file = folder / (module.replace(".", "/") + ".py")
+    return f"{file}:{cls}" if file.is_file() and cls else spec
+
+
+def _is_mlmodel(cls: Any) -> bool:
+    return any(
+        c.__name__ == "MLModel" and c.__module__.startswith("mlserver")
+        for c in getattr(cls, "__mro__", ())
+    )
 
 
 # -- publishing ----------------------------------------------------------------------------

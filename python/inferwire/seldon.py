@@ -115,6 +115,32 @@ class SeldonAdapter:
         self._metadata = self._init_metadata()
         # `async def` methods run to completion on an event loop kept per model thread.
         self._loops = threading.local()
+        # An MLServer model-settings file's default content types (``configure``).
+        self._content_type = ""
+        self._input_content_types: dict[str, str] = {}
+
+    def configure(self, ml: Any) -> None:
+        """What an MLServer model-settings file (``mlserver_settings.MLServerModel``) says
+        of the model: metadata over the class's own, and the content types a request that
+        gives none is decoded with."""
+        if ml.metadata and isinstance(self._metadata, dict):
+            self._metadata = {**self._metadata, **ml.metadata}
+        self._content_type = ml.content_type
+        self._input_content_types = dict(ml.input_content_types)
+
+    def with_defaults(
+        self, parameters: dict[str, Any], input_parameters: dict[str, dict[str, Any]]
+    ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+        """The request's content types, the settings' where it gives none."""
+        if self._content_type and "content_type" not in parameters:
+            parameters = {**parameters, "content_type": self._content_type}
+        if self._input_content_types:
+            input_parameters = dict(input_parameters)
+            for name, kind in self._input_content_types.items():
+                own = input_parameters.get(name, {})
+                if "content_type" not in own:
+                    input_parameters[name] = {**own, "content_type": kind}
+        return parameters, input_parameters
 
     def _resolve(self, out: Any) -> Any:
         if streaming.is_stream(out):
@@ -151,6 +177,7 @@ class SeldonAdapter:
         the input names. A dict or DataFrame result gives one output per key or column;
         anything else is one output, named as the request's single requested output, else
         ``output-0``."""
+        parameters, input_parameters = self.with_defaults(parameters, input_parameters)
         X = content_types.decode_request(inputs, parameters, input_parameters)
         names = list(inputs)
         try:
@@ -173,6 +200,7 @@ class SeldonAdapter:
         """Starts a streamed V2 request, as ``infer`` reads it: ``(pieces, None)`` for a
         plain generator, whose items are the outputs of each piece, or ``(None, start)``
         for an async one, which the core starts with ``start(sink, patience)``."""
+        parameters, input_parameters = self.with_defaults(parameters, input_parameters)
         X = content_types.decode_request(inputs, parameters, input_parameters)
         names = list(inputs)
         meta = {"parameters": parameters}

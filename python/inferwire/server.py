@@ -30,17 +30,34 @@ def _describe(host: str, http_port: int, grpc_port: int, tls: bool = False) -> s
     )
 
 
-def serve(model: Any = None, settings: Settings | None = None, *, spec: str | None = None) -> None:
+def serve(
+    model: Any = None,
+    settings: Settings | None = None,
+    *,
+    spec: str | None = None,
+    mlserver: bool = False,
+) -> None:
     """Serves ``model`` (an instance, or a ``module:Class`` / file spec) and the models of
     ``settings.model_repository`` until SIGINT or SIGTERM. Blocks; the GIL is released
     while waiting. With ``settings.workers`` above 1 every model is loaded here once and
-    the workers are forked from this process."""
+    the workers are forked from this process. ``mlserver`` (``inferwire start``): the
+    repository's model-settings.json files are MLServer's, and a repository with none
+    serves MLServer's model from ``MLSERVER_MODEL_*``."""
     settings = settings or Settings()
     errors.configure(settings.log_repeats_every)
-    repo = Repository(settings.model_repository) if settings.model_repository else None
+    repo = (
+        Repository(settings.model_repository, mlserver=mlserver)
+        if settings.model_repository
+        else None
+    )
     others: list[tuple[Any, ModelSettings]] = []
-    if repo is not None:
+    if repo is not None and settings.load_models_at_startup:
         others = [repo.build(n) for n in repo.names()]
+    elif repo is not None:
+        log.info(
+            "load_models_at_startup is off: %s waits for the repository API to load its models",
+            settings.model_repository,
+        )
     # What the server works out below, for the core's config (Settings.to_core).
     serving: ModelSettings | None = None
     version = settings.model_version

@@ -204,6 +204,11 @@ class Settings(BaseSettings, ModelServing):
     model_repository: Str = _opt(
         "", "folder of models, one subfolder with a model-settings.yaml/json each (V2 routes)"
     )
+    load_models_at_startup: Bool = _opt(
+        True,
+        "load every model of model_repository at start (false: none until the repository "
+        "API loads it, as MLServer's setting of this name)",
+    )
     default_model: Str = _opt(
         "",
         "with a repository and no MODEL: the model the Seldon routes call",
@@ -557,6 +562,7 @@ PYTHON_ONLY = {
     "raw_arrays",
     "service_type",
     "model_repository",
+    "load_models_at_startup",
     "default_model",
     "runtime",
     "output_names",
@@ -736,11 +742,18 @@ def read_file(path: str) -> dict[str, Any]:
     return out
 
 
-def from_sources(flags: dict[str, Any], settings_file: str | None = None) -> Settings:
+def from_sources(
+    flags: dict[str, Any],
+    settings_file: str | None = None,
+    base: dict[str, Any] | None = None,
+    base_source: str = "",
+) -> Settings:
     """Flags (non-None), then INFERWIRE_* env vars, then Seldon's env vars, then the
-    settings file (``settings_file`` or ``$INFERWIRE_SETTINGS``), then defaults."""
+    settings file (``settings_file`` or ``$INFERWIRE_SETTINGS``), then ``base`` (what
+    ``base_source``, MLServer's settings, gave), then defaults."""
     path = settings_file or os.environ.get(SETTINGS_ENV) or None
-    from_file = read_file(path) if path else {}
+    file_values = read_file(path) if path else {}
+    from_file = {**(base or {}), **file_values}
     given = {k: v for k, v in flags.items() if v is not None}
 
     def where(name: str) -> str:
@@ -750,7 +763,9 @@ def from_sources(flags: dict[str, Any], settings_file: str | None = None) -> Set
         for var in env_names(name):
             if os.environ.get(var, "") != "":
                 return var
-        return f"{name} in {path}" if name in from_file else name
+        if name in file_values:
+            return f"{name} in {path}"
+        return f"{name} from {base_source}" if name in (base or {}) else name
 
     token = _READING.set(_Reading(from_file, where))
     try:

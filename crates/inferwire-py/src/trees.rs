@@ -2,13 +2,14 @@
 //! `inferwire.trees`); the server scores the same `Forest` without Python.
 use std::sync::Arc;
 
-use inferwire_server::native::TreeModel;
+use inferwire_server::native::{TreeModel, V2Outputs};
 use inferwire_server::Model;
 use inferwire_trees::format::Task;
 use inferwire_trees::Forest;
 use numpy::{PyArray2, PyArrayMethods, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use serde_json::{Map, Value};
 
 use crate::convert::json_to_py;
 
@@ -16,12 +17,36 @@ use crate::convert::json_to_py;
 pub struct TreeEnsemble {
     forest: Arc<Forest>,
     output_names: String,
+    v2: V2Outputs,
+    metadata: Map<String, Value>,
 }
 
 impl TreeEnsemble {
     /// The model the server runs for it: no Python on the request path.
     pub fn model(&self) -> Arc<dyn Model> {
-        Arc::new(TreeModel::new(self.forest.clone(), &self.output_names))
+        Arc::new(
+            TreeModel::new(self.forest.clone(), &self.output_names)
+                .with_v2_outputs(self.v2.clone())
+                .with_metadata(self.metadata.clone()),
+        )
+    }
+}
+
+/// The V2 outputs of MLServer's runtime `runtime` (`sklearn`, `xgboost`, `lightgbm`;
+/// empty: inferwire's own).
+fn v2_outputs(runtime: &str, default_output: &str) -> PyResult<V2Outputs> {
+    let mlserver = |fp32| V2Outputs::MlServer {
+        default: default_output.to_owned(),
+        fp32,
+    };
+    match runtime {
+        "" => Ok(V2Outputs::Inferwire),
+        "sklearn" => Ok(mlserver(false)),
+        "xgboost" => Ok(mlserver(true)),
+        "lightgbm" => Ok(V2Outputs::MlServerLightgbm),
+        other => Err(PyValueError::new_err(format!(
+            "mlserver_runtime: {other:?} is not sklearn, xgboost or lightgbm"
+        ))),
     }
 }
 
@@ -30,8 +55,19 @@ impl TreeEnsemble {
     /// Loads a model from its JSON text (`str` or `bytes`). `output_names` names the
     /// outputs when served: `{class}` becomes each class label.
     #[new]
-    #[pyo3(signature = (text, output_names="{class}"))]
-    fn new(text: &Bound<'_, PyAny>, output_names: &str) -> PyResult<Self> {
+    #[pyo3(signature = (text, output_names="{class}", *, mlserver_runtime="", default_output="predict", metadata="{}"))]
+    fn new(
+        text: &Bound<'_, PyAny>,
+        output_names: &str,
+        mlserver_runtime: &str,
+        default_output: &str,
+        metadata: &str,
+    ) -> PyResult<Self> {
+        let v2 = v2_outputs(mlserver_runtime, default_output)?;
+        let metadata = match serde_json::from_str(metadata) {
+            Ok(Value::Object(m)) => m,
+            _ => return Err(PyValueError::new_err("metadata: not a JSON object")),
+        };
         let bytes: Vec<u8> = match text.extract::<String>() {
             Ok(s) => s.into_bytes(),
             Err(_) => text.extract::<Vec<u8>>()?,
@@ -40,6 +76,8 @@ impl TreeEnsemble {
         Ok(Self {
             forest: Arc::new(forest),
             output_names: output_names.to_owned(),
+            v2,
+            metadata,
         })
     }
 

@@ -385,7 +385,10 @@ impl Models {
                 (None, Some(reason)) => {
                     json!({"name": name, "state": "UNAVAILABLE", "reason": reason})
                 }
-                (None, None) => json!({"name": name, "state": "UNLOADED", "reason": ""}),
+                // Triton's and MLServer's words for a model not loaded.
+                (None, None) => {
+                    json!({"name": name, "state": "UNAVAILABLE", "reason": "unloaded"})
+                }
             })
             .collect())
     }

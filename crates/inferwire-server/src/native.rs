@@ -20,6 +20,26 @@ pub struct TreeModel {
     forest: Arc<Forest>,
     /// Column names of the probabilities (classification) or the value (regression).
     output_names: Vec<String>,
+    v2: V2Outputs,
+    /// Metadata a settings file gave (`inputs`, `outputs`, `platform`, ...), over the
+    /// model's own.
+    metadata: Map<String, Value>,
+}
+
+/// The V2 outputs a tree model answers: inferwire's own, or those of the MLServer runtime
+/// whose settings file it was served from, so that its clients read the same replies.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum V2Outputs {
+    /// `predict_proba` and `predict` (labels) for a classifier, `predict` for a regressor.
+    #[default]
+    Inferwire,
+    /// `mlserver_sklearn` and `mlserver_xgboost`: `predict` and `predict_proba` as the
+    /// estimator's methods, only `default` unless the request names outputs, a 1-D
+    /// result as `[rows, 1]`; XGBoost's estimators answer float32.
+    MlServer { default: String, fp32: bool },
+    /// `mlserver_lightgbm`: one output, `predict`, as `Booster.predict` answers it
+    /// (a binary classifier's probability of its second class, `[rows, 1]`).
+    MlServerLightgbm,
 }
 
 fn bad(message: impl Into<String>) -> ModelError {
@@ -62,7 +82,21 @@ impl TreeModel {
         Self {
             forest,
             output_names,
+            v2: V2Outputs::Inferwire,
+            metadata: Map::new(),
         }
+    }
+
+    /// The same model with `metadata`'s keys over its own metadata.
+    pub fn with_metadata(mut self, metadata: Map<String, Value>) -> Self {
+        self.metadata = metadata;
+        self
+    }
+
+    /// The same model answering V2 requests as `v2` says.
+    pub fn with_v2_outputs(mut self, v2: V2Outputs) -> Self {
+        self.v2 = v2;
+        self
     }
 
     fn n_features(&self) -> usize {
@@ -228,6 +262,96 @@ impl TreeModel {
         })
     }
 
+    /// MLServer's scikit-learn and XGBoost runtimes: each requested output (else
+    /// `default`) as the estimator's method of that name answers it.
+    fn mlserver_outputs(
+        &self,
+        req: &InferRequest,
+        default: &str,
+        fp32: bool,
+        values: Vec<f64>,
+        rows: usize,
+    ) -> Result<Vec<InferOutput>, ModelError> {
+        let info = &self.forest.info;
+        let wanted: Vec<&str> = if req.outputs.is_empty() {
+            vec![default]
+        } else {
+            req.outputs.iter().map(|o| o.name.as_str()).collect()
+        };
+        let floats = |values: Vec<f64>, shape: Vec<usize>| Tensor {
+            shape,
+            data: if fp32 {
+                TensorData::F32(values.iter().map(|&v| v as f32).collect())
+            } else {
+                TensorData::F64(values)
+            },
+        };
+        let mut outputs = Vec::with_capacity(wanted.len());
+        for name in wanted {
+            let tensor = match (name, info.task) {
+                ("predict", Task::Classification) => {
+                    let mut labels = self.labels(&argmax_rows(&values, info.n_outputs));
+                    labels.shape = vec![rows, 1];
+                    labels
+                }
+                ("predict", Task::Regression) => {
+                    let width = info.n_outputs;
+                    let shape = if width == 1 {
+                        vec![rows, 1]
+                    } else {
+                        vec![rows, width]
+                    };
+                    floats(values.clone(), shape)
+                }
+                ("predict_proba", Task::Classification) => {
+                    floats(values.clone(), vec![rows, info.n_outputs])
+                }
+                ("predict_proba", Task::Regression) => {
+                    return Err(bad(format!(
+                        "outputs: a regressor ({}) has no predict_proba",
+                        info.source
+                    )))
+                }
+                (other, _) => {
+                    return Err(bad(format!(
+                        "outputs: {other:?} is not one this runtime answers (predict, \
+                         predict_proba)"
+                    )))
+                }
+            };
+            outputs.push(InferOutput {
+                name: name.to_owned(),
+                tensor,
+                parameters: numpy_content_type(),
+            });
+        }
+        Ok(outputs)
+    }
+
+    /// MLServer's LightGBM runtime: `Booster.predict`'s answer, named `predict`.
+    fn lightgbm_output(&self, values: Vec<f64>, rows: usize) -> InferOutput {
+        let info = &self.forest.info;
+        let tensor = match (info.task, info.n_outputs) {
+            (Task::Classification, 2) => Tensor {
+                shape: vec![rows, 1],
+                data: TensorData::F64(values.chunks_exact(2).map(|r| r[1]).collect()),
+            },
+            (_, 1) => Tensor {
+                shape: vec![rows, 1],
+                data: TensorData::F64(values),
+            },
+            (_, width) => Tensor {
+                shape: vec![rows, width],
+                data: TensorData::F64(values),
+            },
+        };
+        InferOutput {
+            name: "predict".into(),
+            tensor,
+            parameters: numpy_content_type(),
+        }
+    }
+
     /// Class labels: integers as INT64, anything else as BYTES.
     fn labels(&self, picked: &[usize]) -> Tensor {
         let classes = &self.forest.info.classes;
@@ -249,6 +373,13 @@ impl TreeModel {
             data,
         }
     }
+}
+
+/// MLServer's numpy codec marks each output it encodes with its content type.
+fn numpy_content_type() -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("content_type".into(), Value::String("np".into()));
+    m
 }
 
 /// A data frame's column: a list of numbers (`null` is missing, booleans are 0 and 1), or
@@ -311,6 +442,13 @@ impl Model for TreeModel {
             inputs => self.rows_from_inputs(inputs)?,
         };
         let (values, rows) = self.score(&x)?;
+        match &self.v2 {
+            V2Outputs::Inferwire => {}
+            V2Outputs::MlServer { default, fp32 } => {
+                return self.mlserver_outputs(&req, default, *fp32, values, rows)
+            }
+            V2Outputs::MlServerLightgbm => return Ok(vec![self.lightgbm_output(values, rows)]),
+        }
         let info = &self.forest.info;
         let mut outputs = Vec::new();
         match info.task {
@@ -363,14 +501,35 @@ impl Model for TreeModel {
             );
         }
         outputs.push(json!({"name": "predict", "datatype": if info.task == Task::Classification { "BYTES" } else { "FP64" }, "shape": [-1]}));
-        Ok(json!({
+        if !matches!(self.v2, V2Outputs::Inferwire) {
+            // What `mlserver_outputs` answers by default: labels (INT64 when every class is
+            // an integer) or values.
+            let ints = info.classes.iter().all(Value::is_i64);
+            let datatype = match (info.task, &self.v2) {
+                (Task::Classification, V2Outputs::MlServer { .. }) if ints => "INT64",
+                (Task::Classification, V2Outputs::MlServer { .. }) => "BYTES",
+                (_, V2Outputs::MlServer { fp32: true, .. }) => "FP32",
+                _ => "FP64",
+            };
+            let width = match (&self.v2, info.task, info.n_outputs) {
+                (V2Outputs::MlServer { .. }, Task::Classification, _) | (_, _, 1) => 1,
+                (V2Outputs::MlServerLightgbm, Task::Classification, 2) => 1,
+                (_, _, n) => n,
+            };
+            outputs = vec![json!({"name": "predict", "datatype": datatype, "shape": [-1, width]})];
+        }
+        let mut meta = json!({
             "versions": [],
             "platform": format!("inferwire-trees ({})", info.source),
             "inputs": inputs,
             "outputs": outputs,
             "classes": info.classes,
             "trees": info.n_trees,
-        }))
+        });
+        if let Value::Object(own) = &mut meta {
+            own.extend(self.metadata.clone());
+        }
+        Ok(meta)
     }
 
     // health_status: the default, `{"status": "ok"}`.

@@ -1,0 +1,150 @@
+"""MLServer's built-in runtimes (``mlserver_sklearn.SKLearnModel``,
+``mlserver_xgboost.XGBoostModel``, ``mlserver_lightgbm.LightGBMModel``) served by
+inferwire's own: the model file is found and read as MLServer's runtime reads it, scored
+by the native tree runtime when it can score the model, else by the library in Python;
+either way the V2 replies carry the outputs MLServer's runtime answers (``predict``,
+``predict_proba``, ``transform``; the default from ``parameters.extra.predict_fn``), a 1-D
+result shaped ``[rows, 1]`` as MLServer's numpy codec shapes it."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import _core, content_types
+from .error_log import errors
+from .errors import BadRequest, ModelLoadError
+from .mlserver_settings import MLServerModel, Runtime
+from .seldon import SeldonAdapter
+from .trees import UnsupportedModel, convert
+
+log = logging.getLogger("inferwire")
+
+
+def read(runtime: Runtime, path: Path) -> Any:
+    """The trained model, read as MLServer's runtime reads it."""
+    if path.is_dir():
+        raise ModelLoadError(
+            f"{path}: no model file in the folder (MLServer's {runtime.library} runtime looks "
+            f"for {', '.join(runtime.wellknown)}); set parameters.uri"
+        )
+    try:
+        if runtime.library == "sklearn":
+            import joblib
+
+            return joblib.load(path)
+        if runtime.library == "xgboost":
+            import xgboost
+
+            # As mlserver_xgboost: a regressor, else (a TypeError says so) a classifier.
+            try:
+                model = xgboost.XGBRegressor()
+                model.load_model(str(path))
+                return model
+            except TypeError:
+                model = xgboost.XGBClassifier()
+                model.load_model(str(path))
+                return model
+        import lightgbm
+
+        return lightgbm.Booster(model_file=str(path))
+    except ImportError as e:
+        raise ModelLoadError(f"{path}: reading it needs {e.name}: pip install {e.name}") from e
+    except Exception as e:
+        raise ModelLoadError(f"{path}: cannot read the model: {type(e).__name__}: {e}") from e
+
+
+def adapter(ml: MLServerModel, name: str, runtime_choice: str = "auto") -> tuple[Any, str]:
+    """What the core serves for the model (a ``TreeEnsemble`` or an adapter) and a log
+    line saying how."""
+    runtime = ml.runtime
+    assert runtime is not None
+    path = ml.model_path()
+    model = read(runtime, path)
+    default = str(ml.extra.get("predict_fn", "predict"))
+    why = ""
+    if runtime_choice != "python" and default != "transform":
+        try:
+            native = _core.TreeEnsemble(
+                json.dumps(convert(model)),
+                mlserver_runtime=runtime.library,
+                default_output=default,
+                metadata=json.dumps({"name": name, **ml.metadata}),
+            )
+            return native, (
+                f"{ml.implementation} ({path.name}) on the native tree runtime: "
+                f"{native.source}, {native.n_trees} trees; no Python on the request path"
+            )
+        except (UnsupportedModel, ValueError) as e:
+            if runtime_choice == "native":
+                raise ModelLoadError(f"{path}: the native runtime cannot serve it: {e}") from e
+            why = f" (the native runtime cannot: {e})"
+    served = RuntimeAdapter(LibraryRuntime(model, runtime, default), name, ml)
+    return served, f"{ml.implementation} ({path.name}) in Python{why}"
+
+
+def batch_dim(y: Any) -> Any:
+    """MLServer's numpy codec: a 1-D result is a column, ``[rows, 1]``."""
+    y = np.asarray(y)
+    return y.reshape(-1, 1) if y.ndim == 1 else y
+
+
+class LibraryRuntime:
+    """The estimator's own methods, as MLServer's runtime calls them; ``predict`` (the
+    Seldon protocol's) answers the default output."""
+
+    def __init__(self, model: Any, runtime: Runtime, default: str) -> None:
+        self.model = model
+        self.runtime = runtime
+        self.default = default
+
+    def outputs(self, X: Any, wanted: list[str]) -> list[tuple[str, Any]]:
+        if self.runtime.library == "lightgbm":
+            # mlserver_lightgbm answers Booster.predict as `predict`, whatever is asked.
+            return [("predict", batch_dim(self.model.predict(X)))]
+        out = []
+        for name in wanted or [self.default]:
+            if name not in self.runtime.outputs:
+                raise BadRequest(
+                    f"outputs: {name!r} is not one this runtime answers "
+                    f"({', '.join(self.runtime.outputs)})"
+                )
+            final = self.model.steps[-1][-1] if hasattr(self.model, "steps") else self.model
+            if not hasattr(final, name):
+                raise BadRequest(f"outputs: {type(final).__name__} models have no {name}")
+            out.append((name, batch_dim(getattr(self.model, name)(X))))
+        return out
+
+    def predict(self, X: Any, features_names: list[str] | None = None, **kwargs: Any) -> Any:
+        return self.outputs(X, [])[0][1]
+
+
+class RuntimeAdapter(SeldonAdapter):
+    """A Python runtime's V2 requests answered with exactly the outputs asked for (the
+    core keeps them in the request's order)."""
+
+    def __init__(self, runtime: LibraryRuntime, name: str, ml: MLServerModel) -> None:
+        super().__init__(runtime, name)
+        self.runtime = runtime
+        self.configure(ml)
+
+    def infer(
+        self,
+        inputs: dict[str, Any],
+        parameters: dict[str, Any],
+        requested: list[str],
+        input_parameters: dict[str, dict[str, Any]],
+    ) -> list[tuple[str, Any]]:
+        parameters, input_parameters = self.with_defaults(parameters, input_parameters)
+        X = content_types.decode_request(inputs, parameters, input_parameters)
+        try:
+            return self.runtime.outputs(X, requested)
+        except BadRequest:
+            raise
+        except Exception as e:
+            errors.error(f"{self.name}.predict", e)
+            raise

@@ -1,0 +1,353 @@
+"""MLServer's settings, read as MLServer reads them: a folder's ``settings.json`` (the
+server's) and its models' ``model-settings.json`` files, and the ``MLSERVER_*`` and
+``MLSERVER_MODEL_*`` variables KServe's ServingRuntime sets. ``inferwire start FOLDER`` is
+``mlserver start FOLDER``: each key becomes inferwire's setting of the same meaning, and a
+key with no meaning here is accepted with one warning naming it (``KEYS`` says which).
+
+A model-settings file is MLServer's when it names one of MLServer's runtimes, or a dotted
+``module.Class`` with MLServer's keys (``parameters.uri``/``extra``/..., ``max_batch_time``,
+``inputs``, ...): then ``parameters`` are MLServer's ``ModelParameters`` and the model's
+constructor arguments are ``parameters.extra``, as in MLServer."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import SettingsError
+
+log = logging.getLogger("inferwire")
+
+SERVER_FILE = "settings.json"
+
+# What inferwire does with each key MLServer documents: "mapped" keys become the setting
+# named after the colon; "accepted" ones are honoured as MLServer does; "ignored" ones are
+# warned about once. Read by the docs' table (docs/guides/migrating-from-mlserver.md) and
+# its test.
+SERVER_KEYS: dict[str, str] = {
+    "debug": "ignored: inferwire logs at info (--log-level)",
+    "parallel_workers": "mapped: workers (0 and 1 both serve from one process)",
+    "parallel_workers_timeout": "ignored: workers stop within grace_period",
+    "environments_dir": "ignored: models run in the server's own Python environment",
+    "model_repository_implementation": "ignored: the repository is always the folder",
+    "model_repository_root": "mapped: model_repository (the folder given to start wins)",
+    "model_repository_implementation_args": "ignored: the repository is always the folder",
+    "load_models_at_startup": "mapped: load_models_at_startup",
+    "server_name": "ignored: /v2 answers inferwire's name",
+    "server_version": "ignored: /v2 answers inferwire's version",
+    "extensions": "ignored: /v2 lists inferwire's extensions",
+    "host": "mapped: host",
+    "http_port": "mapped: http_port (MLServer's default, 8080)",
+    "root_path": "ignored: routes are served at the root",
+    "grpc_port": "mapped: grpc_port (MLServer's default, 8081)",
+    "grpc_max_message_length": "mapped: max_body_bytes (the larger of it and the default)",
+    "cors_settings": "ignored: no CORS headers are sent",
+    "metrics_endpoint": "mapped: metrics_endpoint",
+    "metrics_port": "mapped: metrics_port (MLServer's default, 8082)",
+    "metrics_rest_server_prefix": "ignored: REST metrics keep inferwire's names (see the table)",
+    "metrics_dir": "ignored: workers share their metrics in memory",
+    "use_structured_logging": "mapped: access_log json when true",
+    "logging_settings": "ignored: --log-level and --access-log",
+    "kafka_enabled": "ignored: no Kafka server (a warning when true)",
+    "kafka_servers": "ignored: no Kafka server",
+    "kafka_topic_input": "ignored: no Kafka server",
+    "kafka_topic_output": "ignored: no Kafka server",
+    "tracing_server": "ignored: no OpenTelemetry export",
+    "cache_enabled": "ignored: no response cache",
+    "cache_size": "ignored: no response cache",
+    "gzip_enabled": "ignored: replies are not compressed",
+}
+
+MODEL_KEYS: dict[str, str] = {
+    "name": "mapped: name (default: the folder's name)",
+    "implementation": "mapped: an MLServer runtime (below) or a module.Class",
+    "platform": "accepted: the model's metadata",
+    "versions": "accepted: the model's metadata",
+    "inputs": "accepted: the model's metadata; an input's parameters.content_type is its default",
+    "outputs": "accepted: the model's metadata",
+    "parallel_workers": "ignored: deprecated in MLServer; the server's workers serve every model",
+    "warm_workers": "ignored: deprecated in MLServer; models load before serving",
+    "max_batch_size": "mapped: max_batch_size (0 and 1: no batching)",
+    "max_batch_time": "mapped: max_batch_delay, in seconds (when max_batch_size is above 1)",
+    "parameters": "accepted: MLServer's ModelParameters (below)",
+    "cache_enabled": "ignored: no response cache",
+}
+
+PARAMETER_KEYS: dict[str, str] = {
+    "uri": "accepted: the model file or folder, relative to the settings file",
+    "version": "mapped: version",
+    "environment_path": "ignored: models run in the server's own Python environment",
+    "environment_tarball": "ignored: models run in the server's own Python environment",
+    "inference_pool_gid": "ignored: one pool of workers serves every model",
+    "autogenerate_inference_pool_gid": "ignored: one pool of workers serves every model",
+    "format": "ignored: the runtime reads the model file by its library",
+    "content_type": "accepted: the request's content type when it gives none (np, pd, ...)",
+    "extra": "accepted: the runtime's options (predict_fn) or a custom class's constructor "
+    "arguments",
+}
+
+# Keys no inferwire model-settings file has: their presence makes a file MLServer's.
+_MLSERVER_ONLY = {"platform", "versions", "inputs", "outputs", "max_batch_time"} | {
+    "parallel_workers",
+    "warm_workers",
+    "cache_enabled",
+}
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """One of MLServer's built-in runtimes, served by inferwire's own: the library, the
+    file names MLServer looks for in a model folder, and the outputs it answers."""
+
+    library: str
+    wellknown: tuple[str, ...]
+    outputs: tuple[str, ...]
+
+
+RUNTIMES: dict[str, Runtime] = {
+    "mlserver_sklearn.SKLearnModel": Runtime(
+        "sklearn",
+        ("model.joblib", "model.pickle", "model.pkl"),
+        ("predict", "predict_proba", "transform"),
+    ),
+    "mlserver_xgboost.XGBoostModel": Runtime(
+        "xgboost", ("model.bst", "model.json", "model.ubj"), ("predict", "predict_proba")
+    ),
+    "mlserver_lightgbm.LightGBMModel": Runtime("lightgbm", ("model.bst",), ("predict",)),
+}
+
+
+@dataclass
+class MLServerModel:
+    """What an MLServer model-settings file says beyond inferwire's own settings: where
+    the model is, its runtime's options, its metadata, its default content types."""
+
+    implementation: str
+    folder: Path
+    uri: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+    content_type: str = ""
+    input_content_types: dict[str, str] = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def runtime(self) -> Runtime | None:
+        return RUNTIMES.get(self.implementation)
+
+    def model_path(self) -> Path:
+        """The model's file (or folder), found as MLServer's ``get_model_uri`` finds it:
+        the uri relative to the settings file's folder, and in a folder the runtime's
+        well-known file names."""
+        uri = self.uri or "."
+        if "://" in uri and not uri.startswith("file://"):
+            raise SettingsError(
+                f"{self.folder}: parameters.uri {uri!r}: only local paths are served (KServe's "
+                "storage initializer downloads the model to /mnt/models)"
+            )
+        path = Path(uri.removeprefix("file://"))
+        if not path.is_absolute():
+            path = self.folder / path
+        if path.is_file():
+            return path
+        if path.is_dir():
+            runtime = self.runtime
+            for name in runtime.wellknown if runtime else ():
+                if (path / name).is_file():
+                    return path / name
+            return path
+        raise SettingsError(f"{self.folder}: parameters.uri: {path} is neither a file nor a folder")
+
+
+def is_mlserver(data: dict[str, Any]) -> bool:
+    """Whether a model-settings mapping is written as MLServer writes it."""
+    impl = data.get("implementation")
+    if impl in RUNTIMES or set(data) & _MLSERVER_ONLY:
+        return True
+    if impl is None:
+        return bool(os.environ.get("MLSERVER_MODEL_IMPLEMENTATION"))
+    params = data.get("parameters")
+    if isinstance(params, dict) and params and set(params) <= set(PARAMETER_KEYS):
+        return ":" not in str(impl) and not str(impl).endswith(".py")
+    return False
+
+
+def _warn(where: str, key: str, why: str) -> None:
+    log.warning("%s: %s has no effect in inferwire (%s)", where, key, why.split(": ", 1)[-1])
+
+
+def _json_env(name: str) -> Any:
+    text = os.environ[name]
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def model_env() -> dict[str, Any]:
+    """An MLServer model-settings mapping from ``MLSERVER_MODEL_*`` (MLServer's model from
+    the environment, which KServe's runtime describes): model keys and, as in MLServer's
+    ``ModelParameters``, the parameters' keys under the same prefix."""
+    out: dict[str, Any] = {}
+    params: dict[str, Any] = {}
+    for key in MODEL_KEYS:
+        var = f"MLSERVER_MODEL_{key.upper()}"
+        if os.environ.get(var, "") != "" and key != "parameters":
+            listed = key in ("versions", "inputs", "outputs")
+            out[key] = _json_env(var) if listed else os.environ[var]
+    for key in PARAMETER_KEYS:
+        var = f"MLSERVER_MODEL_{key.upper()}"
+        if os.environ.get(var, "") != "":
+            params[key] = _json_env(var) if key == "extra" else os.environ[var]
+    if params:
+        out["parameters"] = params
+    return out
+
+
+def _number(where: str, key: str, value: Any, kind: type) -> Any:
+    if isinstance(value, str):
+        try:
+            value = kind(value)
+        except ValueError:
+            raise SettingsError(f"{where}: {key}: {value!r} is not a number") from None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise SettingsError(f"{where}: {key}: {value!r} is not a number >= 0")
+    if kind is int and isinstance(value, float):
+        if not value.is_integer():
+            raise SettingsError(f"{where}: {key}: {value!r} is not an integer")
+        value = int(value)
+    return value
+
+
+def model_settings(
+    data: dict[str, Any], folder: Path, where: str
+) -> tuple[dict[str, Any], MLServerModel]:
+    """An MLServer model-settings mapping as inferwire's model settings (the keys of
+    ``inferwire.repository.ModelSettings``) and what else it says. Keys from
+    ``MLSERVER_MODEL_*`` fill what the file leaves out, as in MLServer."""
+    env = model_env()
+    data = {**{k: v for k, v in env.items() if k != "parameters"}, **data}
+    params = data.get("parameters") or {}
+    if not isinstance(params, dict):
+        raise SettingsError(f"{where}: parameters must be a mapping (MLServer's ModelParameters)")
+    params = {**env.get("parameters", {}), **params}
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if key not in MODEL_KEYS:
+            log.warning("%s: %s is not one of MLServer's model settings; ignored", where, key)
+        elif MODEL_KEYS[key].startswith("ignored") and value not in (None, False, [], {}):
+            _warn(where, key, MODEL_KEYS[key])
+    for key, value in params.items():
+        if key not in PARAMETER_KEYS:
+            log.warning("%s: parameters.%s is not one of MLServer's; ignored", where, key)
+        elif PARAMETER_KEYS[key].startswith("ignored") and value not in (None, False, ""):
+            _warn(where, f"parameters.{key}", PARAMETER_KEYS[key])
+    impl = data.get("implementation")
+    if not impl or not isinstance(impl, str):
+        raise SettingsError(
+            f"{where}: implementation is required (an MLServer runtime such as "
+            "mlserver_sklearn.SKLearnModel, or module.Class), or MLSERVER_MODEL_IMPLEMENTATION"
+        )
+    name = data.get("name") or folder.name
+    if not isinstance(name, str):
+        raise SettingsError(f"{where}: name must be a string")
+    out["name"] = name
+    out["implementation"] = impl
+    version = params.get("version")
+    if version not in (None, ""):
+        out["version"] = str(version)
+    batch = _number(where, "max_batch_size", data.get("max_batch_size", 0), int)
+    out["max_batch_size"] = max(batch, 1)
+    delay = _number(where, "max_batch_time", data.get("max_batch_time", 0.0), float)
+    if batch > 1:
+        out["max_batch_delay"] = float(delay)
+    extra = params.get("extra") or {}
+    if not isinstance(extra, dict):
+        raise SettingsError(f"{where}: parameters.extra must be a mapping")
+    metadata: dict[str, Any] = {}
+    for key in ("platform", "versions", "inputs", "outputs"):
+        if data.get(key):
+            metadata[key] = data[key]
+    for key in ("inputs", "outputs"):
+        items = metadata.get(key, [])
+        if not isinstance(items, list) or not all(
+            isinstance(i, dict) and isinstance(i.get("name"), str) for i in items
+        ):
+            raise SettingsError(f"{where}: {key} must be a list of {{name, datatype, shape}}")
+    inputs = {
+        i["name"]: i["parameters"]["content_type"]
+        for i in metadata.get("inputs", [])
+        if isinstance(i.get("parameters"), dict) and i["parameters"].get("content_type")
+    }
+    content_type = params.get("content_type") or ""
+    if not isinstance(content_type, str):
+        raise SettingsError(f"{where}: parameters.content_type must be a string")
+    uri = params.get("uri") or ""
+    if not isinstance(uri, str):
+        raise SettingsError(f"{where}: parameters.uri must be a string")
+    ml = MLServerModel(impl, folder, uri, dict(extra), content_type, inputs, metadata)
+    if ml.runtime is None:
+        out["parameters"] = dict(extra)
+    else:
+        wanted = extra.get("predict_fn", "predict")
+        if wanted not in ml.runtime.outputs:
+            raise SettingsError(
+                f"{where}: parameters.extra.predict_fn: {wanted!r} is not one of "
+                f"{', '.join(ml.runtime.outputs)}"
+            )
+    return out, ml
+
+
+def server_settings(folder: Path) -> dict[str, Any]:
+    """inferwire's settings from ``FOLDER/settings.json`` over the ``MLSERVER_*``
+    variables (MLServer's file wins over its variables), with MLServer's defaults."""
+    data: dict[str, Any] = {}
+    for key in SERVER_KEYS:
+        var = f"MLSERVER_{key.upper()}"
+        if os.environ.get(var, "") != "":
+            structured = key in ("cors_settings", "extensions")
+            data[key] = _json_env(var) if structured else os.environ[var]
+    path = folder / SERVER_FILE
+    if path.is_file():
+        try:
+            found = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise SettingsError(f"{path}: not valid JSON: {e}") from e
+        if not isinstance(found, dict):
+            raise SettingsError(f"{path}: must be a mapping of settings")
+        data.update(found)
+    where = str(path) if path.is_file() else "MLSERVER_* variables"
+    out: dict[str, Any] = {
+        "http_port": 8080,
+        "grpc_port": 8081,
+        "metrics_port": 8082,
+        "metrics_endpoint": "/metrics",
+        "model_repository": str(folder),
+    }
+    for key, value in data.items():
+        how = SERVER_KEYS.get(key)
+        if how is None:
+            log.warning("%s: %s is not one of MLServer's settings; ignored", where, key)
+        elif how.startswith("ignored"):
+            if value not in (None, False, [], {}, "") and not (key == "debug"):
+                _warn(where, key, how)
+        elif key in ("host", "http_port", "grpc_port", "metrics_port", "metrics_endpoint"):
+            out[key] = value
+        elif key == "parallel_workers":
+            out["workers"] = max(_number(where, key, value, int), 1)
+        elif key == "load_models_at_startup":
+            out["load_models_at_startup"] = value
+        elif key == "use_structured_logging":
+            if str(value).lower() in ("1", "true", "yes", "on"):
+                out["access_log"] = "json"
+        elif key == "grpc_max_message_length":
+            if value is not None and int(value) > 0:
+                out["max_body_bytes"] = max(int(value), 64 * 1024 * 1024)
+        elif key == "model_repository_root":
+            pass  # the folder given to `start` is the repository, as in MLServer
+    if data.get("kafka_enabled") in (True, "true", "True", "1"):
+        log.warning("%s: kafka_enabled: inferwire serves no Kafka topics", where)
+    return out

@@ -1,0 +1,162 @@
+"""MLServer-shaped model folders, written as MLServer's docs and examples write them: a
+settings.json, and one folder per model with its model-settings.json and model file (or
+models.py), each of MLServer's runtimes and custom classes. ``build(root)`` trains the
+models here and returns them, for the tests' expected answers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+COLUMNS = ["sepal_length", "sepal_width", "petal_length", "petal_width"]
+
+CUSTOM = '''
+import numpy as np
+
+
+class Scaler:
+    """Multiplies its input by ``factor`` (parameters.extra)."""
+
+    def __init__(self, factor: float = 1.0) -> None:
+        self.factor = factor
+
+    def predict(self, X, features_names=None):
+        return np.asarray(X) * self.factor
+'''
+
+NEGATE = """
+import numpy as np
+
+
+class Negate:
+    def predict(self, X, features_names=None):
+        return -np.asarray(X)
+"""
+
+UPPER = '''
+import numpy as np
+
+
+class Upper:
+    """Its input arrives as a list of str: the settings give the input content type str."""
+
+    def predict(self, X, features_names=None):
+        assert isinstance(X, list) and all(isinstance(s, str) for s in X), X
+        return np.array([s.upper() for s in X], dtype=object)
+'''
+
+
+def _write(folder: Path, settings: dict[str, Any], **files: str) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "model-settings.json").write_text(json.dumps(settings, indent=2))
+    for name, text in files.items():
+        (folder / name).write_text(text)
+
+
+def build(root: Path) -> dict[str, Any]:
+    import joblib
+    import lightgbm
+    import pandas as pd
+    import xgboost
+    from sklearn.datasets import load_iris
+    from sklearn.ensemble import RandomForestClassifier
+    from sklearn.linear_model import LogisticRegression
+
+    X, y = load_iris(return_X_y=True)
+    frame = pd.DataFrame(X, columns=COLUMNS)
+    models: dict[str, Any] = {}
+    (root / "settings.json").write_text(
+        json.dumps(
+            {
+                "debug": True,
+                "parallel_workers": 1,
+                "metrics_endpoint": "/metrics",
+                "load_models_at_startup": True,
+                "server_name": "my-server",
+                "cors_settings": {"allow_origins": ["*"]},
+            }
+        )
+    )
+    models["iris"] = RandomForestClassifier(n_estimators=8, max_depth=4, random_state=0).fit(
+        frame, y
+    )
+    _write(
+        root / "iris",
+        {
+            "name": "iris",
+            "implementation": "mlserver_sklearn.SKLearnModel",
+            "parameters": {"uri": "./model.joblib", "version": "v0.1.0"},
+            "inputs": [{"name": "input-0", "datatype": "FP64", "shape": [-1, 4]}],
+            "outputs": [{"name": "predict", "datatype": "INT64", "shape": [-1, 1]}],
+        },
+    )
+    joblib.dump(models["iris"], root / "iris" / "model.joblib")
+    models["iris-lr"] = LogisticRegression(max_iter=1000).fit(X, y)
+    _write(
+        root / "iris-lr",
+        {
+            "name": "iris-lr",
+            "implementation": "mlserver_sklearn.SKLearnModel",
+            "parameters": {"extra": {"predict_fn": "predict_proba"}},
+        },
+    )
+    joblib.dump(models["iris-lr"], root / "iris-lr" / "model.pkl")
+    models["xgb"] = xgboost.XGBClassifier(n_estimators=4, max_depth=2).fit(X, y)
+    _write(root / "xgb", {"implementation": "mlserver_xgboost.XGBoostModel"})
+    models["xgb"].save_model(root / "xgb" / "model.json")
+    models["lgbm"] = lightgbm.LGBMClassifier(n_estimators=5, num_leaves=4, verbose=-1).fit(
+        X, (y == 2).astype(int)
+    )
+    _write(
+        root / "lgbm",
+        {
+            "name": "lgbm",
+            "implementation": "mlserver_lightgbm.LightGBMModel",
+            "parameters": {"uri": "./model.bst", "version": "3"},
+        },
+    )
+    models["lgbm"].booster_.save_model(str(root / "lgbm" / "model.bst"))
+    _write(
+        root / "scaler",
+        {
+            "name": "scaler",
+            "implementation": "models.Scaler",
+            "platform": "custom",
+            "versions": ["scaler/1.0"],
+            "max_batch_size": 4,
+            "max_batch_time": 0.005,
+            "parameters": {"extra": {"factor": 3}, "content_type": "np"},
+        },
+        **{"models.py": CUSTOM},
+    )
+    # Deeper in the tree, and another models.py: MLServer finds both.
+    _write(
+        root / "more" / "negate",
+        {"name": "negate", "implementation": "models.Negate"},
+        **{"models.py": NEGATE},
+    )
+    _write(
+        root / "upper",
+        {
+            "name": "upper",
+            "implementation": "models.Upper",
+            "inputs": [
+                {
+                    "name": "text",
+                    "datatype": "BYTES",
+                    "shape": [-1],
+                    "parameters": {"content_type": "str"},
+                }
+            ],
+        },
+        **{"models.py": UPPER},
+    )
+    return models
+
+
+def rows() -> np.ndarray:
+    """The rows mlserver_client_calls.py sends."""
+    return np.array([[5.1, 3.5, 1.4, 0.2], [6.2, 3.4, 5.4, 2.3], [5.9, 3.0, 4.2, 1.5]])

@@ -1,0 +1,311 @@
+"""MLServer users' folders and clients against inferwire: ``inferwire start FOLDER`` (as
+``mlserver start FOLDER``) serves MLServer-shaped model folders (mlserver_folders.py: each
+built-in runtime, custom classes, settings.json) and MLServer's own client side
+(mlserver.types, mlserver.codecs, its gRPC stubs and converters, ``mlserver infer``), in
+the virtualenv scripts/mlserver-client-env.sh makes, calls it over REST and gRPC
+(mlserver_client_calls.py). The answers are checked against the trained models
+themselves, as MLServer's runtimes compute them: the same output names, values, datatypes
+and ``[rows, 1]`` shapes. tritonclient, KServe's deployment of MLServer (its
+``MLSERVER_MODEL_*`` variables) and ``load_models_at_startup`` are checked here too."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+import pytest
+from client_venv import client_venv, run_client
+from conftest import free_port
+from mlserver_folders import COLUMNS, build, rows
+
+HERE = Path(__file__).parent
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    root = tmp_path_factory.mktemp("mlserver-models")
+    return root, build(root)
+
+
+@pytest.fixture(scope="module")
+def server(serve: Any, folder: tuple[Path, dict[str, Any]]) -> Any:
+    # MLServer's repository API is open; inferwire's needs auth or this logged opt-in.
+    return serve(
+        str(folder[0]),
+        "--metrics-port",
+        str(free_port()),
+        "--allow-unauthenticated-repository",
+        command="start",
+    )
+
+
+@pytest.fixture(scope="module")
+def calls(server: Any) -> dict[str, Any]:
+    python = client_venv("mlserver-client-env.sh")
+    port = server.grpc_target.rsplit(":", 1)[1]
+    return run_client(python, HERE / "mlserver_client_calls.py", str(server.http_port), port)
+
+
+def output(call: dict[str, Any], name: str) -> dict[str, Any]:
+    assert call["status"] == 200, call
+    found = [o for o in call["outputs"] if o["name"] == name]
+    assert len(found) == 1, call
+    return found[0]
+
+
+@pytest.mark.parametrize("transport", ["rest", "grpc"])
+def test_sklearn_runtime_answers_predict_by_default(
+    calls: dict[str, Any], folder: Any, transport: str
+) -> None:
+    model = folder[1]["iris"]
+    import pandas as pd
+
+    want = model.predict(pd.DataFrame(rows(), columns=COLUMNS))
+    call = calls[f"{transport}/iris"]
+    assert [o["name"] for o in call["outputs"]] == ["predict"]
+    out = output(call, "predict")
+    assert (out["datatype"], out["shape"], out["content_type"]) == ("INT64", [3, 1], "np")
+    assert out["values"] == want.tolist()
+    assert call["version"] == "v0.1.0"  # parameters.version
+
+
+@pytest.mark.parametrize("transport", ["rest", "grpc"])
+def test_requested_outputs_in_order(calls: dict[str, Any], folder: Any, transport: str) -> None:
+    import pandas as pd
+
+    frame = pd.DataFrame(rows(), columns=COLUMNS)
+    for name in ("iris", "xgb", "iris-lr"):
+        model = folder[1][name]
+        call = calls[f"{transport}-both/{name}"]
+        assert [o["name"] for o in call["outputs"]] == ["predict_proba", "predict"]
+        X = frame if name == "iris" else rows()
+        proba = output(call, "predict_proba")
+        assert proba["shape"] == [3, 3]
+        np.testing.assert_allclose(proba["values"], model.predict_proba(X).ravel(), rtol=1e-6)
+        assert output(call, "predict")["values"] == model.predict(X).tolist()
+    # XGBoost's estimators answer float32, as mlserver_xgboost's do.
+    assert output(calls[f"{transport}-both/xgb"], "predict_proba")["datatype"] == "FP32"
+
+
+@pytest.mark.parametrize("transport", ["rest", "grpc"])
+def test_predict_fn_in_extra_is_the_default(
+    calls: dict[str, Any], folder: Any, transport: str
+) -> None:
+    call = calls[f"{transport}/iris-lr"]  # a linear model: the library, in Python
+    out = output(call, "predict_proba")
+    np.testing.assert_allclose(out["values"], folder[1]["iris-lr"].predict_proba(rows()).ravel())
+
+
+@pytest.mark.parametrize("transport", ["rest", "grpc"])
+def test_lightgbm_runtime_answers_booster_predict(
+    calls: dict[str, Any], folder: Any, transport: str
+) -> None:
+    booster = folder[1]["lgbm"].booster_
+    out = output(calls[f"{transport}/lgbm"], "predict")
+    assert (out["datatype"], out["shape"]) == ("FP64", [3, 1])
+    np.testing.assert_allclose(out["values"], booster.predict(rows()), rtol=1e-9)
+    assert calls[f"{transport}/lgbm"]["version"] == "3"
+
+
+def test_pandas_requests(calls: dict[str, Any], folder: Any) -> None:
+    """PandasCodec's requests: one input per column, content_type pd."""
+    import pandas as pd
+
+    want = folder[1]["iris"].predict(pd.DataFrame(rows(), columns=COLUMNS)).tolist()
+    assert output(calls["rest-pd/iris"], "predict")["values"] == want
+    assert output(calls["grpc-pd/iris"], "predict")["values"] == want
+    got = output(calls["rest-pd/iris-lr"], "predict_proba")["values"]
+    np.testing.assert_allclose(got, folder[1]["iris-lr"].predict_proba(rows()).ravel())
+
+
+@pytest.mark.parametrize("transport", ["rest", "grpc"])
+def test_custom_classes_from_their_folders(calls: dict[str, Any], transport: str) -> None:
+    """Two folders with a models.py each (one deeper in the tree); extra is the
+    constructor's arguments."""
+    scaled = output(calls[f"{transport}/scaler"], "output-0")
+    np.testing.assert_allclose(scaled["values"], (rows() * 3).ravel())
+    negated = output(calls[f"{transport}/negate"], "output-0")
+    np.testing.assert_allclose(negated["values"], (-rows()).ravel())
+
+
+def test_input_content_type_from_settings(calls: dict[str, Any]) -> None:
+    """The settings' inputs give "text" content type str: plain BYTES arrive as str."""
+    assert output(calls["rest/upper"], "output-0")["values"] == ["AB", "CD"]
+    assert output(calls["rest-typed/upper"], "output-0")["values"] == ["EF", "GH"]
+    assert output(calls["grpc/upper"], "output-0")["values"] == ["EF", "GH"]
+
+
+def test_metadata_from_settings(calls: dict[str, Any]) -> None:
+    iris = calls["metadata/iris"]
+    assert iris["name"] == "iris"
+    assert iris["inputs"] == [{"name": "input-0", "datatype": "FP64", "shape": [-1, 4]}]
+    assert iris["outputs"] == [{"name": "predict", "datatype": "INT64", "shape": [-1, 1]}]
+    scaler = calls["metadata/scaler"]
+    assert (scaler["platform"], scaler["versions"]) == ("custom", ["scaler/1.0"])
+
+
+def test_mlserver_infer_command(calls: dict[str, Any], folder: Any) -> None:
+    import pandas as pd
+
+    want = folder[1]["iris"].predict(pd.DataFrame(rows(), columns=COLUMNS)).tolist()
+    assert output(calls["cli/iris"], "predict")["values"] == want
+
+
+def test_errors(calls: dict[str, Any]) -> None:
+    assert calls["rest/unknown"]["status"] == 404
+    assert "no-such-model" in calls["rest/unknown"]["body"]["error"]
+    assert calls["grpc/unknown"]["status"] == "NOT_FOUND"
+    bad = calls["rest-bad-output/iris"]
+    assert bad["status"] == 400 and "transform" in bad["body"]["error"]
+
+
+def test_repository_index(calls: dict[str, Any]) -> None:
+    index = calls["index"]
+    assert index["status"] == 200
+    got = {m["name"]: (m["version"], m["state"]) for m in index["models"]}
+    assert got["iris"] == ("v0.1.0", "READY") and got["lgbm"] == ("3", "READY")
+    assert set(got) == {"iris", "iris-lr", "xgb", "lgbm", "scaler", "negate", "upper"}
+
+
+def test_settings_json_and_warnings(server: Any) -> None:
+    """settings.json's keys with no meaning here are warned about, once each; MLServer's
+    metrics path is served on the metrics port."""
+    log = server.log()
+    assert log.count("server_name has no effect") == 1
+    assert log.count("cors_settings has no effect") == 1
+    assert "debug has no effect" not in log  # MLServer's default is true: not worth a word
+    assert "metrics http://127.0.0.1:" in log and "/metrics" in log
+
+
+def test_tritonclient(server: Any, folder: Any) -> None:
+    import tritonclient.grpc as grpcclient
+    import tritonclient.http as httpclient
+
+    want = folder[1]["xgb"].predict(rows()).reshape(-1, 1)
+    for module, url in (
+        (httpclient, f"127.0.0.1:{server.http_port}"),
+        (grpcclient, server.grpc_target),
+    ):
+        client = module.InferenceServerClient(url)
+        inp = module.InferInput("input-0", [3, 4], "FP64")
+        inp.set_data_from_numpy(rows())
+        result = client.infer("xgb", [inp])
+        np.testing.assert_array_equal(result.as_numpy("predict"), want)
+        asked = client.infer("xgb", [inp], outputs=[module.InferRequestedOutput("predict_proba")])
+        got = asked.as_numpy("predict_proba")
+        assert got.dtype == np.float32 and got.shape == (3, 3)
+
+
+def _start_env(
+    folder: Path, env: dict[str, str], *args: str
+) -> tuple[subprocess.Popen[bytes], int, Path]:
+    port = int(env["MLSERVER_HTTP_PORT"])
+    log = folder.parent / f"start-{port}.log"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "inferwire", "start", str(folder), "--host", "127.0.0.1", *args],
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+        env={**os.environ, **env},
+        cwd=folder.parent,
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, log.read_text()
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/v2/health/live", timeout=1).status_code == 200:
+                return proc, port, log
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)
+    proc.kill()
+    raise AssertionError(log.read_text())
+
+
+def test_kserve_runtime_environment(tmp_path: Path, folder: Any) -> None:
+    """KServe's kserve-mlserver runtime: no settings files, the model from MLSERVER_MODEL_*
+    (implementation, name, uri: the folder KServe's storage initializer fills), the ports
+    from MLSERVER_HTTP_PORT and MLSERVER_GRPC_PORT."""
+    import joblib
+
+    models = tmp_path / "mnt-models"
+    models.mkdir()
+    joblib.dump(folder[1]["iris-lr"], models / "model.joblib")
+    http, grpc_port = free_port(), free_port()
+    env = {
+        "MLSERVER_MODEL_IMPLEMENTATION": "mlserver_sklearn.SKLearnModel",
+        "MLSERVER_MODEL_NAME": "sklearn-iris",
+        "MLSERVER_MODEL_URI": str(models),
+        "MLSERVER_HTTP_PORT": str(http),
+        "MLSERVER_GRPC_PORT": str(grpc_port),
+        "MLSERVER_METRICS_PORT": str(free_port()),
+        "MLSERVER_MODEL_EXTRA": json.dumps({"predict_fn": "predict_proba"}),
+    }
+    proc, port, _ = _start_env(models, env)
+    try:
+        body = {
+            "inputs": [
+                {"name": "x", "datatype": "FP64", "shape": [3, 4], "data": rows().ravel().tolist()}
+            ]
+        }
+        r = httpx.post(f"http://127.0.0.1:{port}/v2/models/sklearn-iris/infer", json=body)
+        assert r.status_code == 200, r.text
+        (out,) = r.json()["outputs"]
+        assert out["name"] == "predict_proba" and out["shape"] == [3, 3]
+        np.testing.assert_allclose(out["data"], folder[1]["iris-lr"].predict_proba(rows()).ravel())
+        import tritonclient.grpc as grpcclient
+
+        client = grpcclient.InferenceServerClient(f"127.0.0.1:{grpc_port}")
+        assert client.is_model_ready("sklearn-iris")
+    finally:
+        proc.terminate()
+        proc.wait(15)
+
+
+def test_load_models_at_startup_off(tmp_path: Path, folder: Any) -> None:
+    """MLSERVER_LOAD_MODELS_AT_STARTUP=false: nothing loaded until the repository API
+    loads it (which needs auth, or the logged opt-in used here)."""
+    root = folder[0]
+    env = {
+        "MLSERVER_HTTP_PORT": str(free_port()),
+        "MLSERVER_GRPC_PORT": str(free_port()),
+        "MLSERVER_METRICS_PORT": str(free_port()),
+        "MLSERVER_LOAD_MODELS_AT_STARTUP": "false",
+    }
+    # settings.json (which MLServer reads over the variables) says true: a copy without it.
+    copy = tmp_path / "repo"
+    import shutil
+
+    shutil.copytree(root, copy)
+    (copy / "settings.json").unlink()
+    proc, port, _ = _start_env(copy, env, "--allow-unauthenticated-repository")
+    url = f"http://127.0.0.1:{port}"
+    try:
+        index = {
+            m["name"]: (m["state"], m["reason"])
+            for m in httpx.post(f"{url}/v2/repository/index", json={}).json()
+        }
+        assert index["iris"] == ("UNAVAILABLE", "unloaded"), index
+        assert httpx.get(f"{url}/v2/models/iris/ready").status_code != 200
+        r = httpx.post(f"{url}/v2/repository/models/iris/load", json={})
+        assert r.status_code == 200, r.text
+        assert httpx.get(f"{url}/v2/models/iris/ready").status_code == 200
+        body = {
+            "inputs": [
+                {"name": "x", "datatype": "FP64", "shape": [3, 4], "data": rows().ravel().tolist()}
+            ]
+        }
+        r = httpx.post(f"{url}/v2/models/iris/infer", json=body)
+        assert r.status_code == 200 and r.json()["outputs"][0]["name"] == "predict", r.text
+        r = httpx.post(f"{url}/v2/repository/models/iris/unload", json={})
+        assert r.status_code == 200, r.text
+        assert httpx.get(f"{url}/v2/models/iris/ready").status_code != 200
+    finally:
+        proc.terminate()
+        proc.wait(15)
