@@ -229,3 +229,12 @@ def run_sample(sample: doc_samples.Sample, page_dirs: Any, server: Any, pb: Any)
         f"{sample.id} failed ({r.returncode}):\n{script.read_text()}\n--- stdout\n"
         f"{out[-4000:]}\n--- stderr\n{err[-6000:]}"
     )
+
+
+def test_mlserver_settings_table_matches_the_code() -> None:
+    from inferwire.mlserver_settings import markdown_table as mlserver_table
+
+    doc = (ROOT / "docs/guides/migrating-from-mlserver.md").read_text()
+    assert mlserver_table() in doc, (
+        "regenerate the table with inferwire.mlserver_settings.markdown_table()"
+    )

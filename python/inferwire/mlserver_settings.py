@@ -34,7 +34,8 @@ SERVER_KEYS: dict[str, str] = {
     "parallel_workers_timeout": "ignored: workers stop within grace_period",
     "environments_dir": "ignored: models run in the server's own Python environment",
     "model_repository_implementation": "ignored: the repository is always the folder",
-    "model_repository_root": "mapped: model_repository (the folder given to start wins)",
+    "model_repository_root": "ignored: the folder given to start is the repository, as "
+    "mlserver start's folder is",
     "model_repository_implementation_args": "ignored: the repository is always the folder",
     "load_models_at_startup": "mapped: load_models_at_startup",
     "server_name": "ignored: /v2 answers inferwire's name",
@@ -192,7 +193,12 @@ def model_env() -> dict[str, Any]:
     the environment, which KServe's runtime describes): model keys and, as in MLServer's
     ``ModelParameters``, the parameters' keys under the same prefix."""
     out: dict[str, Any] = {}
-    params: dict[str, Any] = {}
+    whole = (
+        _json_env("MLSERVER_MODEL_PARAMETERS")
+        if os.environ.get("MLSERVER_MODEL_PARAMETERS")
+        else {}
+    )
+    params: dict[str, Any] = dict(whole) if isinstance(whole, dict) else {}
     for key in MODEL_KEYS:
         var = f"MLSERVER_MODEL_{key.upper()}"
         if os.environ.get(var, "") != "" and key != "parameters":
@@ -351,3 +357,21 @@ def server_settings(folder: Path) -> dict[str, Any]:
     if data.get("kafka_enabled") in (True, "true", "True", "1"):
         log.warning("%s: kafka_enabled: inferwire serves no Kafka topics", where)
     return out
+
+
+def markdown_table() -> str:
+    """Every MLServer setting and what inferwire does with it (the migration guide's
+    table, checked against this module by tests/test_docs.py)."""
+    rows = ["| MLServer setting | variable | inferwire |", "|---|---|---|"]
+
+    def add(shown: str, var: str, how: str) -> None:
+        status, _, what = how.partition(": ")
+        rows.append(f"| {shown} | `{var}` | **{status}**: {what} |")
+
+    for key, how in SERVER_KEYS.items():
+        add(f"`{key}` (settings.json)", f"MLSERVER_{key.upper()}", how)
+    for key, how in MODEL_KEYS.items():
+        add(f"`{key}` (model-settings.json)", f"MLSERVER_MODEL_{key.upper()}", how)
+    for key, how in PARAMETER_KEYS.items():
+        add(f"`parameters.{key}`", f"MLSERVER_MODEL_{key.upper()}", how)
+    return "\n".join(rows) + "\n"
