@@ -5,13 +5,16 @@
 # interpreter) for tests/compat/, which call inferwire with them. Idempotent and cheap
 # after the first run. Prints the virtualenv's python on stdout.
 #
-# mlserver 1.7.1 is the last release; its pins (pandas, protobuf, fastapi) conflict with
-# the test virtualenv's, hence a virtualenv of its own.
+# mlserver 1.7.1 is the last release; its pins (protobuf, fastapi) conflict with the test
+# virtualenv's, hence a virtualenv of its own. pandas stays at 2.x: MLServer's PandasCodec
+# fails on pandas 3's string columns (dtype "str" is not in its table of datatypes), which
+# pip would pick for it. MLModel classes run in this virtualenv too (they import mlserver),
+# with inferwire from the checkout on PYTHONPATH.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${MLSERVER_CLIENT_VENV:-$ROOT/.venv-mlserver-client}"
-PACKAGES=("mlserver==1.7.1")
+PACKAGES=("mlserver==1.7.1" "pandas==2.3.3")
 
 source "$ROOT/scripts/pinned-venv.sh"
 PYTHON_VERSIONS=(3.11)

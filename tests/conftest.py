@@ -43,7 +43,12 @@ class Served:
     """One `inferwire serve` subprocess on 127.0.0.1."""
 
     def __init__(
-        self, spec: str, *args: str, env: dict[str, str] | None = None, command: str = "serve"
+        self,
+        spec: str,
+        *args: str,
+        env: dict[str, str] | None = None,
+        command: str = "serve",
+        python: str = sys.executable,
     ) -> None:
         self.http_port = free_port()
         self.grpc_port = free_port()
@@ -51,7 +56,7 @@ class Served:
         self.grpc_target = f"127.0.0.1:{self.grpc_port}"
         self.log_path = Path(os.environ.get("TMPDIR", "/tmp")) / f"inferwire-{self.http_port}.log"
         cmd = [
-            sys.executable,
+            python,
             "-m",
             "inferwire",
             command,
@@ -113,9 +118,13 @@ def serve() -> Iterator[Any]:
     started: list[Served] = []
 
     def start(
-        spec: str, *args: str, env: dict[str, str] | None = None, command: str = "serve"
+        spec: str,
+        *args: str,
+        env: dict[str, str] | None = None,
+        command: str = "serve",
+        python: str = sys.executable,
     ) -> Served:
-        s = Served(spec, *args, env=env, command=command)
+        s = Served(spec, *args, env=env, command=command, python=python)
         started.append(s)
         return s
 

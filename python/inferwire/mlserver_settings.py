@@ -134,6 +134,10 @@ class MLServerModel:
     content_type: str = ""
     input_content_types: dict[str, str] = field(default_factory=dict)
     metadata: dict[str, Any] = field(default_factory=dict)
+    # The settings as MLServer's own ModelSettings read them (an MLModel subclass gets
+    # them), and the file they came from ("" for the environment's model).
+    raw: dict[str, Any] = field(default_factory=dict)
+    source: str = ""
 
     @property
     def runtime(self) -> Runtime | None:
@@ -294,7 +298,9 @@ def model_settings(
     uri = params.get("uri") or ""
     if not isinstance(uri, str):
         raise SettingsError(f"{where}: parameters.uri must be a string")
-    ml = MLServerModel(impl, folder, uri, dict(extra), content_type, inputs, metadata)
+    raw = {**data, "parameters": params}
+    source = where if Path(where).is_file() else ""
+    ml = MLServerModel(impl, folder, uri, dict(extra), content_type, inputs, metadata, raw, source)
     if ml.runtime is None:
         out["parameters"] = dict(extra)
     else:

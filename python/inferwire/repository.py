@@ -262,12 +262,13 @@ class Repository:
         if str(ml.folder) not in sys.path:
             sys.path.insert(0, str(ml.folder))
         spec = folder_spec(ml.folder, ml.implementation)
-        if _is_mlmodel(loader.resolve_class(spec)):
-            raise ModelLoadError(
-                f"model {s.name}: {ml.implementation} is an MLServer MLModel subclass, which "
-                "this version of inferwire does not serve yet: write it as an inferwire model "
-                "class (docs/guides/migrating-from-mlserver.md)"
-            )
+        cls = loader.resolve_class(spec)
+        if _is_mlmodel(cls):
+            from . import mlserver_models
+
+            served = mlserver_models.adapter(cls, s.name, ml)
+            log.info("model %s: %s, an MLServer MLModel", s.name, ml.implementation)
+            return served
         model = loader.build(spec, dict(ml.extra))
         adapter = SeldonAdapter(model, s.name, s.raw_arrays)
         adapter.configure(ml)

@@ -30,7 +30,8 @@ from mlserver.types import (
     RequestOutput,
 )
 
-HTTP, GRPC = sys.argv[1], sys.argv[2]
+# Set by the caller (this module is imported by mlserver_mlmodel_calls.py too).
+HTTP, GRPC = [*sys.argv[1:3], "", ""][:2]
 ROWS = np.array([[5.1, 3.5, 1.4, 0.2], [6.2, 3.4, 5.4, 2.3], [5.9, 3.0, 4.2, 1.5]])
 COLUMNS = ["sepal_length", "sepal_width", "petal_length", "petal_width"]
 
@@ -166,4 +167,5 @@ def main() -> None:
     print(json.dumps(calls))
 
 
-main()
+if __name__ == "__main__":
+    main()

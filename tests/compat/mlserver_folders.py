@@ -160,3 +160,87 @@ def build(root: Path) -> dict[str, Any]:
 def rows() -> np.ndarray:
     """The rows mlserver_client_calls.py sends."""
     return np.array([[5.1, 3.5, 1.4, 0.2], [6.2, 3.4, 5.4, 2.3], [5.9, 3.0, 4.2, 1.5]])
+
+
+SUM = '''
+import numpy as np
+from mlserver import MLModel
+from mlserver.codecs import NumpyCodec, NumpyRequestCodec
+from mlserver.errors import InferenceError
+from mlserver.types import InferenceRequest, InferenceResponse
+
+
+class SumModel(MLModel):
+    """Row sums plus parameters.extra.offset; an input named "bad" is refused (400)."""
+
+    async def load(self) -> bool:
+        self.offset = self.settings.parameters.extra.get("offset", 0)
+        return True
+
+    async def predict(self, payload: InferenceRequest) -> InferenceResponse:
+        if payload.inputs[0].name == "bad":
+            raise InferenceError("the input named bad is refused")
+        if payload.inputs[0].name == "boom":
+            raise RuntimeError("the model broke")
+        x = self.decode_request(payload, default_codec=NumpyRequestCodec)
+        total = np.asarray(x).sum(axis=1, keepdims=True) + self.offset
+        return InferenceResponse(
+            model_name=self.name,
+            model_version=self.version,
+            outputs=[NumpyCodec.encode_output("total", total)],
+        )
+'''
+
+TEXT = '''
+from typing import List
+
+import numpy as np
+from mlserver import MLModel
+from mlserver.codecs import decode_args
+
+
+class TextModel(MLModel):
+    """decode_args: the input "text" arrives as a list of str (its type hint)."""
+
+    @decode_args
+    async def predict(self, text: List[str]) -> np.ndarray:
+        return np.array([len(t) for t in text])
+'''
+
+FRAME = '''
+import pandas as pd
+from mlserver import MLModel
+from mlserver.codecs import PandasCodec
+from mlserver.types import InferenceRequest, InferenceResponse
+
+
+class FrameModel(MLModel):
+    """A pandas request in, a pandas response out (encode_response)."""
+
+    async def predict(self, payload: InferenceRequest) -> InferenceResponse:
+        df = self.decode_request(payload, default_codec=PandasCodec)
+        out = pd.DataFrame({"doubled": df["a"] * 2, "label": df["b"].str.upper()})
+        return self.encode_response(out, default_codec=PandasCodec)
+'''
+
+
+def build_mlmodels(root: Path) -> None:
+    """Folders of MLServer MLModel subclasses (their server needs mlserver)."""
+    _write(
+        root / "sum",
+        {
+            "name": "sum",
+            "implementation": "models.SumModel",
+            "parameters": {"version": "2", "extra": {"offset": 10}},
+            "inputs": [{"name": "x", "datatype": "FP64", "shape": [-1, 3]}],
+        },
+        **{"models.py": SUM},
+    )
+    _write(
+        root / "text", {"name": "text", "implementation": "models.TextModel"}, **{"models.py": TEXT}
+    )
+    _write(
+        root / "frame",
+        {"name": "frame", "implementation": "models.FrameModel"},
+        **{"models.py": FRAME},
+    )

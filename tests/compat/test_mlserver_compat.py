@@ -309,3 +309,56 @@ def test_load_models_at_startup_off(tmp_path: Path, folder: Any) -> None:
     finally:
         proc.terminate()
         proc.wait(15)
+
+
+@pytest.fixture(scope="module")
+def mlmodel_calls(serve: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """MLModel subclasses need mlserver in the server's Python: the server runs in the
+    client's virtualenv, with inferwire from this checkout."""
+    from mlserver_folders import build_mlmodels
+
+    python = client_venv("mlserver-client-env.sh")
+    root = tmp_path_factory.mktemp("mlmodels")
+    build_mlmodels(root)
+    server = serve(
+        str(root),
+        "--metrics-port",
+        str(free_port()),
+        command="start",
+        python=python,
+        env={"PYTHONPATH": str(HERE.parent.parent / "python")},
+    )
+    port = server.grpc_target.rsplit(":", 1)[1]
+    return run_client(python, HERE / "mlserver_mlmodel_calls.py", str(server.http_port), port)
+
+
+@pytest.mark.parametrize("transport", ["rest", "grpc"])
+def test_mlmodel_subclasses(mlmodel_calls: dict[str, Any], transport: str) -> None:
+    """async load and predict, settings.parameters.extra, decode_request with a default
+    codec, decode_args by type hints, encode_response of a DataFrame."""
+    total = output(mlmodel_calls[f"{transport}/sum"], "total")
+    assert (total["shape"], total["values"]) == ([2, 1], [16.0, 25.0])
+    assert mlmodel_calls[f"{transport}/sum"]["version"] == "2"
+    assert output(mlmodel_calls[f"{transport}/text"], "output-0")["values"] == [1, 3]
+    if transport == "rest":  # plain BYTES, no content type: decode_args reads the hint
+        assert output(mlmodel_calls["plain-bytes/text"], "output-0")["values"] == [5]
+    frame = mlmodel_calls[f"{transport}/frame"]
+    assert output(frame, "doubled")["values"] == [2, 4]
+    assert output(frame, "label")["values"] == ["X", "Y"]
+
+
+@pytest.mark.parametrize("transport", ["rest", "grpc"])
+def test_mlmodel_errors(mlmodel_calls: dict[str, Any], transport: str) -> None:
+    """MLServer's InferenceError is a 400 with its message; any other exception a 500,
+    and the server keeps serving."""
+    bad, boom = mlmodel_calls[f"{transport}/bad"], mlmodel_calls[f"{transport}/boom"]
+    assert bad["status"] in (400, "INVALID_ARGUMENT"), bad
+    assert "the input named bad is refused" in json.dumps(bad["body"])
+    assert boom["status"] in (500, "INTERNAL"), boom
+    assert "the model broke" in json.dumps(boom["body"])
+
+
+def test_mlmodel_metadata(mlmodel_calls: dict[str, Any]) -> None:
+    meta = mlmodel_calls["metadata/sum"]
+    assert meta["name"] == "sum"
+    assert meta["inputs"] == [{"name": "x", "datatype": "FP64", "shape": [-1, 3]}]
