@@ -69,24 +69,33 @@ func unstructured(doc []byte) (map[string]any, error) {
 	return obj, nil
 }
 
-// kserveSchemas loads KServe's CRDs from its module (the module cache, or the module
-// proxy on first use), by "group/version/Kind".
-func kserveSchemas() (map[string]crdSchema, error) {
+// kserveDir is KServe's module (the module cache, or the module proxy on first use),
+// its hash checked.
+func kserveDir() (string, error) {
 	mod := kserveModule + "@" + kserveVersion
 	out, err := exec.Command("go", "mod", "download", "-json", mod).Output()
 	if err != nil {
-		return nil, fmt.Errorf("go mod download %s: %v", mod, err)
+		return "", fmt.Errorf("go mod download %s: %v", mod, err)
 	}
 	var info struct{ Dir, Sum, Error string }
 	if err := json.Unmarshal(out, &info); err != nil || info.Dir == "" {
-		return nil, fmt.Errorf("go mod download %s: %s %v", mod, info.Error, err)
+		return "", fmt.Errorf("go mod download %s: %s %v", mod, info.Error, err)
 	}
 	if info.Sum != kserveSum {
-		return nil, fmt.Errorf("%s: hash %s, want %s", mod, info.Sum, kserveSum)
+		return "", fmt.Errorf("%s: hash %s, want %s", mod, info.Sum, kserveSum)
+	}
+	return info.Dir, nil
+}
+
+// kserveSchemas loads KServe's CRDs from its module, by "group/version/Kind".
+func kserveSchemas() (map[string]crdSchema, error) {
+	dir, err := kserveDir()
+	if err != nil {
+		return nil, err
 	}
 	schemas := map[string]crdSchema{}
-	for _, name := range []string{"servingruntimes", "inferenceservices"} {
-		path := filepath.Join(info.Dir, "config/crd/full/serving.kserve.io_"+name+".yaml")
+	for _, name := range []string{"servingruntimes", "clusterservingruntimes", "inferenceservices"} {
+		path := filepath.Join(dir, "config/crd/full/serving.kserve.io_"+name+".yaml")
 		if err := loadCRD(path, schemas); err != nil {
 			return nil, err
 		}
