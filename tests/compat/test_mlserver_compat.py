@@ -362,3 +362,29 @@ def test_mlmodel_metadata(mlmodel_calls: dict[str, Any]) -> None:
     meta = mlmodel_calls["metadata/sum"]
     assert meta["name"] == "sum"
     assert meta["inputs"] == [{"name": "x", "datatype": "FP64", "shape": [-1, 3]}]
+
+
+def test_v2_docs(server: Any) -> None:
+    """/v2/docs (a page) and /v2/docs/dataplane.json (its OpenAPI document), as MLServer
+    serves them; every route the document lists answers on this server."""
+    page = httpx.get(f"{server.url}/v2/docs")
+    assert page.status_code == 200 and "text/html" in page.headers["content-type"]
+    assert "docs/dataplane.json" in page.text
+    doc = httpx.get(f"{server.url}/v2/docs/dataplane.json").json()
+    assert doc["openapi"].startswith("3.") and doc["components"]["schemas"]["InferenceRequest"]
+    assert httpx.get(f"{server.url}/v2/models/iris/docs/dataplane.json").json() == doc
+    body = {"inputs": [{"name": "x", "datatype": "FP64", "shape": [1, 4], "data": [1, 2, 3, 4]}]}
+    assert "/v2/repository/models/{model_name}/unload" in doc["paths"]
+    for path, ops in doc["paths"].items():
+        if path.startswith("/v2/repository/models/"):
+            continue  # load and unload: tested above, and would unload iris here
+        url = server.url + path.replace("{model_name}", "iris").replace("{model_version}", "v0.1.0")
+        for method in ops:
+            r = httpx.request(method, url, json=body if path.endswith("/infer") else {})
+            assert r.status_code == 200, (method, path, r.status_code, r.text)
+    # The schemas are ones a validator accepts: the reply of an inference is one.
+    import jsonschema
+
+    schemas = doc["components"]["schemas"]
+    reply = httpx.post(f"{server.url}/v2/models/iris/infer", json=body).json()
+    jsonschema.validate(reply, {**schemas["InferenceResponse"], "components": {"schemas": schemas}})

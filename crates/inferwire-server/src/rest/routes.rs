@@ -377,6 +377,21 @@ pub(super) static ROUTES: &[Route] = &[
     ),
     route(
         &[
+            "/v2/docs/dataplane.json",
+            "/v2/models/{name}/docs/dataplane.json",
+        ],
+        A::PREDICT,
+        M::Metadata,
+        &[(Get, |_| Box::pin(v2::openapi()))],
+    ),
+    route(
+        &["/v2/docs", "/v2/models/{name}/docs"],
+        A::PREDICT,
+        M::Metadata,
+        &[(Get, |_| Box::pin(v2::docs_page()))],
+    ),
+    route(
+        &[
             "/v2/models/{name}",
             "/v2/models/{name}/",
             "/v2/models/{name}/versions/{version}",
@@ -653,6 +668,10 @@ mod tests {
             "GET /v2/ open metadata",
             "GET /v2/health/live open health",
             "GET /v2/health/ready open health",
+            "GET /v2/docs/dataplane.json predict metadata",
+            "GET /v2/models/{name}/docs/dataplane.json predict metadata",
+            "GET /v2/docs predict metadata",
+            "GET /v2/models/{name}/docs predict metadata",
             "GET /v2/models/{name} predict metadata",
             "GET /v2/models/{name}/ predict metadata",
             "GET /v2/models/{name}/versions/{version} predict metadata",

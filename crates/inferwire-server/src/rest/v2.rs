@@ -14,6 +14,41 @@ use crate::observe::Observed;
 const BINARY_HEADER: &str = "inference-header-content-length";
 
 /// `GET /v2`: the server's metadata.
+/// `/v2/docs/dataplane.json`: an OpenAPI document of the V2 routes, where MLServer serves
+/// its own.
+pub async fn openapi() -> Result<Reply, ServeError> {
+    Ok(body::with_type(
+        StatusCode::OK,
+        bytes::Bytes::from_static(include_bytes!("v2_openapi.json")),
+        "application/json",
+    ))
+}
+
+/// `/v2/docs`: a page that shows that document with Swagger UI (loaded by the browser
+/// from its CDN, as MLServer's page loads it).
+pub async fn docs_page() -> Result<Reply, ServeError> {
+    Ok(body::with_type(
+        StatusCode::OK,
+        bytes::Bytes::from_static(DOCS_PAGE.as_bytes()),
+        "text/html; charset=utf-8",
+    ))
+}
+
+const DOCS_PAGE: &str = r##"<!doctype html>
+<html>
+<head>
+<meta charset="utf-8">
+<title>inferwire: Open Inference Protocol (V2)</title>
+<link rel="stylesheet" href="https://cdn.jsdelivr.net/npm/swagger-ui-dist@5/swagger-ui.css">
+</head>
+<body>
+<div id="ui"></div>
+<script src="https://cdn.jsdelivr.net/npm/swagger-ui-dist@5/swagger-ui-bundle.js"></script>
+<script>SwaggerUIBundle({url: "docs/dataplane.json", dom_id: "#ui"});</script>
+</body>
+</html>
+"##;
+
 pub async fn server() -> Result<Reply, ServeError> {
     Ok(ok(json!({
         "name": "inferwire",
