@@ -74,12 +74,21 @@ def adapter(cls: type, name: str, ml: MLServerModel) -> MLModelAdapter:
     loop = _Loop()
     try:
         model = cls(settings)
-        loaded = loop.run(model.load())
+        loaded = loop.run(in_context(model, model.load()))
     except Exception as e:
         raise ModelLoadError(f"{ml.implementation}.load() failed: {type(e).__name__}: {e}") from e
     if loaded is False:
         raise ModelLoadError(f"{ml.implementation}.load() returned False")
     return MLModelAdapter(model, name, loop)
+
+
+async def in_context(model: Any, coro: Coroutine[Any, Any, Any]) -> Any:
+    """Runs ``coro`` in MLServer's model context, as MLServer runs load and predict: what
+    ``mlserver.log`` labels its metrics with."""
+    from mlserver.context import model_context
+
+    with model_context(model.settings):
+        return await coro
 
 
 class _Predict:
@@ -139,7 +148,7 @@ class MLModelAdapter(SeldonAdapter):
         )
         self._mlloop.serve()
         try:
-            response = self._mlloop.run(self.mlmodel.predict(request))
+            response = self._mlloop.run(in_context(self.mlmodel, self.mlmodel.predict(request)))
         except Exception as e:
             status = getattr(e, "status_code", 500)
             if isinstance(status, int) and 400 <= status < 500:

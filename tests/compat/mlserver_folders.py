@@ -163,6 +163,7 @@ def rows() -> np.ndarray:
 
 
 SUM = '''
+import mlserver
 import numpy as np
 from mlserver import MLModel
 from mlserver.codecs import NumpyCodec, NumpyRequestCodec
@@ -175,6 +176,7 @@ class SumModel(MLModel):
 
     async def load(self) -> bool:
         self.offset = self.settings.parameters.extra.get("offset", 0)
+        mlserver.register("rows_summed", "rows summed per request")
         return True
 
     async def predict(self, payload: InferenceRequest) -> InferenceResponse:
@@ -184,6 +186,7 @@ class SumModel(MLModel):
             raise RuntimeError("the model broke")
         x = self.decode_request(payload, default_codec=NumpyRequestCodec)
         total = np.asarray(x).sum(axis=1, keepdims=True) + self.offset
+        mlserver.log(rows_summed=len(total))  # a custom metric: needs MLServer's context
         return InferenceResponse(
             model_name=self.name,
             model_version=self.version,
