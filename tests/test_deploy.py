@@ -34,6 +34,8 @@ GO_TESTS = (
     "TestPlainManifestsDecodeStrictly",
     "TestSeldonDeploymentServesTheSeldonProtocol",
     "TestKServeRuntimeServesV2",
+    "TestKServeMLServerRuntimeWithOnlyTheImageChanged",
+    "TestMLServerDockerfile",
     "TestTyposFail",
     "TestTypoFixturesAreOtherwiseValid",
 )

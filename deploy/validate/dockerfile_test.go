@@ -20,8 +20,11 @@ const repoRoot = "../.."
 // runs first), and its shape is checked: what it copies exists, the wheel is built as
 // the project's scripts build it, and the runtime stage is slim, non-root and serves
 // /models on 9000 and 5000.
-func TestDockerfile(t *testing.T) {
-	text, err := os.ReadFile("../docker/Dockerfile")
+// parseDockerfile parses and lints a Dockerfile as BuildKit does before a build: a
+// parser warning or a lint finding is an error.
+func parseDockerfile(t *testing.T, path string) ([]instructions.Stage, []instructions.ArgCommand) {
+	t.Helper()
+	text, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,6 +46,11 @@ func TestDockerfile(t *testing.T) {
 	if len(lint) > 0 {
 		t.Errorf("BuildKit's linter: %v", lint)
 	}
+	return stages, metaArgs
+}
+
+func TestDockerfile(t *testing.T) {
+	stages, metaArgs := parseDockerfile(t, "../docker/Dockerfile")
 	if len(metaArgs) != 1 || metaArgs[0].Args[0].Key != "PYTHON_VERSION" || *metaArgs[0].Args[0].Value != "3.11" {
 		t.Errorf("the global ARGs %v: want PYTHON_VERSION=3.11", metaArgs)
 	}

@@ -11,8 +11,6 @@ import (
 	"testing"
 
 	"github.com/moby/buildkit/frontend/dockerfile/instructions"
-	"github.com/moby/buildkit/frontend/dockerfile/linter"
-	"github.com/moby/buildkit/frontend/dockerfile/parser"
 	"sigs.k8s.io/yaml"
 )
 
@@ -94,25 +92,7 @@ func TestKServeMLServerRuntimeWithOnlyTheImageChanged(t *testing.T) {
 
 // The MLServer drop-in image: inferwire's image, MLServer's libraries, MLServer's start.
 func TestMLServerDockerfile(t *testing.T) {
-	text, err := os.ReadFile("../docker/Dockerfile.mlserver")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ast, err := parser.Parse(bytes.NewReader(text))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var lint []string
-	linterWarn := func(rule, description, url, msg string, location []parser.Range) {
-		lint = append(lint, rule+": "+msg)
-	}
-	stages, metaArgs, err := instructions.Parse(ast.AST, linter.New(&linter.Config{Warn: linterWarn}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(lint) > 0 {
-		t.Errorf("BuildKit's linter: %v", lint)
-	}
+	stages, metaArgs := parseDockerfile(t, "../docker/Dockerfile.mlserver")
 	if len(metaArgs) != 1 || metaArgs[0].Args[0].Key != "BASE" || *metaArgs[0].Args[0].Value != "inferwire:0.1.0" {
 		t.Errorf("the global ARGs %v: want BASE=inferwire:0.1.0", metaArgs)
 	}

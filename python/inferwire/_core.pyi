@@ -86,6 +86,7 @@ class CoreConfig:
         stream_idle_timeout: float,
         stream_timeout: float,
         grpc_stream_reply: str,
+        v2_invalid_status: int,
     ) -> Self: ...
 
 @final

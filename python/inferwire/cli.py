@@ -38,15 +38,20 @@ def _serve_parser(sub: Any) -> None:
         help="YAML or JSON file of settings (below); flags and environment variables override "
         "it (env: INFERWIRE_SETTINGS)",
     )
-    # Every setting is a flag, derived from the schema (inferwire.settings): its name,
-    # help, default and variables; values stay text here and are checked there, so that
-    # flags, variables and files give the same messages.
+    _setting_flags(p)
+
+
+def _setting_flags(p: Any, shown: bool = True) -> None:
+    """Every setting as a flag, derived from the schema (inferwire.settings): its name,
+    help, default and variables; values stay text here and are checked there, so that
+    flags, variables and files give the same messages."""
     for name, field in Settings.model_fields.items():
         # A yes/no setting's flag alone means yes (--allow-unauthenticated-repository).
         switch: dict[str, Any] = {"nargs": "?", "const": "true"} if field.annotation is bool else {}
         if choices(field):
             switch["metavar"] = "{" + ",".join(choices(field)) + "}"
-        p.add_argument(flag_name(name), dest=name, default=None, help=flag_help(name), **switch)
+        shown_help = flag_help(name) if shown else argparse.SUPPRESS
+        p.add_argument(flag_name(name), dest=name, default=None, help=shown_help, **switch)
 
 
 def _start_parser(sub: Any) -> None:
@@ -65,11 +70,7 @@ def _start_parser(sub: Any) -> None:
         help="the folder (default: $MLSERVER_MODELS_DIR, else the current folder)",
     )
     p.add_argument("--settings", dest="settings_file", default=None, help=argparse.SUPPRESS)
-    for name, field in Settings.model_fields.items():
-        switch: dict[str, Any] = {"nargs": "?", "const": "true"} if field.annotation is bool else {}
-        if choices(field):
-            switch["metavar"] = "{" + ",".join(choices(field)) + "}"
-        p.add_argument(flag_name(name), dest=name, default=None, help=argparse.SUPPRESS, **switch)
+    _setting_flags(p, shown=False)  # the same as serve's (inferwire serve --help)
 
 
 def _run(spec: str | None, args: dict[str, Any], start: bool = False) -> int:

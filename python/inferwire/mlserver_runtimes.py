@@ -15,12 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from . import _core, content_types
+from . import content_types, modelfile
 from .error_log import errors
 from .errors import BadRequest, ModelLoadError
 from .mlserver_settings import MLServerModel, Runtime
 from .seldon import SeldonAdapter
-from .trees import UnsupportedModel, convert
 
 log = logging.getLogger("inferwire")
 
@@ -66,23 +65,20 @@ def adapter(ml: MLServerModel, name: str, runtime_choice: str = "auto") -> tuple
     path = ml.model_path()
     model = read(runtime, path)
     default = str(ml.extra.get("predict_fn", "predict"))
-    why = ""
-    if runtime_choice != "python" and default != "transform":
-        try:
-            native = _core.TreeEnsemble(
-                json.dumps(convert(model)),
-                mlserver_runtime=runtime.library,
-                default_output=default,
-                metadata=json.dumps({"name": name, **ml.metadata}),
-            )
-            return native, (
-                f"{ml.implementation} ({path.name}) on the native tree runtime: "
-                f"{native.source}, {native.n_trees} trees; no Python on the request path"
-            )
-        except (UnsupportedModel, ValueError) as e:
-            if runtime_choice == "native":
-                raise ModelLoadError(f"{path}: the native runtime cannot serve it: {e}") from e
-            why = f" (the native runtime cannot: {e})"
+    # `transform` is the estimator's own (a pipeline's steps): never native.
+    tree, why = modelfile.native(
+        model,
+        path,
+        "python" if default == "transform" else runtime_choice,
+        mlserver_runtime=runtime.library,
+        default_output=default,
+        metadata=json.dumps({"name": name, **ml.metadata}),
+    )
+    if tree is not None:
+        return tree, (
+            f"{ml.implementation} ({path.name}) on the native tree runtime: "
+            f"{tree.source}, {tree.n_trees} trees; no Python on the request path"
+        )
     served = RuntimeAdapter(LibraryRuntime(model, runtime, default), name, ml)
     return served, f"{ml.implementation} ({path.name}) in Python{why}"
 

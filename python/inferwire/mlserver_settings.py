@@ -337,6 +337,8 @@ def server_settings(folder: Path) -> dict[str, Any]:
         "grpc_port": 8081,
         "metrics_port": 8082,
         "metrics_endpoint": "/metrics",
+        # MLServer's answer to a request that does not validate (FastAPI's).
+        "v2_invalid_status": 422,
         "model_repository": str(folder),
     }
     for key, value in data.items():

@@ -65,23 +65,31 @@ def read(path: Path) -> Any:
     raise ModelLoadError(f"{path}: not a model file ({', '.join(SUFFIXES)})")
 
 
+def native(obj: Any, path: Any, runtime: str, **options: Any) -> tuple[Any, str]:
+    """(the native runtime's ``TreeEnsemble`` for ``obj``, "") when ``runtime`` allows it
+    and the runtime can score the model, else (None, why not: "" or a parenthesis for the
+    log). ``runtime`` native makes "cannot" an error."""
+    if runtime not in ("auto", "native"):
+        return None, ""
+    try:
+        doc = obj if isinstance(obj, dict) else convert(obj)
+        return _core.TreeEnsemble(json.dumps(doc), **options), ""
+    except (UnsupportedModel, ValueError) as e:
+        if runtime == "native":
+            raise ModelLoadError(f"{path}: the native runtime cannot serve it: {e}") from e
+        return None, f" (the native runtime cannot: {e})"
+
+
 def build(path: str, runtime: str = "auto", output_names: str = "{class}") -> tuple[Any, str]:
     """(what to serve, a description for the log): a ``TreeEnsemble`` for the native
     runtime, or a model object with ``predict`` for the Python runtime."""
     obj = read(Path(path))
-    why = ""
-    if runtime in ("auto", "native"):
-        try:
-            doc = obj if isinstance(obj, dict) else convert(obj)
-            native = _core.TreeEnsemble(json.dumps(doc), output_names)
-            return native, (
-                f"native tree runtime: {native.source}, {native.n_trees} trees, "
-                f"{native.n_features} features; no Python on the request path"
-            )
-        except (UnsupportedModel, ValueError) as e:
-            if runtime == "native":
-                raise ModelLoadError(f"{path}: the native runtime cannot serve it: {e}") from e
-            why = f" (the native runtime cannot: {e})"
+    tree, why = native(obj, path, runtime, output_names=output_names)
+    if tree is not None:
+        return tree, (
+            f"native tree runtime: {tree.source}, {tree.n_trees} trees, "
+            f"{tree.n_features} features; no Python on the request path"
+        )
     if isinstance(obj, dict):
         raise ModelLoadError(f"{path}: an inferwire tree file is served by the native runtime")
     model = LibraryModel(obj)

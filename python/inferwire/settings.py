@@ -337,6 +337,11 @@ class Settings(BaseSettings, ModelServing):
         "(errors as replies, final-response flags) or MLServer's bare ModelInferResponse (a "
         "failed request ends the call with its status)",
     )
+    v2_invalid_status: Int = _opt(
+        400,
+        "HTTP status of a V2 REST inference request that is not valid: 400 (Triton's and "
+        "KServe's) or 422 (MLServer's; inferwire start's default)",
+    )
     workers: Int = _opt(
         1,
         "worker processes forked after the model is loaded, taking connections from one "
@@ -502,6 +507,8 @@ class Settings(BaseSettings, ModelServing):
             raise SettingsError(
                 f"metrics_endpoint: a path starting with /, got {self.metrics_endpoint!r}"
             )
+        if self.v2_invalid_status not in (400, 422):
+            raise SettingsError(f"v2_invalid_status: 400 or 422, got {self.v2_invalid_status}")
         if self.log_repeats_every < 0:
             raise SettingsError("log_repeats_every: must be 0 (off) or more seconds")
         self.constructor_parameters()

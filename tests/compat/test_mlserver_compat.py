@@ -388,3 +388,16 @@ def test_v2_docs(server: Any) -> None:
     schemas = doc["components"]["schemas"]
     reply = httpx.post(f"{server.url}/v2/models/iris/infer", json=body).json()
     jsonschema.validate(reply, {**schemas["InferenceResponse"], "components": {"schemas": schemas}})
+
+
+def test_invalid_requests_are_422_as_in_mlserver(server: Any) -> None:
+    """MLServer answers a request that does not validate with 422; inferwire start does
+    too (v2_invalid_status), with a message naming the field."""
+    url = f"{server.url}/v2/models/iris/infer"
+    bad = {"inputs": [{"name": "x", "datatype": "FP65", "shape": [1, 4], "data": [1, 2, 3, 4]}]}
+    r = httpx.post(url, json=bad)
+    assert r.status_code == 422 and "datatype" in r.json()["error"], r.text
+    r = httpx.post(url, content=b"{not json", headers={"content-type": "application/json"})
+    assert r.status_code == 422, r.text
+    # A model that is not there is still 404, and gRPC keeps INVALID_ARGUMENT.
+    assert httpx.post(f"{server.url}/v2/models/nope/infer", json=bad).status_code == 404

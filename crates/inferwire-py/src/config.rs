@@ -76,7 +76,7 @@ impl CoreConfig {
         system_shared_memory, shared_memory_max_regions, shared_memory_max_bytes,
         shared_memory_dir,
         stream_max_open, stream_max_pieces, stream_max_bytes, stream_idle_timeout,
-        stream_timeout, grpc_stream_reply,
+        stream_timeout, grpc_stream_reply, v2_invalid_status,
     ))]
     #[allow(clippy::too_many_arguments)] // one keyword argument per setting, by design
     fn new(
@@ -134,7 +134,17 @@ impl CoreConfig {
         stream_idle_timeout: f64,
         stream_timeout: f64,
         grpc_stream_reply: &str,
+        v2_invalid_status: u16,
     ) -> PyResult<Self> {
+        let v2_invalid_422 = match v2_invalid_status {
+            400 => false,
+            422 => true,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "v2_invalid_status: {other} is not 400 or 422"
+                )))
+            }
+        };
         let grpc_stream_reply = match grpc_stream_reply {
             "triton" => StreamReply::Triton,
             "mlserver" => StreamReply::Mlserver,
@@ -169,6 +179,7 @@ impl CoreConfig {
         );
         let config = ServerConfig {
             grpc_stream_reply,
+            v2_invalid_422,
             streaming: StreamLimits {
                 max_open: stream_max_open,
                 max_pieces: stream_max_pieces,

@@ -87,6 +87,9 @@ pub struct ServerConfig {
     pub streaming: crate::stream::StreamLimits,
     /// How gRPC `ModelStreamInfer` replies are shaped.
     pub grpc_stream_reply: StreamReply,
+    /// A V2 REST inference request that does not decode is 422 (MLServer's answer)
+    /// rather than 400 (Triton's and KServe's).
+    pub v2_invalid_422: bool,
 }
 
 /// The two shapes of `ModelStreamInfer` replies clients expect.
@@ -160,6 +163,7 @@ impl Default for ServerConfig {
             shared_memory: None,
             streaming: crate::stream::StreamLimits::default(),
             grpc_stream_reply: StreamReply::Triton,
+            v2_invalid_422: false,
         }
     }
 }

@@ -30,6 +30,9 @@ pub enum Kind {
     Forbidden,
     /// A Content-Type no decoder takes (415).
     UnsupportedMedia,
+    /// A V2 REST request that is not a valid inference request, where the server answers
+    /// as MLServer does (422; `v2_invalid_status`); otherwise such a request is BadRequest.
+    Unprocessable,
     /// No type in Accept can carry the reply (406).
     NotAcceptable,
     Overloaded,
@@ -55,6 +58,7 @@ impl Kind {
             Kind::Unauthenticated => 401,
             Kind::Forbidden => 403,
             Kind::UnsupportedMedia => 415,
+            Kind::Unprocessable => 422,
             Kind::NotAcceptable => 406,
             Kind::Overloaded | Kind::ShuttingDown => 503,
             Kind::TooManyRequests => 429,
@@ -70,7 +74,9 @@ impl Kind {
             Kind::TooLarge => tonic::Code::ResourceExhausted,
             Kind::NotFound => tonic::Code::NotFound,
             Kind::MethodNotAllowed => tonic::Code::Unimplemented,
-            Kind::UnsupportedMedia | Kind::NotAcceptable => tonic::Code::InvalidArgument,
+            Kind::UnsupportedMedia | Kind::NotAcceptable | Kind::Unprocessable => {
+                tonic::Code::InvalidArgument
+            }
             Kind::Unauthenticated => tonic::Code::Unauthenticated,
             Kind::Forbidden => tonic::Code::PermissionDenied,
             Kind::Overloaded | Kind::TooManyRequests => tonic::Code::ResourceExhausted,
@@ -90,6 +96,7 @@ impl Kind {
             Kind::Unauthenticated => "UNAUTHENTICATED",
             Kind::Forbidden => "FORBIDDEN",
             Kind::UnsupportedMedia => "UNSUPPORTED_MEDIA_TYPE",
+            Kind::Unprocessable => "UNPROCESSABLE_ENTITY",
             Kind::NotAcceptable => "NOT_ACCEPTABLE",
             Kind::Overloaded => "OVERLOADED",
             Kind::TooManyRequests => "TOO_MANY_REQUESTS",

@@ -223,7 +223,14 @@ pub(super) async fn decode(
         header_len,
         &app.config.limits,
         &app.shared_memory.reader(app.config.max_body_bytes),
-    )?;
+    )
+    .map_err(|e| {
+        let mut e = ServeError::from(e);
+        if app.config.v2_invalid_422 && e.kind == Kind::BadRequest {
+            e.kind = Kind::Unprocessable;
+        }
+        e
+    })?;
     if obs.id.is_empty() {
         obs.id.clone_from(&request.id);
     }
