@@ -89,9 +89,10 @@ def resolve_class(spec: str) -> type:
     return cls  # type: ignore[no-any-return]
 
 
-def build(spec: str, parameters: dict[str, Any] | None = None) -> Any:
-    """Instantiates the model (with Seldon-style constructor parameters) and calls ``load``."""
-    cls = resolve_class(spec)
+def build(spec: str, parameters: dict[str, Any] | None = None, cls: Any = None) -> Any:
+    """Instantiates the model (with Seldon-style constructor parameters) and calls ``load``;
+    ``cls``: the class ``spec`` names, when it was resolved already."""
+    cls = cls if cls is not None else resolve_class(spec)
     try:
         model = cls(**(parameters or {}))
     except Exception as e:

@@ -313,6 +313,24 @@ def model_settings(
     return out, ml
 
 
+def _message_length(where: str, value: Any) -> dict[str, Any]:
+    """MLServer's gRPC message limit as inferwire's body limits: only ever raised (-1,
+    MLServer's "no limit", keeps inferwire's, which bound every request)."""
+    from .settings import Settings
+
+    try:
+        n = int(value) if value is not None else 0
+    except (TypeError, ValueError):
+        raise SettingsError(
+            f"{where}: grpc_max_message_length: {value!r} is not a number"
+        ) from None
+    body = Settings.model_fields["max_body_bytes"].default
+    in_flight = Settings.model_fields["max_body_bytes_in_flight"].default
+    if n <= body:
+        return {}
+    return {"max_body_bytes": n, "max_body_bytes_in_flight": max(in_flight, n)}
+
+
 def server_settings(folder: Path) -> dict[str, Any]:
     """inferwire's settings from ``FOLDER/settings.json`` over the ``MLSERVER_*``
     variables (MLServer's file wins over its variables), with MLServer's defaults."""
@@ -358,8 +376,7 @@ def server_settings(folder: Path) -> dict[str, Any]:
             if str(value).lower() in ("1", "true", "yes", "on"):
                 out["access_log"] = "json"
         elif key == "grpc_max_message_length":
-            if value is not None and int(value) > 0:
-                out["max_body_bytes"] = max(int(value), 64 * 1024 * 1024)
+            out.update(_message_length(where, value))
         elif key == "model_repository_root":
             pass  # the folder given to `start` is the repository, as in MLServer
     if data.get("kafka_enabled") in (True, "true", "True", "1"):

@@ -269,7 +269,7 @@ class Repository:
             served = mlserver_models.adapter(cls, s.name, ml)
             log.info("model %s: %s, an MLServer MLModel", s.name, ml.implementation)
             return served
-        model = loader.build(spec, dict(ml.extra))
+        model = loader.build(spec, dict(ml.extra), cls)
         adapter = SeldonAdapter(model, s.name, s.raw_arrays)
         adapter.configure(ml)
         if adapter.has_predict_raw and s.max_batch_size > 1:

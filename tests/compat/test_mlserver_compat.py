@@ -401,3 +401,36 @@ def test_invalid_requests_are_422_as_in_mlserver(server: Any) -> None:
     assert r.status_code == 422, r.text
     # A model that is not there is still 404, and gRPC keeps INVALID_ARGUMENT.
     assert httpx.post(f"{server.url}/v2/models/nope/infer", json=bad).status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"http_port": "eighty"}, "http_port"),
+        ({"parallel_workers": "many"}, "parallel_workers"),
+        ({"grpc_max_message_length": "big"}, "grpc_max_message_length"),
+    ],
+)
+def test_bad_settings_json_is_a_clear_error(
+    tmp_path: Path, settings: dict[str, Any], message: str
+) -> None:
+    (tmp_path / "settings.json").write_text(json.dumps(settings))
+    r = subprocess.run(
+        [sys.executable, "-m", "inferwire", "start", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.returncode == 2 and message in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_grpc_max_message_length_raises_the_body_limit(tmp_path: Path, folder: Any) -> None:
+    """MLServer's gRPC message limit, above inferwire's body limit, raises it (and -1,
+    MLServer's "none", keeps inferwire's bound)."""
+    from inferwire.mlserver_settings import server_settings
+
+    (tmp_path / "settings.json").write_text(json.dumps({"grpc_max_message_length": 300 << 20}))
+    assert server_settings(tmp_path)["max_body_bytes"] == 300 << 20
+    (tmp_path / "settings.json").write_text(json.dumps({"grpc_max_message_length": -1}))
+    assert "max_body_bytes" not in server_settings(tmp_path)
