@@ -87,6 +87,8 @@ class CoreConfig:
         stream_timeout: float,
         grpc_stream_reply: str,
         v2_invalid_status: int,
+        load_models_on_request: bool,
+        model_memory_budget: int,
     ) -> Self: ...
 
 @final
@@ -103,6 +105,7 @@ class CoreModelSpec:
         max_queue: int,
         max_batch_size: int,
         max_batch_delay: float,
+        memory_bytes: int,
     ) -> Self: ...
 
 @final
@@ -166,6 +169,9 @@ class TreeEnsemble:
     def predict(self, X: Any) -> Any:
         """Class probabilities (classification) or values (regression) for a 2-D float64
         array, one row per row, computed without the GIL."""
+    @property
+    def memory_bytes(self) -> int:
+        """The bytes the model holds in memory (its trees' arrays)."""
     @property
     def n_features(self) -> int: ...
     @property

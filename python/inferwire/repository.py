@@ -55,11 +55,14 @@ class ModelSettings(ModelServing):
     # What an MLServer model-settings file says beyond these keys (None: inferwire's file).
     _mlserver: MLServerModel | None = PrivateAttr(default=None)
 
-    def to_core(self) -> Any:
-        """What the core serves the model with (``inferwire._core.CoreModelSpec``)."""
+    def to_core(self, memory_bytes: int = 0) -> Any:
+        """What the core serves the model with (``inferwire._core.CoreModelSpec``);
+        ``memory_bytes``: what its load measured (``Repository.load``)."""
         from . import _core
 
-        return _core.CoreModelSpec(name=self.name, version=self.version, **self.runner())
+        return _core.CoreModelSpec(
+            name=self.name, version=self.version, memory_bytes=memory_bytes, **self.runner()
+        )
 
 
 def _read(path: Path) -> dict[str, Any]:
@@ -213,9 +216,12 @@ class Repository:
         return published(self)
 
     def load(self, name: str) -> tuple[Any, Any]:
-        """Builds model ``name`` for the core: (its adapter, its ``CoreModelSpec``)."""
+        """Builds model ``name`` for the core: (its adapter, its ``CoreModelSpec``), with
+        the memory the build added to the process (its resident set), which counts
+        against ``model_memory_budget``."""
+        before = resident_bytes()
         adapter, settings = self.build(name)
-        return adapter, settings.to_core()
+        return adapter, settings.to_core(measure(adapter, resident_bytes() - before))
 
     def build(self, name: str) -> tuple[Any, ModelSettings]:
         """Builds model ``name``: (its adapter, its settings)."""
@@ -278,6 +284,31 @@ class Repository:
                 "whose requests cannot be joined"
             )
         return adapter
+
+
+def measure(adapter: Any, resident_delta: int) -> int:
+    """What a loaded model costs in memory, for ``model_memory_budget``: the native tree
+    runtime's arrays; for a Python model, its pickled size (its arrays' bytes, which the
+    first load's imports do not inflate as the process's resident memory would), else
+    the growth of the resident memory during its load."""
+    native = getattr(adapter, "memory_bytes", None)
+    if isinstance(native, int):
+        return native
+    import pickle
+
+    try:
+        return len(pickle.dumps(getattr(adapter, "model", adapter), protocol=5))
+    except Exception:
+        return max(resident_delta, 0)
+
+
+def resident_bytes() -> int:
+    """This process's resident memory (Linux's /proc; 0 where there is none)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def folder_spec(folder: Path, spec: str) -> str:

@@ -51,12 +51,20 @@ def serve(
         else None
     )
     others: list[tuple[Any, ModelSettings]] = []
-    if repo is not None and settings.load_models_at_startup:
+    if repo is not None and settings.load_models_at_startup and not settings.model_memory_budget:
         others = [repo.build(n) for n in repo.names()]
+    elif repo is not None and settings.model_memory_budget:
+        log.info(
+            "model_memory_budget %d MiB: the models of %s load when first asked for; past the "
+            "budget the least recently used are unloaded",
+            settings.model_memory_budget,
+            settings.model_repository,
+        )
     elif repo is not None:
         log.info(
-            "load_models_at_startup is off: %s waits for the repository API to load its models",
+            "load_models_at_startup is off: %s waits for %s to load its models",
             settings.model_repository,
+            "requests" if settings.load_models_on_request else "the repository API",
         )
     # What the server works out below, for the core's config (Settings.to_core).
     serving: ModelSettings | None = None

@@ -209,6 +209,17 @@ class Settings(BaseSettings, ModelServing):
         "load every model of model_repository at start (false: none until the repository "
         "API loads it, as MLServer's setting of this name)",
     )
+    load_models_on_request: Bool = _opt(
+        False,
+        "a request for a model of model_repository that is not loaded loads it (once, "
+        "however many requests wait for it)",
+    )
+    model_memory_budget: Int = _opt(
+        0,
+        "MiB the repository's models may hold in a worker, as measured when each loads: "
+        "past it the least recently used are unloaded, and loaded again on request (0: no "
+        "budget; a budget loads models on request, and none at start)",
+    )
     default_model: Str = _opt(
         "",
         "with a repository and no MODEL: the model the Seldon routes call",
@@ -506,6 +517,10 @@ class Settings(BaseSettings, ModelServing):
         if not self.metrics_endpoint.startswith("/"):
             raise SettingsError(
                 f"metrics_endpoint: a path starting with /, got {self.metrics_endpoint!r}"
+            )
+        if self.model_memory_budget < 0:
+            raise SettingsError(
+                f"model_memory_budget: must not be negative, got {self.model_memory_budget}"
             )
         if self.v2_invalid_status not in (400, 422):
             raise SettingsError(f"v2_invalid_status: 400 or 422, got {self.v2_invalid_status}")

@@ -77,6 +77,7 @@ impl CoreConfig {
         shared_memory_dir,
         stream_max_open, stream_max_pieces, stream_max_bytes, stream_idle_timeout,
         stream_timeout, grpc_stream_reply, v2_invalid_status,
+        load_models_on_request, model_memory_budget,
     ))]
     #[allow(clippy::too_many_arguments)] // one keyword argument per setting, by design
     fn new(
@@ -135,6 +136,8 @@ impl CoreConfig {
         stream_timeout: f64,
         grpc_stream_reply: &str,
         v2_invalid_status: u16,
+        load_models_on_request: bool,
+        model_memory_budget: u64,
     ) -> PyResult<Self> {
         let v2_invalid_422 = match v2_invalid_status {
             400 => false,
@@ -180,6 +183,12 @@ impl CoreConfig {
         let config = ServerConfig {
             grpc_stream_reply,
             v2_invalid_422,
+            // MiB; a budget implies loading on request (nothing else would load models
+            // back after they were unloaded to make room).
+            model_cache: inferwire_server::models::CacheConfig {
+                on_request: load_models_on_request || model_memory_budget > 0,
+                budget: (model_memory_budget > 0).then(|| model_memory_budget * 1024 * 1024),
+            },
             streaming: StreamLimits {
                 max_open: stream_max_open,
                 max_pieces: stream_max_pieces,
@@ -257,8 +266,9 @@ impl CoreModelSpec {
     #[new]
     #[pyo3(signature = (
         *, name, version, model_threads, max_concurrency, max_queue, max_batch_size,
-        max_batch_delay,
+        max_batch_delay, memory_bytes,
     ))]
+    #[allow(clippy::too_many_arguments)] // one keyword argument per setting, by design
     fn new(
         name: String,
         version: String,
@@ -267,10 +277,12 @@ impl CoreModelSpec {
         max_queue: usize,
         max_batch_size: usize,
         max_batch_delay: f64,
+        memory_bytes: u64,
     ) -> Self {
         Self(ModelSpec {
             name,
             version,
+            memory: memory_bytes,
             runner: runner(
                 model_threads,
                 max_concurrency,

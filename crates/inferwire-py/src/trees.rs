@@ -106,6 +106,12 @@ impl TreeEnsemble {
         numpy::PyArray1::from_vec(py, out).reshape([rows, width])
     }
 
+    /// The bytes the model holds in memory (its trees' arrays).
+    #[getter]
+    fn memory_bytes(&self) -> usize {
+        self.forest.memory_bytes()
+    }
+
     #[getter]
     fn n_features(&self) -> usize {
         self.forest.info.n_features

@@ -90,6 +90,8 @@ pub struct ServerConfig {
     /// A V2 REST inference request that does not decode is 422 (MLServer's answer)
     /// rather than 400 (Triton's and KServe's).
     pub v2_invalid_422: bool,
+    /// Repository models loaded on request and unloaded past a memory budget.
+    pub model_cache: crate::models::CacheConfig,
 }
 
 /// The two shapes of `ModelStreamInfer` replies clients expect.
@@ -164,6 +166,7 @@ impl Default for ServerConfig {
             streaming: crate::stream::StreamLimits::default(),
             grpc_stream_reply: StreamReply::Triton,
             v2_invalid_422: false,
+            model_cache: crate::models::CacheConfig::default(),
         }
     }
 }

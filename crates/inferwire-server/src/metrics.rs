@@ -99,6 +99,23 @@ struct WorkerSlot {
     body_bytes: AtomicI64,
     /// Streamed replies open.
     streams: AtomicI64,
+    /// Repository models loaded in this worker, and the memory their loads measured.
+    models_loaded: AtomicI64,
+    model_bytes: AtomicI64,
+}
+
+/// The model cache's counts (`crate::models`), over every worker: requests that found
+/// their model loaded or not, loads (and their time), failed loads, evictions.
+#[repr(C)]
+struct CacheCounts {
+    hits: AtomicU64,
+    misses: AtomicU64,
+    loads: AtomicU64,
+    load_failures: AtomicU64,
+    evictions: AtomicU64,
+    load_seconds: Durations,
+    /// The budget (`model_memory_budget`), in bytes; 0: none.
+    budget: AtomicU64,
 }
 
 /// How a streamed reply ended.
@@ -163,6 +180,7 @@ struct Region {
     pieces: [AtomicU64; MAX_MODELS * PROTOCOLS.len()],
     piece_bytes: [AtomicU64; MAX_MODELS * PROTOCOLS.len()],
     first_piece: [Durations; MAX_MODELS * PROTOCOLS.len()],
+    cache: CacheCounts,
 }
 
 /// A handle on the shared counts, for one worker.
@@ -252,6 +270,8 @@ impl Metrics {
         slot.queued.store(0, Relaxed);
         slot.body_bytes.store(0, Relaxed);
         slot.streams.store(0, Relaxed);
+        slot.models_loaded.store(0, Relaxed);
+        slot.model_bytes.store(0, Relaxed);
         slot.pid.store(u64::from(pid), Relaxed);
     }
 
@@ -298,6 +318,39 @@ impl Metrics {
 
     pub fn add_in_flight(&self, delta: i64) {
         self.slot().in_flight.fetch_add(delta, Relaxed);
+    }
+
+    /// A request for a repository model found it loaded (`hit`) or had it loaded.
+    pub fn model_cache(&self, hit: bool) {
+        let c = &self.region.cache;
+        if hit { &c.hits } else { &c.misses }.fetch_add(1, Relaxed);
+    }
+
+    /// A repository model loaded (or failed to), and how long that took.
+    pub fn model_loaded(&self, ok: bool, took: Duration) {
+        let c = &self.region.cache;
+        if ok {
+            c.loads.fetch_add(1, Relaxed);
+            c.load_seconds.observe_duration(took);
+        } else {
+            c.load_failures.fetch_add(1, Relaxed);
+        }
+    }
+
+    pub fn model_evicted(&self) {
+        self.region.cache.evictions.fetch_add(1, Relaxed);
+    }
+
+    /// This worker's repository models: how many are loaded, and their measured bytes.
+    pub fn models_held(&self, count: usize, bytes: u64) {
+        let slot = self.slot();
+        slot.models_loaded.store(count as i64, Relaxed);
+        slot.model_bytes
+            .store(i64::try_from(bytes).unwrap_or(i64::MAX), Relaxed);
+    }
+
+    pub fn set_model_budget(&self, bytes: u64) {
+        self.region.cache.budget.store(bytes, Relaxed);
     }
 
     pub fn add_body_bytes(&self, delta: i64) {
@@ -444,9 +497,54 @@ impl Metrics {
             r.restarts.load(Relaxed),
             r.recycles.load(Relaxed),
         );
+        render_cache(r, &mut out);
         r.custom.render(&mut out);
         out
     }
+}
+
+/// The model cache's series, once a model was loaded on request or a budget is set.
+fn render_cache(r: &Region, out: &mut String) {
+    let c = &r.cache;
+    let budget = c.budget.load(Relaxed);
+    let (hits, misses) = (c.hits.load(Relaxed), c.misses.load(Relaxed));
+    if budget == 0 && hits + misses == 0 {
+        return;
+    }
+    let live = || r.workers.iter().filter(|w| w.pid.load(Relaxed) != 0);
+    let loaded: i64 = live().map(|w| w.models_loaded.load(Relaxed).max(0)).sum();
+    let bytes: i64 = live().map(|w| w.model_bytes.load(Relaxed).max(0)).sum();
+    let _ = write!(
+        out,
+        "# HELP inferwire_model_cache_requests_total Requests for a repository model, by \
+         whether it was loaded (hit) or had to be loaded (miss).\n\
+         # TYPE inferwire_model_cache_requests_total counter\n\
+         inferwire_model_cache_requests_total{{result=\"hit\"}} {hits}\n\
+         inferwire_model_cache_requests_total{{result=\"miss\"}} {misses}\n\
+         # HELP inferwire_model_loads_total Repository models loaded, by outcome.\n\
+         # TYPE inferwire_model_loads_total counter\n\
+         inferwire_model_loads_total{{result=\"ok\"}} {}\n\
+         inferwire_model_loads_total{{result=\"failed\"}} {}\n\
+         # HELP inferwire_model_evictions_total Models unloaded to keep within the memory \
+         budget (least recently used first).\n\
+         # TYPE inferwire_model_evictions_total counter\ninferwire_model_evictions_total {}\n\
+         # HELP inferwire_models_loaded Repository models loaded (summed over workers).\n\
+         # TYPE inferwire_models_loaded gauge\ninferwire_models_loaded {loaded}\n\
+         # HELP inferwire_model_memory_bytes Memory the loaded models' loads measured \
+         (summed over workers).\n\
+         # TYPE inferwire_model_memory_bytes gauge\ninferwire_model_memory_bytes {bytes}\n\
+         # HELP inferwire_model_memory_budget_bytes The models' memory budget, per worker \
+         (0: none).\n\
+         # TYPE inferwire_model_memory_budget_bytes gauge\n\
+         inferwire_model_memory_budget_bytes {budget}\n\
+         # HELP inferwire_model_load_seconds Time to load a repository model.\n\
+         # TYPE inferwire_model_load_seconds histogram\n",
+        c.loads.load(Relaxed),
+        c.load_failures.load(Relaxed),
+        c.evictions.load(Relaxed),
+    );
+    c.load_seconds
+        .render(out, "inferwire_model_load_seconds", "", &SECONDS, 1e-9);
 }
 
 /// The streamed replies' series, per model and protocol, only where there were some.

@@ -139,6 +139,12 @@ pub trait BlockingPieces: Send {
 /// operation is one more method here with a default, and one more `Op` for the runner
 /// (as Seldon's graph component operations, `transform_input` to `aggregate`, are).
 pub trait Model: Send + Sync + 'static {
+    /// Whether this stands in for a default model the server does not have (it is then
+    /// not listed among the models served).
+    fn is_placeholder(&self) -> bool {
+        false
+    }
+
     /// Seldon `predict` (or `predict_raw`) on one request.
     fn predict(&self, msg: SeldonMessage) -> Result<Prediction, ModelError>;
 

@@ -2,8 +2,10 @@
 //! repository, more, each with its own runner (queue, batching, model threads). Models
 //! are loaded and unloaded at runtime without stopping the others: a request holds its
 //! model while it runs, so an unloaded or replaced model finishes what it has started.
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
@@ -23,6 +25,9 @@ pub struct ModelSpec {
     /// Empty: the model has no version on V2 routes.
     pub version: String,
     pub runner: RunnerConfig,
+    /// The memory its load measured, in bytes (0: not measured); what counts against
+    /// `CacheConfig::budget`.
+    pub memory: u64,
 }
 
 /// A loaded model.
@@ -32,7 +37,34 @@ pub struct Served {
     pub runner: Runner,
     /// Its slot in the metrics (`model` label).
     pub slot: usize,
+    pub memory: u64,
+    /// When a request last asked for it (nanoseconds since the process started): the
+    /// least recently used is unloaded first.
+    last_used: AtomicU64,
 }
+
+/// Repository models loaded when a request first asks for one, and unloaded, least
+/// recently used first, once the loaded ones' measured memory passes a budget.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CacheConfig {
+    /// A request for a repository model that is not loaded loads it.
+    pub on_request: bool,
+    /// Bytes the repository's models may hold together in a worker (their loads'
+    /// measurements); None: no budget.
+    pub budget: Option<u64>,
+}
+
+/// How often a miss may read the repository's list of names again (a request for a name
+/// that is not there must not cost a read of the repository each time).
+const NAMES_TTL: Duration = Duration::from_secs(1);
+
+fn since_start() -> u64 {
+    static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    u64::try_from(START.get_or_init(Instant::now).elapsed().as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// One load of one model, which every request for it waits on.
+type LoadOnce = Arc<tokio::sync::OnceCell<Result<(), String>>>;
 
 /// A model a repository built, with how to serve it.
 pub type Built = (Arc<dyn Model>, ModelSpec);
@@ -74,6 +106,14 @@ pub struct Models {
     /// With several workers: how API changes reach the others.
     sync: Option<RepoSync>,
     metrics: Metrics,
+    cache: CacheConfig,
+    /// Loads under way for requests, by name.
+    loading: Mutex<HashMap<String, LoadOnce>>,
+    /// The repository's names, read at most every `NAMES_TTL`.
+    names: Mutex<Option<(Instant, Arc<HashSet<String>>)>>,
+    /// The default model only stands in for none (an empty or budgeted repository's
+    /// server): it is not listed.
+    placeholder: bool,
 }
 
 impl Models {
@@ -83,6 +123,7 @@ impl Models {
         repository: Option<Arc<dyn Repository>>,
         sync: Option<RepoSync>,
         metrics: Metrics,
+        cache: CacheConfig,
     ) -> Self {
         let name = default.name.clone();
         let mut loaded: HashMap<String, Arc<Served>> = others
@@ -90,14 +131,37 @@ impl Models {
             .map(|s| (s.name.clone(), Arc::new(s)))
             .collect();
         loaded.insert(name.clone(), Arc::new(default));
-        Self {
+        metrics.set_model_budget(cache.budget.unwrap_or(0));
+        let models = Self {
             loaded: RwLock::new(loaded),
             default: name,
             repository,
             failures: Mutex::new(BTreeMap::new()),
             sync,
             metrics,
-        }
+            cache,
+            loading: Mutex::new(HashMap::new()),
+            names: Mutex::new(None),
+            placeholder: false,
+        };
+        models.count_held();
+        models
+    }
+
+    pub fn with_placeholder_default(mut self, placeholder: bool) -> Self {
+        self.placeholder = placeholder;
+        self
+    }
+
+    /// The names of the models served, for messages and the index.
+    fn listed<'a>(&self, loaded: &'a HashMap<String, Arc<Served>>) -> Vec<&'a str> {
+        let mut names: Vec<&str> = loaded
+            .keys()
+            .map(String::as_str)
+            .filter(|n| !(self.placeholder && *n == self.default))
+            .collect();
+        names.sort_unstable();
+        names
     }
 
     pub fn build(
@@ -111,6 +175,8 @@ impl Models {
             slot,
             name: spec.name,
             version: spec.version,
+            memory: spec.memory,
+            last_used: AtomicU64::new(since_start()),
         })
     }
 
@@ -136,8 +202,7 @@ impl Models {
     pub fn get(&self, name: &str, version: &str) -> Result<Arc<Served>, ServeError> {
         let loaded = self.read();
         let Some(m) = loaded.get(name) else {
-            let mut names: Vec<&str> = loaded.keys().map(String::as_str).collect();
-            names.sort_unstable();
+            let names = self.listed(&loaded);
             return Err(ServeError::new(
                 Kind::NotFound,
                 format!("no model named {name:?} (serving: {})", names.join(", ")),
@@ -154,7 +219,142 @@ impl Models {
                 format!("model {name:?} has no version {version:?}: {served}"),
             ));
         }
+        m.last_used.store(since_start(), Relaxed);
         Ok(m.clone())
+    }
+
+    /// `get`, and with `CacheConfig::on_request` a repository model that is not loaded is
+    /// loaded first: once, however many requests ask for it meanwhile; a failed load is
+    /// the request's error (500, with the reason).
+    pub async fn get_or_load(&self, name: &str, version: &str) -> Result<Arc<Served>, ServeError> {
+        let missing = match self.get(name, version) {
+            Ok(m) => {
+                if self.cache.on_request && name != self.default {
+                    self.metrics.model_cache(true);
+                }
+                return Ok(m);
+            }
+            Err(e) => e,
+        };
+        if !self.cache.on_request || self.read().contains_key(name) || !self.known(name).await {
+            return Err(missing);
+        }
+        self.metrics.model_cache(false);
+        let once = {
+            let mut loading = self.loading.lock().unwrap_or_else(|e| e.into_inner());
+            loading.entry(name.to_owned()).or_default().clone()
+        };
+        let outcome = once
+            .get_or_init(|| async {
+                let result = self.load_here(name).await.map_err(|e| e.message);
+                // Later requests find the model loaded (or try again after a failure).
+                self.loading
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .remove(name);
+                result
+            })
+            .await
+            .clone();
+        outcome.map_err(|reason| ServeError::new(Kind::Model, reason))?;
+        self.get(name, version)
+    }
+
+    /// Ok when model `name` answers requests: loaded, or (loading on request) in the
+    /// repository; else `get`'s 404.
+    pub async fn servable(&self, name: &str, version: &str) -> Result<(), ServeError> {
+        match self.get(name, version) {
+            Ok(_) => Ok(()),
+            Err(e) if !self.cache.on_request || self.read().contains_key(name) => Err(e),
+            Err(e) if self.known(name).await => {
+                let _ = e;
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Whether the repository has a model `name` (its list read at most every
+    /// `NAMES_TTL`).
+    async fn known(&self, name: &str) -> bool {
+        if let Some((at, set)) = &*self.names.lock().unwrap_or_else(|e| e.into_inner()) {
+            if set.contains(name) || at.elapsed() < NAMES_TTL {
+                return set.contains(name);
+            }
+        }
+        let Some(repo) = self.repository.clone() else {
+            return false;
+        };
+        let Ok(Ok(list)) = tokio::task::spawn_blocking(move || repo.names()).await else {
+            return false;
+        };
+        let set: Arc<HashSet<String>> = Arc::new(list.into_iter().collect());
+        let found = set.contains(name);
+        *self.names.lock().unwrap_or_else(|e| e.into_inner()) = Some((Instant::now(), set));
+        found
+    }
+
+    /// Loads `name` in this worker only (a request's load: every worker loads what its
+    /// own requests ask for), then unloads the least recently used models while the
+    /// loaded ones' memory is over the budget.
+    async fn load_here(&self, name: &str) -> Result<(), ServeError> {
+        let served = self.build_from_repository(name).await?;
+        let memory = served.memory;
+        self.replace(name, Some(served));
+        tracing::info!("model {name:?} loaded for a request ({memory} bytes measured)");
+        self.make_room(name);
+        Ok(())
+    }
+
+    /// Unloads the least recently used repository models (never `keep`, nor the default
+    /// model) until the loaded ones' memory is within the budget.
+    fn make_room(&self, keep: &str) {
+        if let Some(budget) = self.cache.budget {
+            let mut evicted = Vec::new();
+            {
+                let mut loaded = self.loaded.write().unwrap_or_else(|e| e.into_inner());
+                let mut held: u64 = loaded
+                    .values()
+                    .filter(|m| m.name != self.default)
+                    .map(|m| m.memory)
+                    .sum();
+                while held > budget {
+                    let Some(victim) = loaded
+                        .values()
+                        .filter(|m| m.name != self.default && m.name != keep)
+                        .min_by_key(|m| m.last_used.load(Relaxed))
+                        .map(|m| m.name.clone())
+                    else {
+                        tracing::warn!(
+                            "model {keep:?} alone measures more than the memory budget \
+                             ({held} > {budget} bytes)"
+                        );
+                        break;
+                    };
+                    if let Some(m) = loaded.remove(&victim) {
+                        held -= m.memory;
+                        evicted.push(m);
+                    }
+                }
+            }
+            for m in evicted {
+                tracing::info!(
+                    "model {:?} unloaded to keep within the memory budget",
+                    m.name
+                );
+                self.metrics.model_evicted();
+                retire(Some(m));
+            }
+        }
+        self.count_held();
+    }
+
+    /// The gauges of this worker's repository models.
+    fn count_held(&self) {
+        let loaded = self.read();
+        let others = loaded.values().filter(|m| m.name != self.default);
+        let (count, bytes) = others.fold((0, 0), |(n, b), m| (n + 1, b + m.memory));
+        self.metrics.models_held(count, bytes);
     }
 
     fn repository(&self) -> Result<Arc<dyn Repository>, ServeError> {
@@ -170,9 +370,20 @@ impl Models {
     /// it is ready; a model it replaces finishes the requests it already has. A failed
     /// load leaves whatever was serving in place.
     pub async fn load(&self, name: &str) -> Result<(), ServeError> {
+        let served = self.build_from_repository(name).await?;
+        self.replace(name, Some(served));
+        tracing::info!("model {name:?} loaded");
+        self.make_room(name);
+        self.propagate(name, true).await
+    }
+
+    /// Builds `name` from the repository (off the I/O threads), counting the load and its
+    /// time; a failure is remembered for the index.
+    async fn build_from_repository(&self, name: &str) -> Result<Served, ServeError> {
         let repo = self.repository()?;
         let owned = name.to_string();
         let metrics = self.metrics;
+        let start = Instant::now();
         let built = tokio::task::spawn_blocking(move || {
             let (model, spec) = repo.load(&owned)?;
             if spec.name != owned {
@@ -185,25 +396,21 @@ impl Models {
         })
         .await
         .map_err(|e| ServeError::new(Kind::Internal, e.to_string()))?;
-        let served = {
-            let mut failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
-            match built {
-                Ok(served) => {
-                    failures.remove(name);
-                    served
-                }
-                Err(reason) => {
-                    remember_failure(&mut failures, name, &reason);
-                    return Err(ServeError::new(
-                        Kind::BadRequest,
-                        format!("model {name:?} could not be loaded: {reason}"),
-                    ));
-                }
+        self.metrics.model_loaded(built.is_ok(), start.elapsed());
+        let mut failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
+        match built {
+            Ok(served) => {
+                failures.remove(name);
+                Ok(served)
             }
-        };
-        self.replace(name, Some(served));
-        tracing::info!("model {name:?} loaded");
-        self.propagate(name, true).await
+            Err(reason) => {
+                remember_failure(&mut failures, name, &reason);
+                Err(ServeError::new(
+                    Kind::BadRequest,
+                    format!("model {name:?} could not be loaded: {reason}"),
+                ))
+            }
+        }
     }
 
     /// Stores and serves an uploaded model as `name` `version`, replacing the version that
@@ -272,6 +479,7 @@ impl Models {
         };
         drop(loaded);
         retire(old);
+        self.count_held();
     }
 
     /// Stops serving `name`; requests it already has finish.
@@ -297,6 +505,7 @@ impl Models {
             ));
         }
         retire(old);
+        self.count_held();
         tracing::info!("model {name:?} unloaded");
         self.propagate(name, false).await
     }
@@ -373,7 +582,7 @@ impl Models {
         let loaded = self.read();
         let failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
         let mut all: Vec<&str> = names.iter().map(String::as_str).collect();
-        all.extend(loaded.keys().map(String::as_str));
+        all.extend(self.listed(&loaded));
         all.sort_unstable();
         all.dedup();
         Ok(all

@@ -557,6 +557,10 @@ impl NoModel {
 }
 
 impl Model for NoModel {
+    fn is_placeholder(&self) -> bool {
+        true
+    }
+
     fn predict(&self, _msg: SeldonMessage) -> Result<Prediction, ModelError> {
         Err(Self::none())
     }

@@ -246,6 +246,7 @@ pub fn serve(
         name: config.model_name.clone(),
         version: config.model_version.clone(),
         runner: config.runner(),
+        memory: 0,
     };
     let default = Models::build(model.clone(), default, metrics).map_err(internal)?;
     let others = others
@@ -259,7 +260,15 @@ pub fn serve(
         .filter(|_| repository.is_some())
         .map(|c| RepoSync::new(c, worker));
     let syncing = sync.is_some();
-    let models = Models::new(default, others, repository, sync, metrics);
+    let models = Models::new(
+        default,
+        others,
+        repository,
+        sync,
+        metrics,
+        config.model_cache,
+    )
+    .with_placeholder_default(model.is_placeholder());
     metrics.worker_started(std::process::id());
     let app = Arc::new(App::new(config, models, metrics));
     if syncing {

@@ -68,6 +68,16 @@ fn err<T>(msg: impl Into<String>) -> Result<T, LoadError> {
 }
 
 impl Forest {
+    /// The bytes its arrays hold: what the model costs in memory once loaded.
+    pub fn memory_bytes(&self) -> usize {
+        use std::mem::size_of;
+        self.nodes.capacity() * size_of::<Node>()
+            + (self.roots.capacity() + self.targets.capacity()) * size_of::<u32>()
+            + (self.values.capacity() + self.counts.capacity() + self.base.capacity())
+                * size_of::<f64>()
+            + size_of::<Self>()
+    }
+
     /// Reads and checks a model in the inferwire tree format.
     pub fn from_json(text: &[u8]) -> Result<Self, LoadError> {
         let file: ForestFile = serde_json::from_slice(text)

@@ -47,7 +47,7 @@ impl GrpcInferenceService for V2Service {
         req: Request<pb::ModelReadyRequest>,
     ) -> Result<pb::ModelReadyResponse> {
         let r = req.into_inner();
-        let loaded = self.0.models.get(&r.name, &r.version).is_ok();
+        let loaded = self.0.models.servable(&r.name, &r.version).await.is_ok();
         Ok(Response::new(pb::ModelReadyResponse {
             ready: loaded && self.0.is_ready(),
         }))
@@ -72,7 +72,8 @@ impl GrpcInferenceService for V2Service {
         let model = self
             .0
             .models
-            .get(&r.name, &r.version)
+            .get_or_load(&r.name, &r.version)
+            .await
             .map_err(|e| e.to_status())?;
         let meta = crate::dataplane::model_metadata(&model)
             .await
@@ -134,7 +135,10 @@ impl GrpcInferenceService for V2Service {
         };
         let raw = proto::reply_raw(&req);
         let run = async {
-            let model = app.models.get(&req.model_name, &req.model_version)?;
+            let model = app
+                .models
+                .get_or_load(&req.model_name, &req.model_version)
+                .await?;
             obs.model = model.slot;
             let request = proto::from_pb_with(
                 req,
@@ -228,7 +232,8 @@ impl GrpcInferenceService for V2Service {
         let model = self
             .0
             .models
-            .get(&r.name, &r.version)
+            .get_or_load(&r.name, &r.version)
+            .await
             .map_err(|e| e.to_status())?;
         let c = crate::dataplane::model_config(&model)
             .await

@@ -63,7 +63,7 @@ pub async fn predict_named(
     name: &str,
     version: &str,
 ) -> Result<Reply, ServeError> {
-    let model = app.models.get(name, version)?;
+    let model = app.models.get_or_load(name, version).await?;
     obs.model = model.slot;
     predict(app, req, obs, Some(&model)).await
 }

@@ -41,7 +41,7 @@ pub async fn infer_stream(
     version: &str,
     obs: &mut Observed,
 ) -> Result<Reply, ServeError> {
-    let model = app.models.get(name, version)?;
+    let model = app.models.get_or_load(name, version).await?;
     obs.model = model.slot;
     let request = super::v2::decode(app, req, obs).await?;
     start(app, &model, request, Shape::V2).await
@@ -56,7 +56,7 @@ pub async fn generate_stream(
     version: &str,
     obs: &mut Observed,
 ) -> Result<Reply, ServeError> {
-    let model = app.models.get(name, version)?;
+    let model = app.models.get_or_load(name, version).await?;
     obs.model = model.slot;
     let (request, shape) = read_generate(app, req, obs).await?;
     start(app, &model, request, shape).await
@@ -71,7 +71,7 @@ pub async fn generate(
     version: &str,
     obs: &mut Observed,
 ) -> Result<Reply, ServeError> {
-    let model = app.models.get(name, version)?;
+    let model = app.models.get_or_load(name, version).await?;
     obs.model = model.slot;
     let (request, shape) = read_generate(app, req, obs).await?;
     let deadline = app.deadline(obs.start, None);

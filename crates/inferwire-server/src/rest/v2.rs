@@ -70,7 +70,7 @@ pub async fn ready(app: &App) -> Result<Reply, ServeError> {
 
 /// `GET /v2/models/NAME[/versions/VERSION]/ready`: 404 for a model not served.
 pub async fn model_ready(app: &App, name: &str, version: &str) -> Result<Reply, ServeError> {
-    app.models.get(name, version)?;
+    app.models.servable(name, version).await?;
     Ok(readiness(
         app.is_ready(),
         json!({"name": name, "ready": app.is_ready()}),
@@ -79,7 +79,7 @@ pub async fn model_ready(app: &App, name: &str, version: &str) -> Result<Reply, 
 
 /// `GET /v2/models/NAME[/versions/VERSION]`: the model's metadata.
 pub async fn model(app: &App, name: &str, version: &str) -> Result<Reply, ServeError> {
-    let model = app.models.get(name, version)?;
+    let model = app.models.get_or_load(name, version).await?;
     crate::dataplane::model_metadata(&model).await.map(ok)
 }
 
@@ -97,7 +97,7 @@ pub async fn stats(app: &App, name: &str, version: &str) -> Result<Reply, ServeE
 /// `GET /v2/models/NAME[/versions/VERSION]/config`: Triton's model configuration
 /// extension.
 pub async fn config(app: &App, name: &str, version: &str) -> Result<Reply, ServeError> {
-    let model = app.models.get(name, version)?;
+    let model = app.models.get_or_load(name, version).await?;
     crate::dataplane::model_config(&model).await.map(ok)
 }
 
@@ -168,7 +168,7 @@ pub async fn infer(
     version: &str,
     obs: &mut Observed,
 ) -> Result<Reply, ServeError> {
-    let model = app.models.get(name, version)?;
+    let model = app.models.get_or_load(name, version).await?;
     obs.model = model.slot;
     let request = decode(app, req, obs).await?;
     let binary = request.binary_outputs();
