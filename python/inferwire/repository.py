@@ -166,6 +166,11 @@ class Repository:
         # KServe's runtime gives), when they name one.
         self.mlserver = mlserver
         self.from_env = mlserver and bool(os.environ.get("MLSERVER_MODEL_IMPLEMENTATION"))
+        # Name → folder as last read (`build` reads the whole repository only on a miss).
+        self._known: dict[str, Path] = {}
+
+    def _holds(self, folder: Path) -> bool:
+        return settings_file(folder) is not None or (self.from_env and folder == self.root)
 
     def _settings_folders(self) -> list[Path]:
         """Every folder holding a settings file: the root itself and the folders under
@@ -226,10 +231,17 @@ class Repository:
     def build(self, name: str) -> tuple[Any, ModelSettings]:
         """Builds model ``name``: (its adapter, its settings)."""
         with self._lock:  # one import at a time: sys.path and sys.modules are shared
-            folder = self.folders().get(name)
-            if folder is None:
-                raise ModelLoadError(f"the repository has no model named {name!r}")
-            s = self.read(folder)
+            folder = self._known.get(name)
+            s = self.read(folder) if folder is not None and self._holds(folder) else None
+            if s is None or s.name != name:
+                # Not where it was: read every settings file again (hundreds, for a
+                # repository of hundreds of models; a load on request must not).
+                self._known = self.folders()
+                folder = self._known.get(name)
+                if folder is None:
+                    raise ModelLoadError(f"the repository has no model named {name!r}")
+                s = self.read(folder)
+            assert folder is not None
             if s._mlserver is not None:
                 return self._build_mlserver(s, s._mlserver), s
             impl, _, cls = s.implementation.partition(":")
