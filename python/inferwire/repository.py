@@ -226,7 +226,9 @@ class Repository:
         against ``model_memory_budget``."""
         before = resident_bytes()
         adapter, settings = self.build(name)
-        return adapter, settings.to_core(measure(adapter, resident_bytes() - before))
+        memory = measure(adapter, resident_bytes() - before)
+        give_back_memory()
+        return adapter, settings.to_core(memory)
 
     def build(self, name: str) -> tuple[Any, ModelSettings]:
         """Builds model ``name``: (its adapter, its settings)."""
@@ -312,6 +314,19 @@ def measure(adapter: Any, resident_delta: int) -> int:
         return len(pickle.dumps(getattr(adapter, "model", adapter), protocol=5))
     except Exception:
         return max(resident_delta, 0)
+
+
+def give_back_memory() -> None:
+    """Returns the C heap's free pages to the system (glibc's ``malloc_trim``): a load
+    reads a model file into objects it then drops (a scikit-learn forest converted to
+    the native runtime's arrays), and without this the process keeps their pages, so
+    that its resident memory says little about what the models hold."""
+    import ctypes
+
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):
+        pass  # not glibc
 
 
 def resident_bytes() -> int:
