@@ -180,8 +180,19 @@ def is_mlserver(data: dict[str, Any]) -> bool:
     return False
 
 
+# What has been warned about: a settings file is read again at every load and index,
+# and each key is worth one warning, not one per read.
+_WARNED: set[tuple[str, str]] = set()
+
+
+def _once(where: str, key: str, message: str) -> None:
+    if (where, key) not in _WARNED:
+        _WARNED.add((where, key))
+        log.warning("%s: %s", where, message)
+
+
 def _warn(where: str, key: str, why: str) -> None:
-    log.warning("%s: %s has no effect in inferwire (%s)", where, key, why.split(": ", 1)[-1])
+    _once(where, key, f"{key} has no effect in inferwire ({why.split(': ', 1)[-1]})")
 
 
 def _json_env(name: str) -> Any:
@@ -247,12 +258,12 @@ def model_settings(
     out: dict[str, Any] = {}
     for key, value in data.items():
         if key not in MODEL_KEYS:
-            log.warning("%s: %s is not one of MLServer's model settings; ignored", where, key)
+            _once(where, key, f"{key} is not one of MLServer's model settings; ignored")
         elif MODEL_KEYS[key].startswith("ignored") and value not in (None, False, [], {}):
             _warn(where, key, MODEL_KEYS[key])
     for key, value in params.items():
         if key not in PARAMETER_KEYS:
-            log.warning("%s: parameters.%s is not one of MLServer's; ignored", where, key)
+            _once(where, f"parameters.{key}", f"parameters.{key} is not one of MLServer's; ignored")
         elif PARAMETER_KEYS[key].startswith("ignored") and value not in (None, False, ""):
             _warn(where, f"parameters.{key}", PARAMETER_KEYS[key])
     impl = data.get("implementation")
@@ -362,7 +373,7 @@ def server_settings(folder: Path) -> dict[str, Any]:
     for key, value in data.items():
         how = SERVER_KEYS.get(key)
         if how is None:
-            log.warning("%s: %s is not one of MLServer's settings; ignored", where, key)
+            _once(where, key, f"{key} is not one of MLServer's settings; ignored")
         elif how.startswith("ignored"):
             if value not in (None, False, [], {}, "") and not (key == "debug"):
                 _warn(where, key, how)

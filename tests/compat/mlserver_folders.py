@@ -91,6 +91,7 @@ def build(root: Path) -> dict[str, Any]:
             "parameters": {"uri": "./model.joblib", "version": "v0.1.0"},
             "inputs": [{"name": "input-0", "datatype": "FP64", "shape": [-1, 4]}],
             "outputs": [{"name": "predict", "datatype": "INT64", "shape": [-1, 1]}],
+            "warm_workers": True,  # deprecated in MLServer: warned about, once
         },
     )
     joblib.dump(models["iris"], root / "iris" / "model.joblib")

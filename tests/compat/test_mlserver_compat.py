@@ -434,3 +434,14 @@ def test_grpc_max_message_length_raises_the_body_limit(tmp_path: Path, folder: A
     assert server_settings(tmp_path)["max_body_bytes"] == 300 << 20
     (tmp_path / "settings.json").write_text(json.dumps({"grpc_max_message_length": -1}))
     assert "max_body_bytes" not in server_settings(tmp_path)
+
+
+def test_a_key_with_no_effect_is_warned_about_once(server: Any) -> None:
+    """A model-settings file is read at every load and index: its ignored keys are still
+    one warning each (the folder's settings.json ones: test_settings_json_and_warnings)."""
+    for _ in range(3):
+        httpx.post(f"{server.url}/v2/repository/index", json={})
+    log = server.log()
+    # settings.json has two such keys, and the iris folder's file one (warm_workers).
+    assert log.count("warm_workers has no effect") == 1, log
+    assert log.count("has no effect in inferwire") == 3, log
