@@ -100,7 +100,7 @@ class _Predict:
     def predict(self, X: Any, features_names: list[str] | None = None, **kwargs: Any) -> Any:
         assert self.adapter is not None
         out = self.adapter.infer({"input-0": np.asarray(X)}, {}, [], {})
-        return out[0][1] if len(out) == 1 else dict(out)
+        return out[0][1] if len(out) == 1 else {o[0]: o[1] for o in out}
 
 
 class MLModelAdapter(SeldonAdapter):
@@ -119,7 +119,7 @@ class MLModelAdapter(SeldonAdapter):
         parameters: dict[str, Any],
         requested: list[str],
         input_parameters: dict[str, dict[str, Any]],
-    ) -> list[tuple[str, Any]]:
+    ) -> list[tuple[Any, ...]]:
         from mlserver.codecs.numpy import to_datatype
         from mlserver.types import InferenceRequest, Parameters, RequestInput, RequestOutput
 
@@ -157,7 +157,15 @@ class MLModelAdapter(SeldonAdapter):
 
             errors.error(f"{self.name}.predict", e)
             raise
-        return [(o.name, _array(o)) for o in response.outputs]
+        return [(o.name, _array(o), _parameters(o)) for o in response.outputs]
+
+
+def _parameters(output: Any) -> dict[str, Any]:
+    """A ResponseOutput's parameters (its content type, as MLServer's codecs mark it)."""
+    if output.parameters is None:
+        return {}
+    out: dict[str, Any] = output.parameters.model_dump(exclude_none=True)
+    return out
 
 
 def _array(output: Any) -> Any:

@@ -83,6 +83,10 @@ def adapter(ml: MLServerModel, name: str, runtime_choice: str = "auto") -> tuple
     return served, f"{ml.implementation} ({path.name}) in Python{why}"
 
 
+# MLServer's numpy codec marks each output it encodes.
+NUMPY = {"content_type": "np"}
+
+
 def batch_dim(y: Any) -> Any:
     """MLServer's numpy codec: a 1-D result is a column, ``[rows, 1]``."""
     y = np.asarray(y)
@@ -98,10 +102,10 @@ class LibraryRuntime:
         self.runtime = runtime
         self.default = default
 
-    def outputs(self, X: Any, wanted: list[str]) -> list[tuple[str, Any]]:
+    def outputs(self, X: Any, wanted: list[str]) -> list[tuple[Any, ...]]:
         if self.runtime.library == "lightgbm":
             # mlserver_lightgbm answers Booster.predict as `predict`, whatever is asked.
-            return [("predict", batch_dim(self.model.predict(X)))]
+            return [("predict", batch_dim(self.model.predict(X)), NUMPY)]
         out = []
         for name in wanted or [self.default]:
             if name not in self.runtime.outputs:
@@ -112,7 +116,7 @@ class LibraryRuntime:
             final = self.model.steps[-1][-1] if hasattr(self.model, "steps") else self.model
             if not hasattr(final, name):
                 raise BadRequest(f"outputs: {type(final).__name__} models have no {name}")
-            out.append((name, batch_dim(getattr(self.model, name)(X))))
+            out.append((name, batch_dim(getattr(self.model, name)(X)), NUMPY))
         return out
 
     def predict(self, X: Any, features_names: list[str] | None = None, **kwargs: Any) -> Any:
@@ -134,7 +138,7 @@ class RuntimeAdapter(SeldonAdapter):
         parameters: dict[str, Any],
         requested: list[str],
         input_parameters: dict[str, dict[str, Any]],
-    ) -> list[tuple[str, Any]]:
+    ) -> list[tuple[Any, ...]]:
         parameters, input_parameters = self.with_defaults(parameters, input_parameters)
         X = content_types.decode_request(inputs, parameters, input_parameters)
         try:

@@ -171,7 +171,7 @@ class SeldonAdapter:
         parameters: dict[str, Any],
         requested: list[str],
         input_parameters: dict[str, dict[str, Any]],
-    ) -> list[tuple[str, Any]]:
+    ) -> list[tuple[Any, ...]]:
         """A V2 request through the Seldon ``predict``: ``X`` is one input's value, a dict
         of them by name, or a DataFrame (content types: ``content_types``); ``names`` are
         the input names. A dict or DataFrame result gives one output per key or column;

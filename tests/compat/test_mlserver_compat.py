@@ -100,6 +100,7 @@ def test_predict_fn_in_extra_is_the_default(
 ) -> None:
     call = calls[f"{transport}/iris-lr"]  # a linear model: the library, in Python
     out = output(call, "predict_proba")
+    assert out["content_type"] == "np"  # as MLServer's numpy codec marks it
     np.testing.assert_allclose(out["values"], folder[1]["iris-lr"].predict_proba(rows()).ravel())
 
 
@@ -338,6 +339,7 @@ def test_mlmodel_subclasses(mlmodel_calls: dict[str, Any], transport: str) -> No
     codec, decode_args by type hints, encode_response of a DataFrame."""
     total = output(mlmodel_calls[f"{transport}/sum"], "total")
     assert (total["shape"], total["values"]) == ([2, 1], [16.0, 25.0])
+    assert total["content_type"] == "np"  # the parameters NumpyCodec gave the output
     assert mlmodel_calls[f"{transport}/sum"]["version"] == "2"
     assert output(mlmodel_calls[f"{transport}/text"], "output-0")["values"] == [1, 3]
     if transport == "rest":  # plain BYTES, no content type: decode_args reads the hint

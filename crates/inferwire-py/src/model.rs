@@ -488,7 +488,8 @@ fn infer_args(py: Python<'_>, req: InferRequest) -> PyResult<Bound<'_, PyTuple>>
     (inputs, parameters, requested, input_parameters).into_pyobject(py)
 }
 
-/// The adapter's `[(name, value), ...]` as V2 outputs.
+/// The adapter's `[(name, value), ...]` as V2 outputs; a third item, a dict, is the
+/// output's parameters (MLServer's runtimes mark outputs with their `content_type`).
 pub fn outputs_from(out: &Bound<'_, PyAny>) -> PyResult<Vec<InferOutput>> {
     let mut outputs = Vec::new();
     for item in out.try_iter()? {
@@ -496,10 +497,17 @@ pub fn outputs_from(out: &Bound<'_, PyAny>) -> PyResult<Vec<InferOutput>> {
         let pair = pair.cast::<PyTuple>()?;
         let name: String = pair.get_item(0)?.extract()?;
         let tensor = py_to_tensor(&pair.get_item(1)?, &name)?;
+        let parameters = match pair.len() {
+            3 => match crate::convert::py_to_json(&pair.get_item(2)?)? {
+                serde_json::Value::Object(m) => m,
+                _ => Default::default(),
+            },
+            _ => Default::default(),
+        };
         outputs.push(InferOutput {
             name,
             tensor,
-            parameters: Default::default(),
+            parameters,
         });
     }
     Ok(outputs)
