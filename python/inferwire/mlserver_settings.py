@@ -170,7 +170,7 @@ class MLServerModel:
 def is_mlserver(data: dict[str, Any]) -> bool:
     """Whether a model-settings mapping is written as MLServer writes it."""
     impl = data.get("implementation")
-    if impl in RUNTIMES or set(data) & _MLSERVER_ONLY:
+    if impl in RUNTIMES or impl == "mlserver_mlflow.MLflowRuntime" or set(data) & _MLSERVER_ONLY:
         return True
     if impl is None:
         return bool(os.environ.get("MLSERVER_MODEL_IMPLEMENTATION"))

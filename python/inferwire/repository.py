@@ -273,6 +273,12 @@ class Repository:
         """A model from an MLServer model-settings file: one of MLServer's runtimes served
         by inferwire's own, or a custom class (``module.Class``, importable from the
         model's folder, as MLServer imports it) given ``parameters.extra``."""
+        if ml.implementation == "mlserver_mlflow.MLflowRuntime":
+            from . import mlflow_runtime
+
+            adapter, how = mlflow_runtime.adapter(ml, s.name)
+            log.info("model %s: %s", s.name, how)
+            return adapter
         if ml.runtime is not None:
             from . import mlserver_runtimes
 

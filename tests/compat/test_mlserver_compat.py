@@ -447,3 +447,55 @@ def test_a_key_with_no_effect_is_warned_about_once(server: Any) -> None:
     # settings.json has two such keys, and the iris folder's file one (warm_workers).
     assert log.count("warm_workers has no effect") == 1, log
     assert log.count("has no effect in inferwire") == 3, log
+
+
+@pytest.fixture(scope="module")
+def mlflow_calls(serve: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """MLflow models (saved with mlflow in the client's virtualenv, which the server runs
+    in too: mlflow is the model's library)."""
+    python = client_venv("mlserver-client-env.sh")
+    root = tmp_path_factory.mktemp("mlflow-models")
+    made = subprocess.run(
+        [python, str(HERE / "mlflow_models.py"), str(root)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert made.returncode == 0, made.stderr[-3000:]
+    server = serve(
+        str(root),
+        "--metrics-port",
+        str(free_port()),
+        command="start",
+        python=python,
+        env={"PYTHONPATH": str(HERE.parent.parent / "python")},
+    )
+    port = server.grpc_target.rsplit(":", 1)[1]
+    calls = run_client(python, HERE / "mlserver_mlflow_calls.py", str(server.http_port), port)
+    calls["expected"] = json.loads(made.stdout)
+    return calls
+
+
+@pytest.mark.parametrize("transport", ["rest", "grpc"])
+def test_mlflow_runtime(mlflow_calls: dict[str, Any], transport: str) -> None:
+    """mlserver_mlflow.MLflowRuntime: the MLflow model loaded with mlflow.pyfunc, a
+    column-based signature's requests decoded as a DataFrame and a tensor-based one's as
+    an array, the prediction answered as MLServer's codecs answer it (output-1, a column)."""
+    for name in ("mlflow-columns", "mlflow-tensor"):
+        out = output(mlflow_calls[f"{transport}/{name}"], "output-1")
+        assert out["shape"] == [3, 1] and out["content_type"] == "np", out
+        assert out["values"] == mlflow_calls["expected"][name]
+
+
+def test_mlflow_signature_is_the_metadata(mlflow_calls: dict[str, Any]) -> None:
+    columns = mlflow_calls["metadata/mlflow-columns"]
+    assert [i["name"] for i in columns["inputs"]] == [
+        "sepal_length",
+        "sepal_width",
+        "petal_length",
+        "petal_width",
+    ]
+    assert {i["datatype"] for i in columns["inputs"]} == {"FP64"}
+    assert columns["outputs"][0]["datatype"] == "INT64"
+    tensor = mlflow_calls["metadata/mlflow-tensor"]
+    assert tensor["inputs"][0]["shape"] == [-1, 4]
