@@ -312,15 +312,9 @@ def test_load_models_at_startup_off(tmp_path: Path, folder: Any) -> None:
         proc.wait(15)
 
 
-@pytest.fixture(scope="module")
-def mlmodel_calls(serve: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """MLModel subclasses need mlserver in the server's Python: the server runs in the
-    client's virtualenv, with inferwire from this checkout."""
-    from mlserver_folders import build_mlmodels
-
-    python = client_venv("mlserver-client-env.sh")
-    root = tmp_path_factory.mktemp("mlmodels")
-    build_mlmodels(root)
+def start_and_call(serve: Any, python: str, root: Path, script: str) -> dict[str, Any]:
+    """``inferwire start ROOT`` run by the client virtualenv's ``python`` (its models need
+    its packages), with inferwire from this checkout; then ``script``'s calls."""
     server = serve(
         str(root),
         "--metrics-port",
@@ -330,7 +324,19 @@ def mlmodel_calls(serve: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[
         env={"PYTHONPATH": str(HERE.parent.parent / "python")},
     )
     port = server.grpc_target.rsplit(":", 1)[1]
-    return run_client(python, HERE / "mlserver_mlmodel_calls.py", str(server.http_port), port)
+    return run_client(python, HERE / script, str(server.http_port), port)
+
+
+@pytest.fixture(scope="module")
+def mlmodel_calls(serve: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """MLModel subclasses need mlserver in the server's Python: the server runs in the
+    client's virtualenv, with inferwire from this checkout."""
+    from mlserver_folders import build_mlmodels
+
+    python = client_venv("mlserver-client-env.sh")
+    root = tmp_path_factory.mktemp("mlmodels")
+    build_mlmodels(root)
+    return start_and_call(serve, python, root, "mlserver_mlmodel_calls.py")
 
 
 @pytest.mark.parametrize("transport", ["rest", "grpc"])
@@ -462,16 +468,7 @@ def mlflow_calls(serve: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[s
         timeout=300,
     )
     assert made.returncode == 0, made.stderr[-3000:]
-    server = serve(
-        str(root),
-        "--metrics-port",
-        str(free_port()),
-        command="start",
-        python=python,
-        env={"PYTHONPATH": str(HERE.parent.parent / "python")},
-    )
-    port = server.grpc_target.rsplit(":", 1)[1]
-    calls = run_client(python, HERE / "mlserver_mlflow_calls.py", str(server.http_port), port)
+    calls = start_and_call(serve, python, root, "mlserver_mlflow_calls.py")
     calls["expected"] = json.loads(made.stdout)
     return calls
 
