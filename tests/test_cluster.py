@@ -558,6 +558,124 @@ def test_kserve_inferenceservice_answers_v2_over_rest_and_grpc(kserve: None) -> 
     assert np.allclose(np.ravel(result.as_numpy(result.get_response().outputs[0].name)), rest)
 
 
+MLSERVER_NS = "kserve-mlserver-e2e"
+
+
+def kserve_runtime(name: str) -> dict[str, Any]:
+    """KServe's own config/runtimes/NAME.yaml, from its Go module (the version
+    deploy/validate checks against)."""
+    import yaml
+
+    out = subprocess.run(
+        ["go", "mod", "download", "-json", "github.com/kserve/kserve@v0.15.2"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=600,
+    )
+    folder = Path(json.loads(out.stdout)["Dir"])
+    doc: dict[str, Any] = yaml.safe_load(
+        (folder / "config" / "runtimes" / f"{name}.yaml").read_text()
+    )
+    return doc
+
+
+@pytest.fixture(scope="module")
+def kserve_mlserver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """KServe's kserve-mlserver ClusterServingRuntime with deploy/kserve's patch applied
+    (the image, and nothing else: here the node's local name for it), and an
+    InferenceService of modelFormat sklearn whose storageUri holds a model.joblib, as
+    KServe's MLServer examples deploy it."""
+    if not crd_installed("clusterservingruntimes.serving.kserve.io"):
+        pytest.skip("KServe is not installed (deploy/e2e/kserve.py up)")
+    import joblib
+    from sklearn.datasets import load_iris
+    from sklearn.ensemble import RandomForestClassifier
+
+    runtime = kserve_runtime("kserve-mlserver")
+    (patch,) = json.loads((ROOT / "deploy/kserve/kserve-mlserver-image.json").read_text())
+    assert patch["path"] == "/spec/containers/0/image"
+    runtime["spec"]["containers"][0]["image"] = f"localhost/{patch['value']}"
+    fresh_namespace(MLSERVER_NS)
+    source = tmp_path_factory.mktemp("sklearn-iris")
+    X, y = load_iris(return_X_y=True)
+    joblib.dump(
+        RandomForestClassifier(n_estimators=10, random_state=0).fit(X, y), source / "model.joblib"
+    )
+    model_volume(MLSERVER_NS, "models", source)
+    isvc = {
+        "apiVersion": "serving.kserve.io/v1beta1",
+        "kind": "InferenceService",
+        "metadata": {"name": "sklearn-iris", "namespace": MLSERVER_NS},
+        "spec": {
+            "predictor": {
+                "model": {
+                    "modelFormat": {"name": "sklearn"},
+                    "protocolVersion": "v2",
+                    "runtime": "kserve-mlserver",
+                    "storageUri": "pvc://models/iris",
+                    # The runtime asks for a whole core and 2 GiB; a 2-core node's share.
+                    "resources": {
+                        "requests": {"cpu": "100m", "memory": "256Mi"},
+                        "limits": {"cpu": "1", "memory": "2Gi"},
+                    },
+                }
+            }
+        },
+    }
+    kubectl("apply", "-f", "-", stdin=json.dumps(runtime))
+    apply(isvc, MLSERVER_NS)
+    kubectl(
+        "wait",
+        "inferenceservice/sklearn-iris",
+        "-n",
+        MLSERVER_NS,
+        "--for=condition=Ready",
+        "--timeout=300s",
+    )
+    yield cluster_ip("sklearn-iris-predictor", MLSERVER_NS)
+    kubectl("delete", "namespace", MLSERVER_NS, "--wait=true", "--timeout=180s", check=False)
+    kubectl("delete", "clusterservingruntime", "kserve-mlserver", check=False)
+
+
+def test_kserve_mlserver_runtime_with_only_its_image_changed(kserve_mlserver: str) -> None:
+    """What KServe gives the container (MLSERVER_MODEL_IMPLEMENTATION from the model
+    format, MLSERVER_MODEL_NAME, MLSERVER_MODEL_URI, MLServer's ports) is read by the
+    image's `inferwire start`: the model answers V2 as mlserver-sklearn does."""
+    ip = kserve_mlserver
+    deployment = json.loads(
+        kubectl("get", "deployment", "sklearn-iris-predictor", "-n", MLSERVER_NS, "-o", "json")
+    )
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert container["image"].endswith("inferwire-mlserver:0.1.0"), container["image"]
+    env = {e["name"]: e.get("value") for e in container.get("env", [])}
+    assert env.get("MLSERVER_MODEL_IMPLEMENTATION") == "mlserver_sklearn.SKLearnModel", env
+    assert env.get("MLSERVER_MODEL_NAME") == "sklearn-iris", env
+    wait_until(
+        "the predictor's Service to answer",
+        lambda: httpx.get(f"http://{ip}/v2/health/ready", timeout=2).status_code == 200,
+        60,
+    )
+    body = {
+        "inputs": [
+            {
+                "name": "input-0",
+                "datatype": "FP64",
+                "shape": [2, 4],
+                "data": [5.1, 3.5, 1.4, 0.2, 6.2, 3.4, 5.4, 2.3],
+            }
+        ]
+    }
+    r = httpx.post(f"http://{ip}/v2/models/sklearn-iris/infer", json=body, timeout=10)
+    assert r.status_code == 200, r.text
+    (out,) = r.json()["outputs"]
+    assert (out["name"], out["shape"], out["datatype"]) == ("predict", [2, 1], "INT64"), out
+    assert out["data"] == [0, 2]
+    asked = dict(body, outputs=[{"name": "predict_proba"}])
+    proba = httpx.post(f"http://{ip}/v2/models/sklearn-iris/infer", json=asked, timeout=10)
+    assert proba.json()["outputs"][0]["shape"] == [2, 3], proba.text
+
+
 SELDON_NS = "seldon-e2e"
 # The seed notebook's three payload shapes (ndarray, tensor, tftensor), for the
 # iris-like model's 4 features.

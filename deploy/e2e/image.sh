@@ -33,6 +33,13 @@ SELDON="localhost/iris-inferwire:$VERSION"
 log "building $SELDON (examples/seldon_model baked in)"
 build --build-arg MODEL_DIR=examples/seldon_model -t "$SELDON" \
     >>"$LOGS/image-build.log" 2>&1 || { tail -40 "$LOGS/image-build.log"; exit 1; }
+# MLServer's drop-in (deploy/docker/Dockerfile.mlserver): the image above with MLServer's
+# libraries, for KServe's kserve-mlserver runtime with only its image changed.
+MLSERVER="localhost/inferwire-mlserver:$VERSION"
+log "building $MLSERVER (Dockerfile.mlserver on $IMAGE)"
+podman build --network host --build-arg "BASE=$IMAGE" -t "$MLSERVER" \
+    -f "$ROOT/deploy/docker/Dockerfile.mlserver" "$ROOT/deploy/docker" \
+    >>"$LOGS/image-build.log" 2>&1 || { tail -40 "$LOGS/image-build.log"; exit 1; }
 podman images --format '{{.Repository}}:{{.Tag}} {{.Size}}' | grep inferwire >&2
 if [ "${1:-}" != "--no-check" ]; then
     log "checking the image"

@@ -12,7 +12,7 @@ bash "$E2E/build.sh" all
 bash "$E2E/image.sh"
 bash "$E2E/cluster.sh" up
 bash "$E2E/cluster.sh" load "localhost/inferwire:$VERSION" "localhost/inferwire-repository:$VERSION" \
-    "localhost/iris-inferwire:$VERSION"
+    "localhost/iris-inferwire:$VERSION" "localhost/inferwire-mlserver:$VERSION"
 "$ROOT/.venv/bin/python" "$E2E/kserve.py" up
 cd "$ROOT"
 INFERWIRE_CLUSTER_DIR="$CLUSTER_DIR" .venv/bin/python -m pytest tests/test_cluster.py -v "$@"
