@@ -87,6 +87,10 @@ class CoreConfig:
         stream_timeout: float,
         grpc_stream_reply: str,
         v2_invalid_status: int,
+        v2_dialect: str,
+        server_name: str,
+        server_version: str,
+        server_extensions: str,
         load_models_on_request: bool,
         model_memory_budget: int,
     ) -> Self: ...
@@ -118,11 +122,13 @@ class Server:
         adapter: Any,
         models: list[tuple[Any, CoreModelSpec]] = ...,
         repository: Any | None = None,
+        metrics_text: Callable[[], str] | None = None,
     ) -> Self:
         """``config``: ``inferwire.Settings.to_core()``; ``models``: ``(adapter,
         CoreModelSpec)`` of further models already built;
         ``repository``: an ``inferwire.repository.Repository`` the repository API loads
-        from."""
+        from; ``metrics_text``: called at each scrape for more of the metrics page (text
+        in Prometheus' format)."""
     def serve(
         self, on_bound: Callable[[int, int], None], worker: int = 0, workers: int = 1
     ) -> None:

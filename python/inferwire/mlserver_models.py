@@ -9,16 +9,23 @@ package, which such a class imports anyway."""
 from __future__ import annotations
 
 import asyncio
+import functools
+import logging
 import os
 import threading
-from collections.abc import Coroutine
-from typing import Any
+import weakref
+from collections.abc import AsyncIterator, Coroutine
+from typing import Any, NoReturn
 
 import numpy as np
 
+from . import streaming
+from .error_log import errors
 from .errors import BadRequest, ModelLoadError
 from .mlserver_settings import MLServerModel
 from .seldon import SeldonAdapter
+
+log = logging.getLogger("inferwire")
 
 
 class _Loop:
@@ -43,8 +50,54 @@ class _Loop:
                 self._start()
 
     def _start(self) -> None:
-        threading.Thread(target=self.loop.run_forever, name="mlmodel-loop", daemon=True).start()
+        threading.Thread(target=self._run, name="mlmodel-loop", daemon=True).start()
         self._pid = os.getpid()
+
+    def _run(self) -> None:
+        self.loop.run_forever()
+        self.loop.close()
+
+    def close(self, model: Any) -> None:
+        """The model is no longer served (unloaded, or replaced by a reload): its
+        ``unload()`` runs, as MLServer runs it, then the loop (and its thread) ends."""
+        with self._lock:
+            if self.loop.is_closed():
+                return
+            if self._pid == os.getpid():
+                self.loop.call_soon_threadsafe(_spawn_shutdown, self.loop, model)
+                return
+        # Its thread never started in this process (no request came): here, then.
+        try:
+            self.loop.run_until_complete(_unload(model))
+        finally:
+            self.loop.close()
+
+
+_shutdowns: set[asyncio.Task[None]] = set()
+
+
+def _spawn_shutdown(loop: asyncio.AbstractEventLoop, model: Any) -> None:
+    task = loop.create_task(_shutdown(loop, model))
+    _shutdowns.add(task)
+    task.add_done_callback(_shutdowns.discard)
+
+
+async def _shutdown(loop: asyncio.AbstractEventLoop, model: Any) -> None:
+    try:
+        await _unload(model)
+    finally:
+        loop.stop()
+
+
+async def _unload(model: Any) -> None:
+    try:
+        await asyncio.wait_for(in_context(model, model.unload()), UNLOAD_PATIENCE)
+    except Exception as e:  # an unload that fails still ends the loop
+        log.warning("%s.unload() failed: %s: %s", type(model).__name__, type(e).__name__, e)
+
+
+# Seconds an MLModel's unload() may take before its loop ends anyway.
+UNLOAD_PATIENCE = 30.0
 
 
 def settings_for(ml: MLServerModel, name: str) -> Any:
@@ -92,14 +145,17 @@ async def in_context(model: Any, coro: Coroutine[Any, Any, Any]) -> Any:
 
 
 class _Predict:
-    """The Seldon protocol's ``predict`` for an MLModel: its array as the one input."""
+    """The Seldon protocol's ``predict`` for an MLModel: its array as the one input. It
+    holds its adapter weakly, so that an unloaded model's adapter goes (and its
+    finalizer runs the model's ``unload()``) as soon as the server lets go of it."""
 
     def __init__(self) -> None:
-        self.adapter: MLModelAdapter | None = None
+        self.adapter: weakref.ref[MLModelAdapter] | None = None
 
     def predict(self, X: Any, features_names: list[str] | None = None, **kwargs: Any) -> Any:
-        assert self.adapter is not None
-        out = self.adapter.infer({"input-0": np.asarray(X)}, {}, [], {})
+        adapter = self.adapter() if self.adapter is not None else None
+        assert adapter is not None, "the model was unloaded"
+        out = adapter.infer({"input-0": np.asarray(X)}, {}, [], {})
         return out[0][1] if len(out) == 1 else {o[0]: o[1] for o in out}
 
 
@@ -107,19 +163,25 @@ class MLModelAdapter(SeldonAdapter):
     def __init__(self, model: Any, name: str, loop: _Loop) -> None:
         predict = _Predict()
         super().__init__(predict, name)
-        predict.adapter = self
+        predict.adapter = weakref.ref(self)
         self.mlmodel = model
         self._mlloop = loop
+        # Every MLModel answers in pieces (MLModel.predict_stream yields its predict's).
+        self.streams = True
         meta = loop.run(model.metadata())
         self._metadata = meta.model_dump(exclude_none=True)
+        # Unloaded or reloaded: the model's unload() and the end of its loop's thread.
+        weakref.finalize(self, loop.close, model).atexit = False
 
-    def infer(
+    def _request(
         self,
         inputs: dict[str, Any],
         parameters: dict[str, Any],
         requested: list[str],
         input_parameters: dict[str, dict[str, Any]],
-    ) -> list[tuple[Any, ...]]:
+    ) -> Any:
+        """The V2 request as MLServer hands it to a model: an ``InferenceRequest`` with the
+        request's and inputs' parameters (``parameters.headers``: its headers)."""
         from mlserver.codecs.numpy import to_datatype
         from mlserver.types import InferenceRequest, Parameters, RequestInput, RequestOutput
 
@@ -141,23 +203,79 @@ class MLModelAdapter(SeldonAdapter):
                     parameters=Parameters(**own) if own else None,
                 )
             )
-        request = InferenceRequest(
+        return InferenceRequest(
             inputs=request_inputs,
             parameters=Parameters(**parameters) if parameters else None,
             outputs=[RequestOutput(name=n) for n in requested] or None,
         )
+
+    def infer(
+        self,
+        inputs: dict[str, Any],
+        parameters: dict[str, Any],
+        requested: list[str],
+        input_parameters: dict[str, dict[str, Any]],
+    ) -> list[tuple[Any, ...]]:
+        request = self._request(inputs, parameters, requested, input_parameters)
         self._mlloop.serve()
         try:
             response = self._mlloop.run(in_context(self.mlmodel, self.mlmodel.predict(request)))
         except Exception as e:
-            status = getattr(e, "status_code", 500)
-            if isinstance(status, int) and 400 <= status < 500:
-                raise BadRequest(str(e)) from e
-            from .error_log import errors
+            _raise_reported(self.name, "predict", e)
+        return _outputs(response)
 
-            errors.error(f"{self.name}.predict", e)
-            raise
-        return [(o.name, _array(o), _parameters(o)) for o in response.outputs]
+    def infer_stream(
+        self,
+        inputs: dict[str, Any],
+        parameters: dict[str, Any],
+        requested: list[str],
+        input_parameters: dict[str, dict[str, Any]],
+    ) -> tuple[Any, Any]:
+        """``predict_stream`` (``infer_stream``, ``generate_stream``, ``ModelStreamInfer``):
+        the request as its one payload, each ``InferenceResponse`` it yields a piece, on
+        the model's own loop."""
+        request = self._request(inputs, parameters, requested, input_parameters)
+        self._mlloop.serve()
+        pieces = _responses(self.mlmodel, self.name, request)
+        start = functools.partial(
+            streaming.start_async,
+            pieces,
+            requested,
+            f"{self.name}.predict_stream",
+            loop=self._mlloop.loop,
+            encode=lambda response, _requested: _outputs(response),
+        )
+        return None, start
+
+
+async def _responses(model: Any, name: str, request: Any) -> AsyncIterator[Any]:
+    """The model's ``predict_stream`` of one payload, in MLServer's model context; an
+    ``MLServerError`` with a 4xx status is the client's error."""
+    from mlserver.context import model_context
+
+    async def payloads() -> AsyncIterator[Any]:
+        yield request
+
+    with model_context(model.settings):
+        try:
+            async for response in model.predict_stream(payloads()):
+                yield response
+        except Exception as e:
+            _raise_reported(name, "predict_stream", e)
+
+
+def _raise_reported(name: str, method: str, e: Exception) -> NoReturn:
+    """Raises a model's exception as the server answers it: MLServer's errors with a 4xx
+    status are the client's (400, with the message); anything else is logged, a 500."""
+    status = getattr(e, "status_code", 500)
+    if isinstance(status, int) and 400 <= status < 500:
+        raise BadRequest(str(e)) from e
+    errors.error(f"{name}.{method}", e)
+    raise e
+
+
+def _outputs(response: Any) -> list[tuple[Any, ...]]:
+    return [(o.name, _array(o), _parameters(o)) for o in response.outputs]
 
 
 def _parameters(output: Any) -> dict[str, Any]:

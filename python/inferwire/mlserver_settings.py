@@ -38,9 +38,11 @@ SERVER_KEYS: dict[str, str] = {
     "mlserver start's folder is",
     "model_repository_implementation_args": "ignored: the repository is always the folder",
     "load_models_at_startup": "mapped: load_models_at_startup",
-    "server_name": "ignored: /v2 answers inferwire's name",
-    "server_version": "ignored: /v2 answers inferwire's version",
-    "extensions": "ignored: /v2 lists inferwire's extensions",
+    "server_name": "mapped: server_name (MLServer's default, mlserver; also the CloudEvents "
+    "source)",
+    "server_version": "mapped: server_version (MLServer's default: the installed mlserver's "
+    "version, else 1.7.1, the release inferwire start follows)",
+    "extensions": "mapped: server_extensions (MLServer's default, none)",
     "host": "mapped: host",
     "http_port": "mapped: http_port (MLServer's default, 8080)",
     "root_path": "ignored: routes are served at the root",
@@ -342,6 +344,21 @@ def _message_length(where: str, value: Any) -> dict[str, Any]:
     return {"max_body_bytes": n, "max_body_bytes_in_flight": max(in_flight, n)}
 
 
+# The MLServer release whose behaviour inferwire start follows.
+MLSERVER_VERSION = "1.7.1"
+
+
+def mlserver_version() -> str:
+    """What MLServer's ``/v2`` says of its version: the installed mlserver's, else the
+    release inferwire follows."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("mlserver")
+    except metadata.PackageNotFoundError:
+        return MLSERVER_VERSION
+
+
 def server_settings(folder: Path) -> dict[str, Any]:
     """inferwire's settings from ``FOLDER/settings.json`` over the ``MLSERVER_*``
     variables (MLServer's file wins over its variables), with MLServer's defaults."""
@@ -366,8 +383,14 @@ def server_settings(folder: Path) -> dict[str, Any]:
         "grpc_port": 8081,
         "metrics_port": 8082,
         "metrics_endpoint": "/metrics",
-        # MLServer's answer to a request that does not validate (FastAPI's).
+        # MLServer's answer to a request that does not validate (FastAPI's), and its
+        # dialect where it differs from Triton's (messages, ids, headers, metadata).
         "v2_invalid_status": 422,
+        "v2_dialect": "mlserver",
+        "grpc_stream_reply": "mlserver",
+        "server_name": "mlserver",
+        "server_version": mlserver_version(),
+        "server_extensions": "",
         "model_repository": str(folder),
     }
     for key, value in data.items():
@@ -379,6 +402,12 @@ def server_settings(folder: Path) -> dict[str, Any]:
                 _warn(where, key, how)
         elif key in ("host", "http_port", "grpc_port", "metrics_port", "metrics_endpoint"):
             out[key] = value
+        elif key in ("server_name", "server_version"):
+            out[key] = str(value)
+        elif key == "extensions":
+            if not isinstance(value, list) or not all(isinstance(e, str) for e in value):
+                raise SettingsError(f"{where}: extensions: must be a list of names, got {value!r}")
+            out["server_extensions"] = ",".join(value)
         elif key == "parallel_workers":
             out["workers"] = max(_number(where, key, value, int), 1)
         elif key == "load_models_at_startup":

@@ -166,6 +166,11 @@ class Repository:
         # KServe's runtime gives), when they name one.
         self.mlserver = mlserver
         self.from_env = mlserver and bool(os.environ.get("MLSERVER_MODEL_IMPLEMENTATION"))
+        if mlserver and str(self.root) not in sys.path:
+            # As `mlserver start FOLDER`: a module at the folder's top (models.py beside
+            # settings.json) serves the models below it. Each model's own folder goes
+            # before it when its class is imported.
+            sys.path.insert(0, str(self.root))
         # Name → folder as last read (`build` reads the whole repository only on a miss).
         self._known: dict[str, Path] = {}
 
@@ -287,7 +292,7 @@ class Repository:
             return adapter
         if str(ml.folder) not in sys.path:
             sys.path.insert(0, str(ml.folder))
-        spec = folder_spec(ml.folder, ml.implementation)
+        spec = folder_spec(ml.folder, ml.implementation, self.root)
         cls = loader.resolve_class(spec)
         if _is_mlmodel(cls):
             from . import mlserver_models
@@ -344,18 +349,22 @@ def resident_bytes() -> int:
         return 0
 
 
-def folder_spec(folder: Path, spec: str) -> str:
-    """``module:Class`` or ``module.Class`` as the file in the model's folder that holds
-    the module, when there is one: each folder's own ``models.py``, not the first one
-    imported, nor one in the working directory (MLServer imports from the folder too)."""
+def folder_spec(folder: Path, spec: str, *more: Path) -> str:
+    """``module:Class`` or ``module.Class`` as the file in the model's folder (else in
+    ``more``: the repository's, as ``mlserver start FOLDER`` has it on sys.path) that
+    holds the module, when there is one: each folder's own ``models.py``, not the first
+    one imported, nor one in the working directory (MLServer imports from there too)."""
     if ":" in spec:
         module, _, cls = spec.partition(":")
     elif "." in spec and not spec.endswith(".py"):
         module, _, cls = spec.rpartition(".")
     else:
         return spec
-    file = folder / (module.replace(".", "/") + ".py")
-    return f"{file}:{cls}" if file.is_file() and cls else spec
+    for where in (folder, *more):
+        file = where / (module.replace(".", "/") + ".py")
+        if file.is_file() and cls:
+            return f"{file}:{cls}"
+    return spec
 
 
 def _is_mlmodel(cls: Any) -> bool:

@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from . import _core, graph, loader, modelfile
+from . import _core, graph, loader, mlserver_metrics, modelfile
 from .error_log import errors
 from .errors import SettingsError
 from .repository import ModelSettings, Repository
@@ -45,6 +45,8 @@ def serve(
     serves MLServer's model from ``MLSERVER_MODEL_*``."""
     settings = settings or Settings()
     errors.configure(settings.log_repeats_every)
+    if mlserver:
+        mlserver_metrics.prepare(settings.workers)
     repo = (
         Repository(settings.model_repository, mlserver=mlserver)
         if settings.model_repository
@@ -184,12 +186,16 @@ def serve(
             shared_memory_dir=shm_dir or "",
         )
         built = [(a, s.to_core()) for a, s in others]
-        server = _core.Server(config, adapter, built, repo)
+        metrics_text = mlserver_metrics.text if mlserver else None
+        server = _core.Server(config, adapter, built, repo, metrics_text)
     except ValueError as e:  # files the core reads: TLS certificates, token and user files
         raise SettingsError(str(e)) from None
     workers = f" with {settings.workers} workers" if settings.workers > 1 else ""
     batching = f", batching up to {batch} requests" if batch > 1 else ""
     more = f" and {len(others)} more from {settings.model_repository}" if others else ""
+    # The server holds the models now: one unloaded later is then freed (and an MLModel's
+    # unload() runs) once it has finished its requests.
+    del built, others
     if isinstance(model, graph.Graph):
         more = f" with its {len(model.nodes)} nodes each on its own routes"
 

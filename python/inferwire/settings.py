@@ -353,6 +353,22 @@ class Settings(BaseSettings, ModelServing):
         "HTTP status of a V2 REST inference request that is not valid: 400 (Triton's and "
         "KServe's) or 422 (MLServer's; inferwire start's default)",
     )
+    v2_dialect: Literal["inferwire", "mlserver"] = _opt(
+        "inferwire",
+        "whose answers the V2 dataplane gives where servers differ: inferwire's (Triton's "
+        "and KServe's) or MLServer's (inferwire start's default): its not-found messages and "
+        "422 bodies, a uuid for a request without an id, CloudEvents headers on inference "
+        "replies, and the request's headers passed to the model as parameters.headers",
+    )
+    server_name: Str = _opt("inferwire", "the server's name in GET /v2 and ServerMetadata")
+    server_version: Str = _opt(
+        "", "the server's version in GET /v2 and ServerMetadata (empty: inferwire's)"
+    )
+    server_extensions: Str = _opt(
+        "*",
+        "the protocol extensions GET /v2 and ServerMetadata list, comma-separated (*: those "
+        "inferwire serves; empty: none, as MLServer says)",
+    )
     workers: Int = _opt(
         1,
         "worker processes forked after the model is loaded, taking connections from one "

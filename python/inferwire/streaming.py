@@ -74,13 +74,25 @@ def event_loop() -> asyncio.AbstractEventLoop:
         return loop
 
 
+Encode = Callable[[Any, list[str]], list[tuple[Any, ...]]]
+
+
 def start_async(
-    pieces: AsyncIterator[Any], requested: list[str], call: str, sink: Any, patience: float
+    pieces: AsyncIterator[Any],
+    requested: list[str],
+    call: str,
+    sink: Any,
+    patience: float,
+    *,
+    loop: asyncio.AbstractEventLoop | None = None,
+    encode: Encode = content_types.encode_outputs,
 ) -> None:
-    """Runs ``pieces`` on the stream loop, sending each into ``sink`` (called by the core
-    with the GIL, from the thread that admitted the stream)."""
-    loop = event_loop()
-    loop.call_soon_threadsafe(_spawn, _drive(pieces, requested, call, sink, patience))
+    """Runs ``pieces`` on the stream loop (or ``loop``, the model's own), sending each,
+    as ``encode`` makes it outputs, into ``sink`` (called by the core with the GIL, from
+    the thread that admitted the stream)."""
+    loop = loop or event_loop()
+    driver = _drive(pieces, requested, call, sink, patience, encode)
+    loop.call_soon_threadsafe(_spawn, driver)
 
 
 # The loop keeps only weak references to its tasks.
@@ -99,7 +111,12 @@ def _wake(fut: asyncio.Future[None]) -> None:
 
 
 async def _drive(
-    pieces: AsyncIterator[Any], requested: list[str], call: str, sink: Any, patience: float
+    pieces: AsyncIterator[Any],
+    requested: list[str],
+    call: str,
+    sink: Any,
+    patience: float,
+    encode: Encode,
 ) -> None:
     loop = asyncio.get_running_loop()
     try:
@@ -111,7 +128,7 @@ async def _drive(
                     await asyncio.wait_for(room, patience)
                 except TimeoutError:
                     return  # the reader took nothing for the idle limit: give up
-            if not sink.send(content_types.encode_outputs(piece, requested)):
+            if not sink.send(encode(piece, requested)):
                 return  # the reader has gone
     except Exception as e:  # the model's error ends its stream, with its message
         errors.error(call, e)

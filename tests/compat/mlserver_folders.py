@@ -248,3 +248,107 @@ def build_mlmodels(root: Path) -> None:
         {"name": "frame", "implementation": "models.FrameModel"},
         **{"models.py": FRAME},
     )
+
+
+# The models MLServer's own endpoint tests serve (tests/fixtures.py there), written here
+# to the same behaviour: row sums that echo the request's x- headers in the response's
+# parameters, a text echo, a word-by-word stream and a model that always fails.
+ENDPOINT_MODELS = """
+import asyncio
+
+import mlserver
+from mlserver import MLModel
+from mlserver.codecs import NumpyCodec, StringCodec
+from mlserver.errors import MLServerError
+from mlserver.types import InferenceRequest, InferenceResponse, Parameters
+
+
+class SumModel(MLModel):
+    async def load(self) -> bool:
+        self.calls = 0
+        mlserver.register("rows_summed", "rows summed per request")
+        return True
+
+    async def predict(self, payload: InferenceRequest) -> InferenceResponse:
+        self.calls += 1
+        x = self.decode(payload.inputs[0])
+        mlserver.log(rows_summed=x.shape[0])
+        total = NumpyCodec.encode_output(name="total", payload=x.sum(axis=1, keepdims=True))
+        reply = InferenceResponse(
+            id=payload.id, model_name=self.name, model_version=self.version, outputs=[total]
+        )
+        headers = (payload.parameters.headers if payload.parameters else None) or {}
+        echoed = {k: v for k, v in headers.items() if k.startswith("x-")}
+        if echoed:
+            reply.parameters = Parameters(headers=echoed)
+        return reply
+
+    async def unload(self) -> bool:
+        with open(self.settings.parameters.uri + "/unloaded", "a") as f:
+            f.write(f"{self.calls}\\n")
+        return True
+
+
+class TextModel(MLModel):
+    async def predict(self, payload: InferenceRequest) -> InferenceResponse:
+        text = StringCodec.decode_input(payload.inputs[0])[0]
+        return InferenceResponse(
+            id=payload.id,
+            model_name=self.name,
+            outputs=[StringCodec.encode_output("output", [text], use_bytes=True)],
+        )
+
+
+class TextStreamModel(MLModel):
+    async def predict_stream(self, payloads):
+        payload = [p async for p in payloads][0]
+        words = StringCodec.decode_input(payload.inputs[0])[0].split(" ")
+        for i, word in enumerate(words):
+            await asyncio.sleep(0.01)
+            yield InferenceResponse(
+                model_name=self.name,
+                outputs=[
+                    StringCodec.encode_output(
+                        "output", [word if i == 0 else " " + word], use_bytes=True
+                    )
+                ],
+            )
+
+
+class ErrorModel(MLModel):
+    async def predict(self, payload: InferenceRequest) -> InferenceResponse:
+        raise MLServerError("something really bad happened")
+"""
+
+
+def build_endpoint_models(root: Path) -> None:
+    """The folder MLServer's endpoint tests serve, as its testdata writes the settings."""
+    (root / "settings.json").write_text(
+        json.dumps({"debug": True, "host": "127.0.0.1", "parallel_workers": 1})
+    )
+    (root / "models.py").write_text(ENDPOINT_MODELS)
+    tensor = {"datatype": "FP32", "name": "input-0", "shape": [128]}
+    _write(
+        root / "sum-model",
+        {
+            "name": "sum-model",
+            "implementation": "models.SumModel",
+            "max_batch_size": 10,
+            "max_batch_time": 0.4,
+            "versions": ["sum-model/v1.2.3"],
+            "platform": "mlserver",
+            "inputs": [{**tensor, "parameters": {"content_type": "np"}}],
+            "outputs": [{"datatype": "FP32", "name": "output-0", "shape": [1]}],
+            "parameters": {"version": "v1.2.3"},
+            "cache_enabled": True,
+        },
+    )
+    for name, cls in (
+        ("text-model", "TextModel"),
+        ("text-stream-model", "TextStreamModel"),
+        ("error-model", "ErrorModel"),
+    ):
+        _write(
+            root / name,
+            {"name": name, "implementation": f"models.{cls}", "parameters": {"version": "v1.2.3"}},
+        )

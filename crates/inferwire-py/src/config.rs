@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use inferwire_codec::Limits;
 use inferwire_server::auth::Auth;
-use inferwire_server::config::StreamReply;
+use inferwire_server::config::{Dialect, ServerIdentity, StreamReply};
 use inferwire_server::login_guard::LoginLimits;
 use inferwire_server::repository_sync::SyncConfig;
 use inferwire_server::runner::RunnerConfig;
@@ -77,6 +77,7 @@ impl CoreConfig {
         shared_memory_dir,
         stream_max_open, stream_max_pieces, stream_max_bytes, stream_idle_timeout,
         stream_timeout, grpc_stream_reply, v2_invalid_status,
+        v2_dialect, server_name, server_version, server_extensions,
         load_models_on_request, model_memory_budget,
     ))]
     #[allow(clippy::too_many_arguments)] // one keyword argument per setting, by design
@@ -136,6 +137,10 @@ impl CoreConfig {
         stream_timeout: f64,
         grpc_stream_reply: &str,
         v2_invalid_status: u16,
+        v2_dialect: &str,
+        server_name: String,
+        server_version: String,
+        server_extensions: String,
         load_models_on_request: bool,
         model_memory_budget: u64,
     ) -> PyResult<Self> {
@@ -148,6 +153,16 @@ impl CoreConfig {
                 )))
             }
         };
+        let dialect = match v2_dialect {
+            "inferwire" => Dialect::Inferwire,
+            "mlserver" => Dialect::Mlserver,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "v2_dialect: {other:?} is not inferwire or mlserver"
+                )))
+            }
+        };
+        let identity = identity(server_name, server_version, &server_extensions);
         let grpc_stream_reply = match grpc_stream_reply {
             "triton" => StreamReply::Triton,
             "mlserver" => StreamReply::Mlserver,
@@ -183,6 +198,8 @@ impl CoreConfig {
         let config = ServerConfig {
             grpc_stream_reply,
             v2_invalid_422,
+            dialect,
+            identity,
             // MiB; a budget implies loading on request (nothing else would load models
             // back after they were unloaded to make room).
             model_cache: inferwire_server::models::CacheConfig {
@@ -295,6 +312,30 @@ impl CoreModelSpec {
 }
 
 /// TLS on both ports when a certificate is given (and for mutual TLS a client CA).
+/// `GET /v2`'s name, version and extensions: "" keeps inferwire's version, "*" its
+/// extensions; otherwise extensions are a comma-separated list (empty: none).
+fn identity(name: String, version: String, extensions: &str) -> ServerIdentity {
+    let ours = ServerIdentity::default();
+    ServerIdentity {
+        name,
+        version: if version.is_empty() {
+            ours.version
+        } else {
+            version
+        },
+        extensions: if extensions.trim() == "*" {
+            ours.extensions
+        } else {
+            extensions
+                .split(',')
+                .map(str::trim)
+                .filter(|e| !e.is_empty())
+                .map(str::to_owned)
+                .collect()
+        },
+    }
+}
+
 fn tls(cert: &str, key: &str, client_ca: &str) -> PyResult<Option<Arc<TlsConfig>>> {
     if cert.is_empty() {
         return Ok(None);

@@ -15,7 +15,10 @@ pub struct Server {
     config: ServerConfig,
     model: Arc<dyn Model>,
     /// Repository models built before the fork (shared copy-on-write, as the default one).
-    others: Vec<(Arc<dyn Model>, ModelSpec)>,
+    /// `serve()` takes them: then the process that serves holds them only while it
+    /// serves them, and an unloaded one goes (a supervisor keeps its own for the
+    /// workers it forks).
+    others: std::sync::Mutex<Vec<(Arc<dyn Model>, ModelSpec)>>,
     repository: Option<Arc<dyn Repository>>,
     /// Made here, before `inferwire serve --workers` forks: every worker counts in it.
     metrics: Metrics,
@@ -23,31 +26,36 @@ pub struct Server {
     /// Bound by `listen()` before the workers fork; each worker serves clones of them.
     /// The supervisor lets go of its own at SIGTERM (`unlisten()`).
     listeners: std::sync::Mutex<Option<Listeners>>,
+    /// Called at each scrape for more metrics text (MLServer's custom metrics).
+    metrics_text: Option<Arc<Py<PyAny>>>,
 }
 
 #[pymethods]
 impl Server {
     /// `config`: `inferwire.Settings.to_core()`; `models`: `(adapter, CoreModelSpec)` of
     /// other models already built; `repository`: an `inferwire.repository.Repository` the
-    /// repository API loads from.
+    /// repository API loads from; `metrics_text`: a callable giving more of the metrics
+    /// page, in Prometheus' text format.
     #[new]
-    #[pyo3(signature = (config, adapter, models=Vec::new(), repository=None))]
+    #[pyo3(signature = (config, adapter, models=Vec::new(), repository=None, metrics_text=None))]
     fn new(
         config: PyRef<'_, CoreConfig>,
         adapter: Bound<'_, PyAny>,
         models: Vec<Bound<'_, PyAny>>,
         repository: Option<Py<PyAny>>,
+        metrics_text: Option<Py<PyAny>>,
     ) -> PyResult<Self> {
         init_logging(&config.log_level);
         Ok(Self {
             config: config.config.clone(),
             model: model_of(adapter)?,
-            others: models.iter().map(built).collect::<PyResult<_>>()?,
+            others: std::sync::Mutex::new(models.iter().map(built).collect::<PyResult<_>>()?),
             repository: repository.map(|r| Arc::new(PyRepository(r)) as Arc<dyn Repository>),
             metrics: Metrics::shared()
                 .map_err(|e| PyRuntimeError::new_err(format!("cannot map metrics memory: {e}")))?,
             stop: StopHandle::new(),
             listeners: std::sync::Mutex::new(None),
+            metrics_text: metrics_text.map(Arc::new),
         })
     }
 
@@ -64,7 +72,7 @@ impl Server {
         let serving = Serving {
             config: self.config.clone(),
             model: self.model.clone(),
-            others: self.others.clone(),
+            others: std::mem::take(&mut *self.others.lock().unwrap_or_else(|e| e.into_inner())),
             repository: self.repository.clone(),
             worker,
             workers,
@@ -77,6 +85,7 @@ impl Server {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .take(),
+            extra_metrics: self.metrics_text.clone().map(extra_metrics),
         };
         let metrics = self.metrics.for_worker(worker);
         let stop = self.stop.clone();
@@ -165,4 +174,19 @@ fn init_logging(level: &str) {
         .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr)
         .try_init();
+}
+
+/// The scrape's call of `metrics_text`: its text, or nothing (and a warning) when it
+/// fails, so that inferwire's own metrics are still served.
+fn extra_metrics(hook: Arc<Py<PyAny>>) -> inferwire_server::app::ExtraMetrics {
+    Arc::new(move || {
+        Python::attach(|py| {
+            hook.call0(py)
+                .and_then(|text| text.extract::<String>(py))
+                .unwrap_or_else(|e| {
+                    tracing::warn!("metrics_text() failed: {e}");
+                    String::new()
+                })
+        })
+    })
 }

@@ -1,5 +1,6 @@
 //! State shared by every connection, and the protocol logic both transports share.
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -8,7 +9,7 @@ use inferwire_codec::protocol::seldon::{Feedback, Meta, SeldonMessage};
 use inferwire_codec::protocol::v2::{InferOutput, InferRequest, InferResponse};
 use serde_json::Value;
 
-use crate::config::ServerConfig;
+use crate::config::{Dialect, ServerConfig};
 use crate::error::{Kind, ServeError};
 use crate::metrics::Metrics;
 use crate::model::Prediction;
@@ -37,7 +38,15 @@ pub struct App {
     pub shared_memory: crate::shared_memory::SharedMemory,
     /// With several workers: where V2 requests of a sequence another worker owns go.
     pub(crate) sequences: std::sync::OnceLock<crate::sequences::Route>,
+    /// MLServer's dialect: the CloudEvents headers of inference replies.
+    cloudevents: Option<crate::mlserver::CloudEvents>,
+    /// Text in Prometheus' format the scrape adds after inferwire's own (the models'
+    /// metrics kept by the Python side: MLServer's `mlserver.log`).
+    pub extra_metrics: Option<ExtraMetrics>,
 }
+
+/// What `App::extra_metrics` calls, off the I/O threads, at each scrape.
+pub type ExtraMetrics = Arc<dyn Fn() -> String + Send + Sync>;
 
 impl App {
     pub fn new(config: ServerConfig, models: Models, metrics: Metrics) -> Self {
@@ -55,7 +64,6 @@ impl App {
             bodies: crate::body_budget::BodyBudget::new(config.max_body_bytes_in_flight, metrics),
             shared_memory: crate::shared_memory::SharedMemory::new(config.shared_memory.clone()),
             streams: crate::stream::OpenStreams::new(config.streaming.max_open),
-            config,
             models,
             metrics,
             ready: AtomicBool::new(true),
@@ -64,7 +72,74 @@ impl App {
             request_limit,
             limit_reached: Default::default(),
             sequences: std::sync::OnceLock::new(),
+            extra_metrics: None,
+            cloudevents: (config.dialect == Dialect::Mlserver)
+                .then(|| crate::mlserver::CloudEvents::new(&config.identity.name)),
+            config,
         }
+    }
+
+    /// The model a V2 call names (loaded on request where the cache does that); in
+    /// MLServer's dialect a missing one is MLServer's "Model NAME ... not found".
+    pub async fn model(&self, name: &str, version: &str) -> Result<Arc<Served>, ServeError> {
+        let found = self.models.get_or_load(name, version).await;
+        match self.config.dialect {
+            Dialect::Inferwire => found,
+            Dialect::Mlserver => {
+                found.map_err(|e| crate::mlserver::model_not_found(e, name, version))
+            }
+        }
+    }
+
+    /// A repository load or unload; in MLServer's dialect an unknown name is its "Model
+    /// NAME not found".
+    pub async fn load_model(&self, name: &str, load: bool) -> Result<(), ServeError> {
+        let mlserver = self.config.dialect == Dialect::Mlserver;
+        if mlserver && load && !self.models.in_repository(name).await {
+            return Err(ServeError::new(
+                Kind::NotFound,
+                format!("Model {name} not found"),
+            ));
+        }
+        let done = if load {
+            self.models.load(name).await
+        } else {
+            self.models.unload(name).await
+        };
+        match self.config.dialect {
+            Dialect::Inferwire => done,
+            Dialect::Mlserver => done.map_err(|e| crate::mlserver::model_not_found(e, name, "")),
+        }
+    }
+
+    /// What MLServer's dialect adds to a request: `parameters.headers` from the request's
+    /// headers (`None` in the default dialect: nothing to copy).
+    pub fn headers_for_model(&self, headers: &http::HeaderMap) -> Option<Value> {
+        (self.config.dialect == Dialect::Mlserver)
+            .then(|| crate::mlserver::request_headers(headers))
+    }
+
+    /// A decoded V2 request, as the dialect hands it to the model: in MLServer's, with an
+    /// id made where it had none, and the headers `headers_for_model` took.
+    pub fn prepare(&self, req: &mut InferRequest, headers: Option<Value>) {
+        if self.config.dialect != Dialect::Mlserver {
+            return;
+        }
+        if req.id.is_empty() {
+            req.id = crate::mlserver::uuid4();
+        }
+        if let Some(h) = headers {
+            req.parameters.insert("headers".to_owned(), h);
+        }
+    }
+
+    /// The headers (gRPC: trailing metadata) of an inference reply: MLServer's
+    /// CloudEvents headers in its dialect, none otherwise.
+    pub fn reply_headers(&self, model: &str, id: &str) -> Vec<(&'static str, String)> {
+        self.cloudevents
+            .as_ref()
+            .map(|ce| ce.headers(model, id))
+            .unwrap_or_default()
     }
 
     /// The default model's metrics slot (for requests on the Seldon protocol's routes).

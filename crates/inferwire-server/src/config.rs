@@ -90,8 +90,42 @@ pub struct ServerConfig {
     /// A V2 REST inference request that does not decode is 422 (MLServer's answer)
     /// rather than 400 (Triton's and KServe's).
     pub v2_invalid_422: bool,
+    /// Whose answers the V2 dataplane gives where servers differ (`mlserver.rs`).
+    pub dialect: Dialect,
+    /// What `GET /v2` and `ServerMetadata` say of the server.
+    pub identity: ServerIdentity,
     /// Repository models loaded on request and unloaded past a memory budget.
     pub model_cache: crate::models::CacheConfig,
+}
+
+/// Where V2 servers answer differently, whose answers inferwire gives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Dialect {
+    /// Triton's and KServe's (and inferwire's own messages).
+    #[default]
+    Inferwire,
+    /// MLServer's (`inferwire start`): its not-found messages and 422 bodies, an id made
+    /// for a request without one, CloudEvents headers, and the request's headers handed
+    /// to the model as `parameters.headers`.
+    Mlserver,
+}
+
+/// The server's name, version and protocol extensions, as `GET /v2` gives them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerIdentity {
+    pub name: String,
+    pub version: String,
+    pub extensions: Vec<String>,
+}
+
+impl Default for ServerIdentity {
+    fn default() -> Self {
+        Self {
+            name: "inferwire".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            extensions: crate::dataplane::EXTENSIONS.map(String::from).to_vec(),
+        }
+    }
 }
 
 /// The two shapes of `ModelStreamInfer` replies clients expect.
@@ -166,6 +200,8 @@ impl Default for ServerConfig {
             streaming: crate::stream::StreamLimits::default(),
             grpc_stream_reply: StreamReply::Triton,
             v2_invalid_422: false,
+            dialect: Dialect::Inferwire,
+            identity: ServerIdentity::default(),
             model_cache: crate::models::CacheConfig::default(),
         }
     }

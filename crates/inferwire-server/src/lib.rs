@@ -13,6 +13,7 @@ pub mod error;
 pub mod grpc;
 pub mod login_guard;
 pub mod metrics;
+pub mod mlserver;
 pub mod model;
 pub mod models;
 pub mod native;

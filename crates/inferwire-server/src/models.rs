@@ -294,6 +294,18 @@ impl Models {
         found
     }
 
+    /// Whether the repository has a model `name` now (read afresh).
+    pub async fn in_repository(&self, name: &str) -> bool {
+        let Some(repo) = self.repository.clone() else {
+            return false;
+        };
+        let owned = name.to_owned();
+        matches!(
+            tokio::task::spawn_blocking(move || repo.names()).await,
+            Ok(Ok(names)) if names.contains(&owned)
+        )
+    }
+
     /// Loads `name` in this worker only (a request's load: every worker loads what its
     /// own requests ask for), then unloads the least recently used models while the
     /// loaded ones' memory is over the budget.

@@ -208,6 +208,8 @@ pub struct Serving {
     pub workers: usize,
     /// Sockets bound before the fork (`Listeners::bind`); `None`: bound here.
     pub listeners: Option<Listeners>,
+    /// Metrics the embedding adds to the scrape (`App::extra_metrics`).
+    pub extra_metrics: Option<crate::app::ExtraMetrics>,
 }
 
 /// Runs the REST and gRPC servers until SIGINT, SIGTERM or `stop`, then drains: the
@@ -227,6 +229,7 @@ pub fn serve(
         worker,
         workers,
         listeners,
+        extra_metrics,
     } = serving;
     let Listeners {
         http,
@@ -270,7 +273,9 @@ pub fn serve(
     )
     .with_placeholder_default(model.is_placeholder());
     metrics.worker_started(std::process::id());
-    let app = Arc::new(App::new(config, models, metrics));
+    let mut app = App::new(config, models, metrics);
+    app.extra_metrics = extra_metrics;
+    let app = Arc::new(app);
     if syncing {
         // Applies what other workers changed through the repository API. It holds the
         // app weakly, so that dropping the app at the end still stops the models.

@@ -12,6 +12,7 @@ mod seldon;
 mod serve;
 mod stream;
 mod timeout;
+mod trailers;
 mod v2;
 
 pub use serve::{serve, CONNECTION_WINDOW, STREAM_WINDOW};

@@ -108,6 +108,9 @@ pub async fn serve(app: Arc<App>, listener: TcpListener, mut stop: watch::Receiv
         .layer(tower::util::MapResponseLayer::new(move |res| {
             super::codec::refusals_named(res, limit)
         }))
+        .layer(tower::util::MapResponseLayer::new(
+            super::trailers::with_trailers::<tonic::body::Body>,
+        ))
         .layer(super::auth::AuthLayer { app: app.clone() })
         .layer(super::body_guard::BodyGuardLayer {
             budget: app.bodies.clone(),

@@ -51,7 +51,8 @@ pub const FINAL: &str = "triton_final_response";
 const DRAIN_CHECK: Duration = Duration::from_secs(1);
 
 type Reply = Result<pb::ModelStreamInferResponse, Status>;
-type Starting = Pin<Box<dyn Future<Output = Result<PieceStream, ServeError>> + Send>>;
+type Starting =
+    Pin<Box<dyn Future<Output = Result<(PieceStream, Arc<Served>), ServeError>> + Send>>;
 
 /// The replies of one `ModelStreamInfer` call, as tonic sends them.
 pub struct Replies {
@@ -62,6 +63,8 @@ pub struct Replies {
     header_id: String,
     /// The call's `grpc-encoding` when deflate (a refusal names the coding).
     deflate: bool,
+    /// The call's metadata for the model (MLServer's dialect: `parameters.headers`).
+    headers: Option<serde_json::Value>,
     /// Replies as MLServer shapes them (`--grpc-stream-reply mlserver`): bare
     /// `ModelInferResponse`s, no final flags, and a failed request ends the call.
     bare: bool,
@@ -104,7 +107,9 @@ impl Replies {
         let deflate = meta
             .get("grpc-encoding")
             .is_some_and(|v| v.as_bytes() == b"deflate");
+        let headers = app.headers_for_model(meta.as_ref());
         Self {
+            headers,
             inbound: request.into_inner(),
             state: State::Waiting,
             header_id,
@@ -117,7 +122,7 @@ impl Replies {
     }
 
     /// Starts answering `req`: its first reply if it failed at once.
-    fn begin(&mut self, req: pb::ModelInferRequest) -> Option<Reply> {
+    fn begin(&mut self, mut req: pb::ModelInferRequest) -> Option<Reply> {
         let app = self.app.clone();
         let mut obs = methods::V2_STREAM_INFER.observe();
         obs.id = if req.id.is_empty() {
@@ -125,6 +130,9 @@ impl Replies {
         } else {
             req.id.clone()
         };
+        if req.id.is_empty() && app.config.dialect == crate::config::Dialect::Mlserver {
+            req.id = crate::mlserver::uuid4();
+        }
         let by_reference = req
             .inputs
             .iter()
@@ -140,7 +148,7 @@ impl Replies {
                 .and_then(|p| p.parameter_choice.as_ref()),
             Some(ParameterChoice::BoolParam(true))
         );
-        let mut call = Box::new(Call {
+        let call = Box::new(Call {
             obs,
             model_name: req.model_name.clone(),
             model_version: req.model_version.clone(),
@@ -149,14 +157,6 @@ impl Replies {
             streams: false,
             empty_final,
         });
-        let model = match app.models.get(&req.model_name, &req.model_version) {
-            Ok(m) => m,
-            Err(e) => return Some(self.failed(*call, &e)),
-        };
-        call.obs.model = model.slot;
-        call.model_name.clone_from(&model.name);
-        call.model_version.clone_from(&model.version);
-        call.streams = model.runner.streams();
         // Each piece would overwrite the one before it in the region.
         if let Some(i) = req
             .outputs
@@ -172,15 +172,21 @@ impl Replies {
             );
             return Some(self.failed(*call, &e));
         }
-        let request = match proto::from_pb_with(
-            req,
-            &app.config.limits,
-            &app.shared_memory.reader(app.config.max_body_bytes),
-        ) {
-            Ok(r) => r,
-            Err(e) => return Some(self.failed(*call, &e.into())),
+        let headers = self.headers.clone();
+        // The model is looked up (and loaded on request, where the cache does that) as
+        // the request starts, without holding up the call's other work.
+        let start = async move {
+            let model = app.model(&req.model_name, &req.model_version).await?;
+            let mut request = proto::from_pb_with(
+                req,
+                &app.config.limits,
+                &app.shared_memory.reader(app.config.max_body_bytes),
+            )
+            .map_err(|e| crate::mlserver::decode_error(&app.config, e.into()))?;
+            app.prepare(&mut request, headers);
+            let pieces = app.infer_stream(&model, request, Protocol::Grpc).await?;
+            Ok((pieces, model))
         };
-        let start = async move { start(&app, &model, request).await };
         self.state = State::Starting(Box::pin(start), call);
         None
     }
@@ -283,15 +289,6 @@ impl Replies {
     }
 }
 
-/// The model's stream for a request (the request decoded, admitted and started).
-async fn start(
-    app: &App,
-    model: &Served,
-    request: inferwire_codec::protocol::v2::InferRequest,
-) -> Result<PieceStream, ServeError> {
-    app.infer_stream(model, request, Protocol::Grpc).await
-}
-
 /// The reply for one piece: the request's model, version and id, and the outputs.
 fn piece(
     call: &Call,
@@ -367,7 +364,14 @@ impl Stream for Replies {
                         unreachable!("the state was Starting");
                     };
                     match started {
-                        Ok(pieces) => this.state = State::Answering(pieces, call),
+                        Ok((pieces, model)) => {
+                            let mut call = call;
+                            call.obs.model = model.slot;
+                            call.model_name.clone_from(&model.name);
+                            call.model_version.clone_from(&model.version);
+                            call.streams = model.runner.streams();
+                            this.state = State::Answering(pieces, call);
+                        }
                         Err(e) => return Poll::Ready(Some(this.failed(*call, &e))),
                     }
                 }

@@ -57,10 +57,11 @@ impl GrpcInferenceService for V2Service {
         &self,
         _: Request<pb::ServerMetadataRequest>,
     ) -> Result<pb::ServerMetadataResponse> {
+        let id = &self.0.config.identity;
         Ok(Response::new(pb::ServerMetadataResponse {
-            name: "inferwire".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-            extensions: crate::dataplane::EXTENSIONS.map(String::from).to_vec(),
+            name: id.name.clone(),
+            version: id.version.clone(),
+            extensions: id.extensions.clone(),
         }))
     }
 
@@ -71,8 +72,7 @@ impl GrpcInferenceService for V2Service {
         let r = req.into_inner();
         let model = self
             .0
-            .models
-            .get_or_load(&r.name, &r.version)
+            .model(&r.name, &r.version)
             .await
             .map_err(|e| e.to_status())?;
         let meta = crate::dataplane::model_metadata(&model)
@@ -123,6 +123,7 @@ impl GrpcInferenceService for V2Service {
             obs.id = id.to_str().unwrap_or_default().to_owned();
         }
         let deadline = app.deadline(Instant::now(), client_timeout(req.metadata()));
+        let headers = app.headers_for_model(req.metadata().as_ref());
         let req = req.into_inner();
         let by_reference = req.inputs.iter().any(|i| {
             i.parameters
@@ -135,25 +136,32 @@ impl GrpcInferenceService for V2Service {
         };
         let raw = proto::reply_raw(&req);
         let run = async {
-            let model = app
-                .models
-                .get_or_load(&req.model_name, &req.model_version)
-                .await?;
+            let model = app.model(&req.model_name, &req.model_version).await?;
             obs.model = model.slot;
-            let request = proto::from_pb_with(
+            let mut request = proto::from_pb_with(
                 req,
                 &app.config.limits,
                 &app.shared_memory.reader(app.config.max_body_bytes),
-            )?;
+            )
+            .map_err(|e| crate::mlserver::decode_error(&app.config, e.into()))?;
+            app.prepare(&mut request, headers);
             if obs.id.is_empty() {
                 obs.id.clone_from(&request.id);
             }
             let response = crate::shared_memory::infer(app, &model, request, deadline).await?;
-            Ok::<_, ServeError>(proto::to_pb(response, raw))
+            let trailers = app.reply_headers(&response.model_name, &response.id);
+            Ok::<_, ServeError>((proto::to_pb(response, raw), trailers))
         };
         let result = run.await.map_err(|e| e.to_status());
         obs.finish(app, Code::of_grpc(&result), rpc.name());
-        result.map(Response::new)
+        result.map(|(reply, trailers)| {
+            let mut r = Response::new(reply);
+            if !trailers.is_empty() {
+                r.extensions_mut()
+                    .insert(super::trailers::Trailing::from_pairs(trailers));
+            }
+            r
+        })
     }
 
     type ModelStreamInferStream = super::stream::Replies;
@@ -231,8 +239,7 @@ impl GrpcInferenceService for V2Service {
         let r = req.into_inner();
         let model = self
             .0
-            .models
-            .get_or_load(&r.name, &r.version)
+            .model(&r.name, &r.version)
             .await
             .map_err(|e| e.to_status())?;
         let c = crate::dataplane::model_config(&model)
@@ -389,7 +396,10 @@ impl GrpcInferenceService for V2Service {
         req: Request<pb::RepositoryModelLoadRequest>,
     ) -> Result<pb::RepositoryModelLoadResponse> {
         let name = req.into_inner().model_name;
-        self.0.models.load(&name).await.map_err(|e| e.to_status())?;
+        self.0
+            .load_model(&name, true)
+            .await
+            .map_err(|e| e.to_status())?;
         Ok(Response::new(pb::RepositoryModelLoadResponse {}))
     }
 
@@ -399,8 +409,7 @@ impl GrpcInferenceService for V2Service {
     ) -> Result<pb::RepositoryModelUnloadResponse> {
         let name = req.into_inner().model_name;
         self.0
-            .models
-            .unload(&name)
+            .load_model(&name, false)
             .await
             .map_err(|e| e.to_status())?;
         Ok(Response::new(pb::RepositoryModelUnloadResponse {}))

@@ -34,9 +34,16 @@ pub async fn ready(app: &App) -> Result<Reply, ServeError> {
 
 /// Prometheus' scrape.
 pub async fn metrics(app: &App) -> Result<Reply, ServeError> {
+    let mut text = app.metrics.render();
+    if let Some(extra) = app.extra_metrics.clone() {
+        // It may wait for the GIL behind a model call: not on an I/O thread.
+        if let Ok(more) = tokio::task::spawn_blocking(move || extra()).await {
+            text.push_str(&more);
+        }
+    }
     let mut r = body::with_type(
         StatusCode::OK,
-        app.metrics.render().into(),
+        text.into(),
         "text/plain; version=0.0.4; charset=utf-8",
     );
     r.headers_mut()

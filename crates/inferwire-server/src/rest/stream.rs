@@ -41,9 +41,11 @@ pub async fn infer_stream(
     version: &str,
     obs: &mut Observed,
 ) -> Result<Reply, ServeError> {
-    let model = app.models.get_or_load(name, version).await?;
+    let model = app.model(name, version).await?;
     obs.model = model.slot;
-    let request = super::v2::decode(app, req, obs).await?;
+    let headers = app.headers_for_model(req.headers());
+    let mut request = super::v2::decode(app, req, obs).await?;
+    app.prepare(&mut request, headers);
     start(app, &model, request, Shape::V2).await
 }
 
@@ -56,7 +58,7 @@ pub async fn generate_stream(
     version: &str,
     obs: &mut Observed,
 ) -> Result<Reply, ServeError> {
-    let model = app.models.get_or_load(name, version).await?;
+    let model = app.model(name, version).await?;
     obs.model = model.slot;
     let (request, shape) = read_generate(app, req, obs).await?;
     start(app, &model, request, shape).await
@@ -71,7 +73,7 @@ pub async fn generate(
     version: &str,
     obs: &mut Observed,
 ) -> Result<Reply, ServeError> {
-    let model = app.models.get_or_load(name, version).await?;
+    let model = app.model(name, version).await?;
     obs.model = model.slot;
     let (request, shape) = read_generate(app, req, obs).await?;
     let deadline = app.deadline(obs.start, None);
@@ -83,7 +85,9 @@ pub async fn generate(
         }
         Shape::Flat => generate::encode_response(&response, &mut out)?,
     }
-    Ok(body::json(StatusCode::OK, out))
+    let mut r = body::json(StatusCode::OK, out);
+    super::v2::add_reply_headers(app, &mut r, &response.model_name, &response.id);
+    Ok(r)
 }
 
 async fn read_generate(
@@ -92,14 +96,16 @@ async fn read_generate(
     obs: &mut Observed,
 ) -> Result<(InferRequest, Shape), ServeError> {
     obs.encoding = Encoding::Json;
+    let headers = app.headers_for_model(req.headers());
     let body = body::read(app, req, app.config.max_body_bytes).await?;
-    let (request, shape) = if generate::is_v2_request(&body) {
+    let (mut request, shape) = if generate::is_v2_request(&body) {
         let r = json::decode_request(body, None, &app.config.limits)?;
         (r, Shape::V2)
     } else {
         let r = generate::decode_request(&body, &app.config.limits)?;
         (r, Shape::Flat)
     };
+    app.prepare(&mut request, headers);
     if obs.id.is_empty() {
         obs.id.clone_from(&request.id);
     }

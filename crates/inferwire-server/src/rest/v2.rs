@@ -49,11 +49,12 @@ const DOCS_PAGE: &str = r##"<!doctype html>
 </html>
 "##;
 
-pub async fn server() -> Result<Reply, ServeError> {
+pub async fn server(app: &App) -> Result<Reply, ServeError> {
+    let id = &app.config.identity;
     Ok(ok(json!({
-        "name": "inferwire",
-        "version": env!("CARGO_PKG_VERSION"),
-        "extensions": crate::dataplane::EXTENSIONS,
+        "name": id.name,
+        "version": id.version,
+        "extensions": id.extensions,
     })))
 }
 
@@ -79,7 +80,7 @@ pub async fn model_ready(app: &App, name: &str, version: &str) -> Result<Reply, 
 
 /// `GET /v2/models/NAME[/versions/VERSION]`: the model's metadata.
 pub async fn model(app: &App, name: &str, version: &str) -> Result<Reply, ServeError> {
-    let model = app.models.get_or_load(name, version).await?;
+    let model = app.model(name, version).await?;
     crate::dataplane::model_metadata(&model).await.map(ok)
 }
 
@@ -97,16 +98,16 @@ pub async fn stats(app: &App, name: &str, version: &str) -> Result<Reply, ServeE
 /// `GET /v2/models/NAME[/versions/VERSION]/config`: Triton's model configuration
 /// extension.
 pub async fn config(app: &App, name: &str, version: &str) -> Result<Reply, ServeError> {
-    let model = app.models.get_or_load(name, version).await?;
+    let model = app.model(name, version).await?;
     crate::dataplane::model_config(&model).await.map(ok)
 }
 
 pub async fn load(app: &App, name: &str) -> Result<Reply, ServeError> {
-    app.models.load(name).await.map(|()| ok(json!({})))
+    app.load_model(name, true).await.map(|()| ok(json!({})))
 }
 
 pub async fn unload(app: &App, name: &str) -> Result<Reply, ServeError> {
-    app.models.unload(name).await.map(|()| ok(json!({})))
+    app.load_model(name, false).await.map(|()| ok(json!({})))
 }
 
 /// `POST /v2/repository/index`, with `{"ready": true}` for the ready models only.
@@ -150,13 +151,16 @@ fn readiness(ready: bool, v: Value) -> Reply {
     body::json(status, serde_json::to_vec(&v).unwrap_or_default())
 }
 
-/// V2's error body.
+/// V2's error body: `{"error": ...}`; a request that does not validate (422, MLServer's
+/// answer) has FastAPI's `detail` beside it, as MLServer's clients read it.
 pub fn error(e: &ServeError) -> Reply {
     let status = StatusCode::from_u16(e.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let mut r = body::json(
-        status,
-        serde_json::to_vec(&json!({"error": e.message})).unwrap_or_default(),
-    );
+    let v = if e.kind == Kind::Unprocessable {
+        crate::mlserver::validation_body(&e.message)
+    } else {
+        json!({"error": e.message})
+    };
+    let mut r = body::json(status, serde_json::to_vec(&v).unwrap_or_default());
     body::for_kind(&mut r, e.kind);
     r
 }
@@ -168,27 +172,41 @@ pub async fn infer(
     version: &str,
     obs: &mut Observed,
 ) -> Result<Reply, ServeError> {
-    let model = app.models.get_or_load(name, version).await?;
+    let model = app.model(name, version).await?;
     obs.model = model.slot;
-    let request = decode(app, req, obs).await?;
+    let headers = app.headers_for_model(req.headers());
+    let mut request = decode(app, req, obs).await?;
+    app.prepare(&mut request, headers);
     let binary = request.binary_outputs();
     let deadline = app.deadline(obs.start, None);
     let response = crate::shared_memory::infer(app, &model, request, deadline).await?;
     let mut out = Vec::with_capacity(256);
     let blobs = json::encode_response(&response, |name| binary.wants(name), &mut out)?;
-    if blobs.is_empty() {
-        return Ok(body::json(StatusCode::OK, out));
-    }
-    let json_len = out.len();
-    for b in blobs {
-        out.extend_from_slice(&b);
-    }
-    let mut r = body::with_type(StatusCode::OK, out.into(), "application/octet-stream");
-    r.headers_mut().insert(
-        BINARY_HEADER,
-        HeaderValue::from_str(&json_len.to_string()).unwrap_or(HeaderValue::from_static("0")),
-    );
+    let mut r = if blobs.is_empty() {
+        body::json(StatusCode::OK, out)
+    } else {
+        let json_len = out.len();
+        for b in blobs {
+            out.extend_from_slice(&b);
+        }
+        let mut r = body::with_type(StatusCode::OK, out.into(), "application/octet-stream");
+        r.headers_mut().insert(
+            BINARY_HEADER,
+            HeaderValue::from_str(&json_len.to_string()).unwrap_or(HeaderValue::from_static("0")),
+        );
+        r
+    };
+    add_reply_headers(app, &mut r, &response.model_name, &response.id);
     Ok(r)
+}
+
+/// The dialect's headers of an inference reply (MLServer's CloudEvents).
+pub(super) fn add_reply_headers(app: &App, r: &mut Reply, model: &str, id: &str) {
+    for (name, value) in app.reply_headers(model, id) {
+        if let Ok(v) = HeaderValue::from_str(&value) {
+            r.headers_mut().insert(name, v);
+        }
+    }
 }
 
 /// Reads a V2 inference request: JSON, or JSON and binary data with

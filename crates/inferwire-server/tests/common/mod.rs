@@ -361,6 +361,7 @@ impl Server {
             worker: 0,
             workers: 1,
             listeners: None,
+            extra_metrics: None,
         };
         let handle = stop.clone();
         let thread = std::thread::spawn(move || {

@@ -1,0 +1,99 @@
+"""MLServer's gRPC endpoint checks (its tests/grpc/test_servicers.py, rewritten here)
+made with MLServer's own stubs against an inferwire server of
+mlserver_folders.build_endpoint_models; prints a JSON object of what came back. Run with
+the virtualenv of scripts/mlserver-client-env.sh: python ... GRPC_PORT"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import grpc
+from mlserver.grpc import dataplane_pb2 as pb
+from mlserver.grpc.converters import InferOutputTensorConverter
+from mlserver.grpc.dataplane_pb2_grpc import GRPCInferenceServiceStub
+from mlserver.raw import unpack
+
+
+def failure(call: Any) -> dict[str, Any]:
+    try:
+        call()
+    except grpc.RpcError as e:
+        return {"code": e.code().name, "details": e.details()}
+    return {"code": "OK"}
+
+
+def main() -> None:
+    stub = GRPCInferenceServiceStub(grpc.insecure_channel(f"127.0.0.1:{sys.argv[1]}"))
+    out: dict[str, Any] = {}
+    meta = stub.ServerMetadata(pb.ServerMetadataRequest())
+    out["server"] = [meta.name, meta.version, list(meta.extensions)]
+    out["live"] = stub.ServerLive(pb.ServerLiveRequest()).live
+    out["model_ready"] = stub.ModelReady(
+        pb.ModelReadyRequest(name="sum-model", version="v1.2.3")
+    ).ready
+    model = stub.ModelMetadata(pb.ModelMetadataRequest(name="sum-model", version="v1.2.3"))
+    out["model"] = [model.name, model.platform, list(model.versions)]
+
+    tensor = pb.ModelInferRequest.InferInputTensor(
+        name="input-0",
+        datatype="INT32",
+        shape=[1, 3],
+        contents=pb.InferTensorContents(int_contents=[1, 2, 3]),
+    )
+    for version in ("v1.2.3", ""):
+        req = pb.ModelInferRequest(model_name="sum-model", model_version=version, inputs=[tensor])
+        reply, call = stub.ModelInfer.with_call(req, metadata=(("x-foo", "bar"),))
+        out[f"infer/{version}"] = {
+            "contents": list(reply.outputs[0].contents.int64_contents),
+            "id": reply.id,
+            "trailing": dict(call.trailing_metadata() or ()),
+        }
+    raw = pb.ModelInferRequest(model_name="sum-model", inputs=[tensor])
+    raw.raw_input_contents.append(bytes([1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0]))
+    raw.inputs[0].ClearField("contents")
+    reply = stub.ModelInfer(raw)
+    decoded = unpack(
+        InferOutputTensorConverter.to_types(reply.outputs[0]), reply.raw_output_contents[0]
+    )
+    out["raw"] = list(decoded)
+
+    missing = pb.ModelInferRequest(model_name="my-model", model_version="v1.2.3", inputs=[tensor])
+    out["missing"] = failure(lambda: stub.ModelInfer(missing))
+    bad = pb.ModelInferRequest(model_name="sum-model", inputs=[tensor])
+    bad.inputs[0].datatype = "INT322"
+    out["bad_datatype"] = failure(lambda: stub.ModelInfer(bad))
+
+    prompt = pb.ModelInferRequest.InferInputTensor(
+        name="prompt",
+        datatype="BYTES",
+        shape=[1],
+        contents=pb.InferTensorContents(bytes_contents=[b"What is the capital of France?"]),
+        parameters={"content_type": pb.InferParameter(string_param="str")},
+    )
+    for version in ("v1.2.3", ""):
+        gen = pb.ModelInferRequest(
+            model_name="text-stream-model", model_version=version, inputs=[prompt]
+        )
+        out[f"stream/{version}"] = [
+            p.outputs[0].contents.bytes_contents[0].decode()
+            for p in stub.ModelStreamInfer(iter([gen]))
+        ]
+    gen = pb.ModelInferRequest(model_name="my-model", model_version="v1.2.3", inputs=[prompt])
+    out["stream/missing"] = failure(lambda: list(stub.ModelStreamInfer(iter([gen]))))
+
+    out["index"] = len(stub.RepositoryIndex(pb.RepositoryIndexRequest()).models)
+    stub.RepositoryModelUnload(pb.RepositoryModelUnloadRequest(model_name="text-model"))
+    out["after_unload"] = failure(
+        lambda: stub.ModelMetadata(pb.ModelMetadataRequest(name="text-model"))
+    )
+    stub.RepositoryModelLoad(pb.RepositoryModelLoadRequest(model_name="text-model"))
+    out["after_load"] = stub.ModelMetadata(pb.ModelMetadataRequest(name="text-model")).name
+    out["load_missing"] = failure(
+        lambda: stub.RepositoryModelLoad(pb.RepositoryModelLoadRequest(model_name="my-model"))
+    )
+    print(json.dumps(out))
+
+
+main()
