@@ -140,3 +140,31 @@ def test_a_model_that_fails_to_load_is_a_500_and_the_rest_serve(serve: Any, tmp_
     assert infer(s.url, "m01").status_code == 500  # tried again, not cached as loaded
     assert metric(s.url, 'inferwire_model_loads_total{result="failed"}') == 2
     assert "Traceback" not in r.text
+
+
+def test_a_grpc_stream_loads_its_model_on_request(cached: Any) -> None:
+    """ModelStreamInfer asks for a model that is not loaded: it loads, as for a unary
+    call, and the stream answers; an unknown one is the request's error."""
+    import grpc
+    from tritonclient.grpc import service_pb2
+
+    def stream(model: str) -> list[Any]:
+        req = service_pb2.ModelInferRequest(model_name=model, id="s1")
+        req.inputs.add(name="x", datatype="FP64", shape=[1])
+        req.inputs[0].contents.fp64_contents.append(1.0)
+        with grpc.insecure_channel(cached.grpc_target) as ch:
+            call = ch.stream_stream(
+                "/inference.GRPCInferenceService/ModelStreamInfer",
+                request_serializer=service_pb2.ModelInferRequest.SerializeToString,
+                response_deserializer=service_pb2.ModelStreamInferResponse.FromString,
+            )
+            return list(call(iter([req]), timeout=60))
+
+    assert "m07" not in loaded(cached.url)
+    [reply] = stream("m07")
+    assert not reply.error_message, reply.error_message
+    assert list(reply.infer_response.outputs[0].contents.fp64_contents) == [8.0]
+    assert reply.infer_response.id == "s1" and reply.infer_response.model_name == "m07"
+    assert "m07" in loaded(cached.url)
+    [missing] = stream("nope")
+    assert 'no model named "nope"' in missing.error_message
