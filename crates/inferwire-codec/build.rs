@@ -5,10 +5,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Read when the script runs, not when it was compiled: a target directory shared by
     // two checkouts reuses the compiled script, which must find this checkout's protos.
     let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR")?).join("../../proto");
-    let files = ["prediction.proto", "grpc_service.proto"];
+    let files = [
+        "prediction.proto",
+        "grpc_service.proto",
+        "model_repository.proto",
+    ];
     for f in [
         "prediction.proto",
         "grpc_service.proto",
+        "model_repository.proto",
         "tensorflow/core/framework",
     ] {
         println!("cargo:rerun-if-changed={}", root.join(f).display());

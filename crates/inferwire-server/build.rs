@@ -8,7 +8,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // two checkouts reuses the compiled script, which must find this checkout's protos.
     let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR")?).join("../../proto");
     println!("cargo:rerun-if-changed={}", root.display());
-    let fds = protox::compile(["prediction.proto", "grpc_service.proto"], [&root])?;
+    let fds = protox::compile(
+        [
+            "prediction.proto",
+            "grpc_service.proto",
+            "model_repository.proto",
+        ],
+        [&root],
+    )?;
     tonic_prost_build::configure()
         .build_client(false)
         .build_transport(false)

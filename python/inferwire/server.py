@@ -26,7 +26,8 @@ def _describe(host: str, http_port: int, grpc_port: int, tls: bool = False) -> s
         f"REST  {scheme}://{shown}:{http_port}/api/v1.0/predictions  (HTTP/1.1 and {http2})\n"
         f"gRPC  {shown}:{grpc_port}{' (TLS)' if tls else ''}  "
         "(seldon.protos.Seldon, seldon.protos.Model, the Seldon graph component services, "
-        "inference.GRPCInferenceService, health, reflection)"
+        "inference.GRPCInferenceService, inference.model_repository.ModelRepositoryService, "
+        "health, reflection)"
     )
 
 

@@ -12,7 +12,9 @@ from typing import Any
 import grpc
 from mlserver.grpc import dataplane_pb2 as pb
 from mlserver.grpc.converters import InferOutputTensorConverter
+from mlserver.grpc import model_repository_pb2 as mr
 from mlserver.grpc.dataplane_pb2_grpc import GRPCInferenceServiceStub
+from mlserver.grpc.model_repository_pb2_grpc import ModelRepositoryServiceStub
 from mlserver.raw import unpack
 
 
@@ -25,7 +27,8 @@ def failure(call: Any) -> dict[str, Any]:
 
 
 def main() -> None:
-    stub = GRPCInferenceServiceStub(grpc.insecure_channel(f"127.0.0.1:{sys.argv[1]}"))
+    channel = grpc.insecure_channel(f"127.0.0.1:{sys.argv[1]}")
+    stub = GRPCInferenceServiceStub(channel)
     out: dict[str, Any] = {}
     meta = stub.ServerMetadata(pb.ServerMetadataRequest())
     out["server"] = [meta.name, meta.version, list(meta.extensions)]
@@ -92,6 +95,19 @@ def main() -> None:
     out["after_load"] = stub.ModelMetadata(pb.ModelMetadataRequest(name="text-model")).name
     out["load_missing"] = failure(
         lambda: stub.RepositoryModelLoad(pb.RepositoryModelLoadRequest(model_name="my-model"))
+    )
+
+    # MLServer's deprecated repository service (tests/grpc/test_model_repository.py).
+    repo = ModelRepositoryServiceStub(channel)
+    out["old/index"] = len(repo.RepositoryIndex(mr.RepositoryIndexRequest()).models)
+    repo.RepositoryModelUnload(mr.RepositoryModelUnloadRequest(model_name="text-model"))
+    out["old/after_unload"] = failure(
+        lambda: stub.ModelMetadata(pb.ModelMetadataRequest(name="text-model"))
+    )
+    repo.RepositoryModelLoad(mr.RepositoryModelLoadRequest(model_name="text-model"))
+    out["old/after_load"] = stub.ModelMetadata(pb.ModelMetadataRequest(name="text-model")).name
+    out["old/load_missing"] = failure(
+        lambda: repo.RepositoryModelLoad(mr.RepositoryModelLoadRequest(model_name="my-model"))
     )
     print(json.dumps(out))
 

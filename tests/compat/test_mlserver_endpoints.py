@@ -227,3 +227,7 @@ def test_grpc_as_mlservers_tests_call_it(server: Any) -> None:
     assert out["index"] == 4
     assert out["after_unload"]["code"] == "NOT_FOUND" and out["after_load"] == "text-model"
     assert out["load_missing"] == {"code": "NOT_FOUND", "details": "Model my-model not found"}
+    # The same through MLServer's deprecated inference.model_repository service.
+    assert out["old/index"] == 4
+    assert out["old/after_unload"]["code"] == "NOT_FOUND" and out["old/after_load"] == "text-model"
+    assert out["old/load_missing"] == out["load_missing"]

@@ -212,6 +212,25 @@ pub static METHODS: &[Rpc] = &[
         None,
         V2,
     ),
+    // MLServer's deprecated repository service: the same three methods.
+    rpc(
+        "/inference.model_repository.ModelRepositoryService/RepositoryIndex",
+        Access::REPOSITORY_READ,
+        None,
+        V2,
+    ),
+    rpc(
+        "/inference.model_repository.ModelRepositoryService/RepositoryModelLoad",
+        Access::REPOSITORY_WRITE,
+        None,
+        V2,
+    ),
+    rpc(
+        "/inference.model_repository.ModelRepositoryService/RepositoryModelUnload",
+        Access::REPOSITORY_WRITE,
+        None,
+        V2,
+    ),
     rpc(
         "/inference.GRPCInferenceService/ModelStatistics",
         Access::PREDICT,
@@ -331,6 +350,9 @@ mod tests {
             "/inference.GRPCInferenceService/RepositoryIndex repository-read - V2",
             "/inference.GRPCInferenceService/RepositoryModelLoad repository-write - V2",
             "/inference.GRPCInferenceService/RepositoryModelUnload repository-write - V2",
+            "/inference.model_repository.ModelRepositoryService/RepositoryIndex repository-read - V2",
+            "/inference.model_repository.ModelRepositoryService/RepositoryModelLoad repository-write - V2",
+            "/inference.model_repository.ModelRepositoryService/RepositoryModelUnload repository-write - V2",
             "/inference.GRPCInferenceService/ModelStatistics predict - V2",
             "/inference.GRPCInferenceService/ModelConfig predict - V2",
             "/inference.GRPCInferenceService/SystemSharedMemoryStatus predict - V2",

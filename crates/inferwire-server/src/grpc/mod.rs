@@ -25,4 +25,8 @@ pub(crate) mod generated {
 #[allow(clippy::all)]
 pub(crate) mod generated_v2 {
     include!(concat!(env!("OUT_DIR"), "/inference.rs"));
+
+    pub(crate) mod model_repository {
+        include!(concat!(env!("OUT_DIR"), "/inference.model_repository.rs"));
+    }
 }

@@ -12,6 +12,7 @@ use super::generated::router_server::RouterServer;
 use super::generated::transformer_server::TransformerServer;
 use super::generated::{model_server::ModelServer, seldon_server::SeldonServer};
 use super::generated_v2::grpc_inference_service_server::GrpcInferenceServiceServer;
+use super::generated_v2::model_repository::model_repository_service_server::ModelRepositoryServiceServer;
 use super::methods;
 use super::predict::FastPredict;
 use super::seldon::SeldonService;
@@ -61,6 +62,10 @@ pub async fn serve(app: Arc<App>, listener: TcpListener, mut stop: watch::Receiv
         .accept_compressed(Deflate)
         .max_decoding_message_size(limit)
         .max_encoding_message_size(usize::MAX);
+    let repository = ModelRepositoryServiceServer::new(V2Service(app.clone()))
+        .accept_compressed(Gzip)
+        .accept_compressed(Deflate)
+        .max_decoding_message_size(limit);
 
     let (health, health_svc) = super::health::Reporter::new();
     let health_svc = health_svc
@@ -125,6 +130,7 @@ pub async fn serve(app: Arc<App>, listener: TcpListener, mut stop: watch::Receiv
         .add_service(output_transformer)
         .add_service(combiner)
         .add_service(v2)
+        .add_service(repository)
         .add_service(health_svc)
         .add_service(reflection)
         .add_service(reflection_alpha);

@@ -9,6 +9,7 @@ use serde_json::Value;
 use tonic::{Request, Response, Status};
 
 use super::generated_v2::grpc_inference_service_server::GrpcInferenceService;
+use super::generated_v2::model_repository::model_repository_service_server::ModelRepositoryService;
 use super::methods;
 use super::timeout::client_timeout;
 use crate::app::App;
@@ -413,5 +414,31 @@ impl GrpcInferenceService for V2Service {
             .await
             .map_err(|e| e.to_status())?;
         Ok(Response::new(pb::RepositoryModelUnloadResponse {}))
+    }
+}
+
+/// MLServer's deprecated `inference.model_repository.ModelRepositoryService`: V2's own
+/// repository methods under the name clients written for it call.
+#[tonic::async_trait]
+impl ModelRepositoryService for V2Service {
+    async fn repository_index(
+        &self,
+        req: Request<pb::RepositoryIndexRequest>,
+    ) -> Result<pb::RepositoryIndexResponse> {
+        GrpcInferenceService::repository_index(self, req).await
+    }
+
+    async fn repository_model_load(
+        &self,
+        req: Request<pb::RepositoryModelLoadRequest>,
+    ) -> Result<pb::RepositoryModelLoadResponse> {
+        GrpcInferenceService::repository_model_load(self, req).await
+    }
+
+    async fn repository_model_unload(
+        &self,
+        req: Request<pb::RepositoryModelUnloadRequest>,
+    ) -> Result<pb::RepositoryModelUnloadResponse> {
+        GrpcInferenceService::repository_model_unload(self, req).await
     }
 }
