@@ -231,3 +231,34 @@ def test_grpc_as_mlservers_tests_call_it(server: Any) -> None:
     assert out["old/index"] == 4
     assert out["old/after_unload"]["code"] == "NOT_FOUND" and out["old/after_load"] == "text-model"
     assert out["old/load_missing"] == out["load_missing"]
+
+
+def test_unloading_the_last_model(serve: Any, root: Path, tmp_path: Path) -> None:
+    """MLServer's tests serve one model and unload it: the server is then left with none
+    (inferwire's default model, the Seldon routes', goes too in MLServer's dialect),
+    and loading it again serves it again."""
+    import shutil
+
+    shutil.copytree(root / "sum-model", tmp_path / "sum-model")
+    for name in ("models.py", "settings.json"):
+        shutil.copy(root / name, tmp_path / name)
+    python = client_venv("mlserver-client-env.sh")
+    one = serve(
+        str(tmp_path),
+        "--metrics-port",
+        str(free_port()),
+        "--allow-unauthenticated-repository",
+        command="start",
+        python=python,
+        env={"PYTHONPATH": str(HERE.parent.parent / "python")},
+    )
+    assert len(httpx.post(f"{one.url}/v2/repository/index", json={}).json()) == 1
+    r = httpx.post(f"{one.url}/v2/repository/models/sum-model/unload")
+    assert r.status_code == 200, r.text
+    assert httpx.get(f"{one.url}/v2/models/sum-model").status_code == 404
+    seldon = httpx.post(f"{one.url}/api/v1.0/predictions", json={"data": {"ndarray": [[1]]}})
+    assert seldon.status_code == 404 and "not loaded" in seldon.text
+    assert httpx.get(f"{one.url}/v2/health/live").status_code == 200
+    assert httpx.post(f"{one.url}/v2/repository/models/sum-model/load").status_code == 200
+    reply = httpx.post(f"{one.url}/v2/models/sum-model/infer", json=INFER).json()
+    assert reply["outputs"][0]["data"] == [6]

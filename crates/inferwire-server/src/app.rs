@@ -104,7 +104,7 @@ impl App {
         let done = if load {
             self.models.load(name).await
         } else {
-            self.models.unload(name).await
+            self.models.unload(name, mlserver).await
         };
         match self.config.dialect {
             Dialect::Inferwire => done,

@@ -495,9 +495,12 @@ impl Models {
     }
 
     /// Stops serving `name`; requests it already has finish.
-    pub async fn unload(&self, name: &str) -> Result<(), ServeError> {
+    /// The default model (the Seldon protocol's) only with `default_too` (MLServer's
+    /// dialect, where every model may go: the Seldon routes then answer that it is not
+    /// loaded).
+    pub async fn unload(&self, name: &str, default_too: bool) -> Result<(), ServeError> {
         self.repository()?;
-        if name == self.default {
+        if name == self.default && !default_too {
             return Err(ServeError::new(
                 Kind::BadRequest,
                 format!(
