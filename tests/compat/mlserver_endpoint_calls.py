@@ -11,8 +11,8 @@ from typing import Any
 
 import grpc
 from mlserver.grpc import dataplane_pb2 as pb
-from mlserver.grpc.converters import InferOutputTensorConverter
 from mlserver.grpc import model_repository_pb2 as mr
+from mlserver.grpc.converters import InferOutputTensorConverter
 from mlserver.grpc.dataplane_pb2_grpc import GRPCInferenceServiceStub
 from mlserver.grpc.model_repository_pb2_grpc import ModelRepositoryServiceStub
 from mlserver.raw import unpack
