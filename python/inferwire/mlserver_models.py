@@ -156,6 +156,8 @@ class _Predict:
         adapter = self.adapter() if self.adapter is not None else None
         assert adapter is not None, "the model was unloaded"
         out = adapter.infer({"input-0": np.asarray(X)}, {}, [], {})
+        if isinstance(out, dict):
+            out = out["outputs"]
         return out[0][1] if len(out) == 1 else {o[0]: o[1] for o in out}
 
 
@@ -215,14 +217,19 @@ class MLModelAdapter(SeldonAdapter):
         parameters: dict[str, Any],
         requested: list[str],
         input_parameters: dict[str, dict[str, Any]],
-    ) -> list[tuple[Any, ...]]:
+    ) -> list[tuple[Any, ...]] | dict[str, Any]:
+        """The outputs; with the response's own parameters (``parameters.headers``: its
+        reply's headers, as MLServer sends them) as ``{"outputs", "parameters"}``."""
         request = self._request(inputs, parameters, requested, input_parameters)
         self._mlloop.serve()
         try:
             response = self._mlloop.run(in_context(self.mlmodel, self.mlmodel.predict(request)))
         except Exception as e:
             _raise_reported(self.name, "predict", e)
-        return _outputs(response)
+        if response.parameters is None:
+            return _outputs(response)
+        own = response.parameters.model_dump(exclude_none=True)
+        return {"outputs": _outputs(response), "parameters": own}
 
     def infer_stream(
         self,

@@ -171,12 +171,13 @@ class SeldonAdapter:
         parameters: dict[str, Any],
         requested: list[str],
         input_parameters: dict[str, dict[str, Any]],
-    ) -> list[tuple[Any, ...]]:
+    ) -> list[tuple[Any, ...]] | dict[str, Any]:
         """A V2 request through the Seldon ``predict``: ``X`` is one input's value, a dict
         of them by name, or a DataFrame (content types: ``content_types``); ``names`` are
         the input names. A dict or DataFrame result gives one output per key or column;
         anything else is one output, named as the request's single requested output, else
-        ``output-0``."""
+        ``output-0``. (An adapter whose response has parameters of its own answers
+        ``{"outputs": [...], "parameters": {...}}`` instead: ``mlserver_models``.)"""
         parameters, input_parameters = self.with_defaults(parameters, input_parameters)
         X = content_types.decode_request(inputs, parameters, input_parameters)
         names = list(inputs)

@@ -103,10 +103,14 @@ def test_an_id_given_is_kept(server: Any) -> None:
     assert r.json()["id"] == "mine" and r.headers["ce-id"] == "mine"
 
 
-def test_cloudevents_headers(server: Any) -> None:
+def test_cloudevents_and_the_models_headers(server: Any) -> None:
+    """The model sees the request's headers in parameters.headers and echoes the x- ones
+    in its response's parameters.headers: they are the reply's headers, as in MLServer,
+    beside the CloudEvents ones."""
     r = httpx.post(f"{server.url}/v2/models/sum-model/infer", json=INFER, headers={"x-foo": "b"})
     assert r.status_code == 200
     h = r.headers
+    assert h["x-foo"] == "b" and "parameters" not in r.json()
     assert h["ce-specversion"] == "0.3"
     assert h["ce-source"] == "io.seldon.serving.deployment.mlserver"
     assert h["ce-type"] == "io.seldon.serving.inference.response"
@@ -211,7 +215,9 @@ def test_grpc_as_mlservers_tests_call_it(server: Any) -> None:
     for version in ("v1.2.3", ""):
         infer = out[f"infer/{version}"]
         assert infer["contents"] == [6] and len(infer["id"]) == 36
-        # CloudEvents as trailing metadata, as MLServer sends them.
+        # The model's headers (the x-foo it echoes) and CloudEvents as trailing metadata,
+        # as MLServer sends them.
+        assert infer["trailing"]["x-foo"] == "bar"
         assert infer["trailing"]["ce-specversion"] == "0.3"
         assert infer["trailing"]["ce-id"] == infer["id"]
         assert out[f"stream/{version}"] == WORDS

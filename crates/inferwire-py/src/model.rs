@@ -6,7 +6,7 @@ use inferwire_codec::protocol::seldon::{
 };
 use inferwire_codec::protocol::v2::{InferOutput, InferRequest};
 use inferwire_codec::Limits;
-use inferwire_server::{Answer, Model, ModelError, ModelErrorKind, Pieces, Prediction};
+use inferwire_server::{Answer, Inferred, Model, ModelError, ModelErrorKind, Pieces, Prediction};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
@@ -438,10 +438,36 @@ impl Model for PyModel {
     }
 
     fn infer(&self, req: InferRequest) -> Result<Vec<InferOutput>, ModelError> {
+        self.infer_with_parameters(req).map(|i| i.outputs)
+    }
+
+    /// The adapter's `infer` gives its outputs, or `{"outputs": ..., "parameters": ...}`
+    /// where the response has parameters of its own (an MLServer model's).
+    fn infer_with_parameters(&self, req: InferRequest) -> Result<Inferred, ModelError> {
         self.with_gil(|py| {
             let args = infer_args(py, req)?;
             let out = self.adapter.bind(py).call_method1("infer", args)?;
-            outputs_from(&out)
+            if let Ok(dict) = out.cast::<PyDict>() {
+                let outputs = match dict.get_item("outputs")? {
+                    Some(o) => outputs_from(&o)?,
+                    None => Vec::new(),
+                };
+                let parameters = match dict.get_item("parameters")? {
+                    Some(p) => match crate::convert::py_to_json(&p)? {
+                        serde_json::Value::Object(m) => m,
+                        _ => Default::default(),
+                    },
+                    None => Default::default(),
+                };
+                return Ok(Inferred {
+                    outputs,
+                    parameters,
+                });
+            }
+            Ok(Inferred {
+                outputs: outputs_from(&out)?,
+                parameters: Default::default(),
+            })
         })
     }
 

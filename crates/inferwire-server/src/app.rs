@@ -133,13 +133,23 @@ impl App {
         }
     }
 
-    /// The headers (gRPC: trailing metadata) of an inference reply: MLServer's
-    /// CloudEvents headers in its dialect, none otherwise.
-    pub fn reply_headers(&self, model: &str, id: &str) -> Vec<(&'static str, String)> {
-        self.cloudevents
-            .as_ref()
-            .map(|ce| ce.headers(model, id))
-            .unwrap_or_default()
+    /// The headers (gRPC: trailing metadata) of an inference reply, none in the default
+    /// dialect. In MLServer's: the response's `parameters.headers` (taken out of the
+    /// parameters, as MLServer takes them), then its CloudEvents headers.
+    pub fn reply_headers(&self, response: &mut InferResponse) -> Vec<(String, String)> {
+        let Some(ce) = &self.cloudevents else {
+            return Vec::new();
+        };
+        let mut out: Vec<(String, String)> = match response.parameters.remove("headers") {
+            Some(Value::Object(given)) => given
+                .into_iter()
+                .filter_map(|(k, v)| Some((k, v.as_str()?.to_owned())))
+                .collect(),
+            _ => Vec::new(),
+        };
+        let events = ce.headers(&response.model_name, &response.id);
+        out.extend(events.into_iter().map(|(k, v)| (k.to_owned(), v)));
+        out
     }
 
     /// The default model's metrics slot (for requests on the Seldon protocol's routes).
@@ -338,13 +348,13 @@ impl App {
         }
         let id = req.id.clone();
         let wanted: Vec<String> = req.outputs.iter().map(|o| o.name.clone()).collect();
-        let outputs = pick_outputs(&wanted, model.runner.infer(req, deadline).await?)?;
+        let inferred = model.runner.infer(req, deadline).await?;
         Ok(InferResponse {
             model_name: model.name.clone(),
             model_version: model.version.clone(),
             id,
-            parameters: Default::default(),
-            outputs,
+            parameters: inferred.parameters,
+            outputs: pick_outputs(&wanted, inferred.outputs)?,
         })
     }
 

@@ -32,6 +32,8 @@ pub mod tls;
 pub use config::{AccessLog, ServerConfig};
 pub use error::ServeError;
 pub use metrics::Metrics;
-pub use model::{Answer, BlockingPieces, Model, ModelError, ModelErrorKind, Pieces, Prediction};
+pub use model::{
+    Answer, BlockingPieces, Inferred, Model, ModelError, ModelErrorKind, Pieces, Prediction,
+};
 pub use models::{ModelSpec, Repository};
 pub use run::{serve, Bound, Listeners, Serving, StopHandle};

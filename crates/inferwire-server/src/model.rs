@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use inferwire_codec::protocol::seldon::reply::{predict_payload, Output};
 use inferwire_codec::protocol::seldon::{Feedback, Meta, Metric, Payload, SeldonMessage};
-use inferwire_codec::protocol::v2::{InferOutput, InferRequest};
+use inferwire_codec::protocol::v2::{InferOutput, InferRequest, Parameters};
 use serde_json::{json, Map, Value};
 
 /// What `predict` answered.
@@ -17,6 +17,13 @@ pub enum Prediction {
     Message(SeldonMessage),
     /// `predict_raw`'s result, returned as the model gave it.
     Raw(Output),
+}
+
+/// What a V2 inference gave: the outputs, and the response's own parameters.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Inferred {
+    pub outputs: Vec<InferOutput>,
+    pub parameters: Parameters,
 }
 
 /// What `predict` returned, with the tags and metrics the model gave alongside.
@@ -159,6 +166,15 @@ pub trait Model: Send + Sync + 'static {
     /// A V2 inference request: every output the model produced, in its order.
     fn infer(&self, _request: InferRequest) -> Result<Vec<InferOutput>, ModelError> {
         Err(ModelError::unsupported("V2 inference"))
+    }
+
+    /// `infer`, with the parameters the model gives the response itself (an MLServer
+    /// model's `InferenceResponse.parameters`); what the server calls.
+    fn infer_with_parameters(&self, request: InferRequest) -> Result<Inferred, ModelError> {
+        self.infer(request).map(|outputs| Inferred {
+            outputs,
+            parameters: Parameters::new(),
+        })
     }
 
     /// Whether the model answers in pieces (`infer_stream`); one that does not answers a

@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use inferwire_codec::protocol::seldon::{Feedback, SeldonMessage};
-use inferwire_codec::protocol::v2::{InferOutput, InferRequest};
+use inferwire_codec::protocol::v2::InferRequest;
 use serde_json::Value;
 use tokio::sync::{oneshot, Semaphore};
 
@@ -175,7 +175,7 @@ impl Runner {
         &self,
         request: InferRequest,
         deadline: Option<Instant>,
-    ) -> Result<Vec<InferOutput>, ServeError> {
+    ) -> Result<crate::model::Inferred, ServeError> {
         self.run(ops::Infer(request), deadline).await
     }
 
@@ -199,8 +199,8 @@ impl Runner {
     ) -> Result<crate::stream::Receiver, ServeError> {
         let (mut tx, rx) = crate::stream::channel();
         if !self.model.streams() {
-            let outputs = self.infer(request, deadline).await?;
-            let _ = tx.try_send(Ok(outputs));
+            let inferred = self.infer(request, deadline).await?;
+            let _ = tx.try_send(Ok(inferred.outputs));
             return Ok(rx);
         }
         tx.hold(open);

@@ -160,8 +160,8 @@ async fn v2_requests_are_joined_by_rows_and_cut_back() {
         b.infer(infer_request(&[&[3.0, 4.0], &[5.0, 6.0]]), near_deadline())
             .await
     });
-    let first = first.await.unwrap().unwrap();
-    let second = second.await.unwrap().unwrap();
+    let first = first.await.unwrap().unwrap().outputs;
+    let second = second.await.unwrap().unwrap().outputs;
     assert_eq!(stub.infers(), vec![3], "one call with both requests' rows");
     assert_eq!(first[0].name, "y");
     assert_eq!(first[0].tensor.shape, vec![1, 2]);

@@ -15,8 +15,9 @@ async fn each_operation_reaches_its_own_method() {
     let runner = runner(&stub, common::config());
     let p = runner.predict(rows(&[&[1.5, 2.0]]), None).await.unwrap();
     assert_eq!(values(&p), vec![3.0, 4.0]);
-    let outputs = runner.infer(infer_request(&[&[1.0]]), None).await.unwrap();
-    assert_eq!(outputs.len(), 1);
+    let inferred = runner.infer(infer_request(&[&[1.0]]), None).await.unwrap();
+    assert_eq!(inferred.outputs.len(), 1);
+    assert!(inferred.parameters.is_empty());
     assert_eq!(stub.predicts(), 1);
     assert_eq!(stub.infers(), vec![1]);
 }

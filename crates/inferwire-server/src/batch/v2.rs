@@ -33,9 +33,13 @@ pub fn key(req: &InferRequest) -> Option<Key> {
             i.parameters.get("content_type").cloned(),
         ));
     }
+    // The request's headers (MLServer's dialect puts them here) differ from request to
+    // request without making them incompatible.
+    let mut parameters = req.parameters.clone();
+    parameters.remove("headers");
     Some(Key {
         inputs,
-        parameters: req.parameters.clone(),
+        parameters,
         outputs: req.outputs.clone(),
     })
 }

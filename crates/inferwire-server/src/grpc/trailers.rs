@@ -16,7 +16,7 @@ pub struct Trailing(HeaderMap);
 impl Trailing {
     /// From (name, value) pairs; names are lowercased (gRPC metadata keys are), and a
     /// pair that is not a valid header is left out.
-    pub fn from_pairs(pairs: Vec<(&'static str, String)>) -> Self {
+    pub fn from_pairs(pairs: Vec<(String, String)>) -> Self {
         let mut map = HeaderMap::with_capacity(pairs.len());
         for (name, value) in pairs {
             let name = HeaderName::from_bytes(name.to_ascii_lowercase().as_bytes());

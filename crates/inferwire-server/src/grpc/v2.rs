@@ -149,8 +149,8 @@ impl GrpcInferenceService for V2Service {
             if obs.id.is_empty() {
                 obs.id.clone_from(&request.id);
             }
-            let response = crate::shared_memory::infer(app, &model, request, deadline).await?;
-            let trailers = app.reply_headers(&response.model_name, &response.id);
+            let mut response = crate::shared_memory::infer(app, &model, request, deadline).await?;
+            let trailers = app.reply_headers(&mut response);
             Ok::<_, ServeError>((proto::to_pb(response, raw), trailers))
         };
         let result = run.await.map_err(|e| e.to_status());

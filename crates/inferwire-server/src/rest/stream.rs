@@ -77,7 +77,8 @@ pub async fn generate(
     obs.model = model.slot;
     let (request, shape) = read_generate(app, req, obs).await?;
     let deadline = app.deadline(obs.start, None);
-    let response = app.infer(&model, request, deadline).await?;
+    let mut response = app.infer(&model, request, deadline).await?;
+    let headers = app.reply_headers(&mut response);
     let mut out = Vec::with_capacity(256);
     match shape {
         Shape::V2 => {
@@ -86,7 +87,7 @@ pub async fn generate(
         Shape::Flat => generate::encode_response(&response, &mut out)?,
     }
     let mut r = body::json(StatusCode::OK, out);
-    super::v2::add_reply_headers(app, &mut r, &response.model_name, &response.id);
+    super::v2::add_headers(&mut r, headers);
     Ok(r)
 }
 

@@ -179,7 +179,8 @@ pub async fn infer(
     app.prepare(&mut request, headers);
     let binary = request.binary_outputs();
     let deadline = app.deadline(obs.start, None);
-    let response = crate::shared_memory::infer(app, &model, request, deadline).await?;
+    let mut response = crate::shared_memory::infer(app, &model, request, deadline).await?;
+    let headers = app.reply_headers(&mut response);
     let mut out = Vec::with_capacity(256);
     let blobs = json::encode_response(&response, |name| binary.wants(name), &mut out)?;
     let mut r = if blobs.is_empty() {
@@ -196,14 +197,16 @@ pub async fn infer(
         );
         r
     };
-    add_reply_headers(app, &mut r, &response.model_name, &response.id);
+    add_headers(&mut r, headers);
     Ok(r)
 }
 
-/// The dialect's headers of an inference reply (MLServer's CloudEvents).
-pub(super) fn add_reply_headers(app: &App, r: &mut Reply, model: &str, id: &str) {
-    for (name, value) in app.reply_headers(model, id) {
-        if let Ok(v) = HeaderValue::from_str(&value) {
+/// An inference reply's headers (`App::reply_headers`); one that is not a valid header
+/// is left out.
+pub(super) fn add_headers(r: &mut Reply, headers: Vec<(String, String)>) {
+    for (name, value) in headers {
+        let name = http::HeaderName::from_bytes(name.to_ascii_lowercase().as_bytes());
+        if let (Ok(name), Ok(v)) = (name, HeaderValue::from_str(&value)) {
             r.headers_mut().insert(name, v);
         }
     }

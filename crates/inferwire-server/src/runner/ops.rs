@@ -5,11 +5,11 @@ use std::borrow::Cow;
 
 use inferwire_codec::protocol::seldon::reply::Output;
 use inferwire_codec::protocol::seldon::{json as seldon_json, Feedback, Metric, SeldonMessage};
-use inferwire_codec::protocol::v2::{InferOutput, InferRequest};
+use inferwire_codec::protocol::v2::InferRequest;
 use serde_json::Value;
 
 use super::pool::{Queued, Work};
-use crate::model::{Answer, Model, ModelError, Prediction};
+use crate::model::{Answer, Inferred, Model, ModelError, Prediction};
 
 /// One call of a model method.
 pub trait Op: Send + Sized + 'static {
@@ -85,12 +85,12 @@ impl Op for PredictBatch {
 pub struct Infer(pub InferRequest);
 
 impl Op for Infer {
-    type Output = Vec<InferOutput>;
+    type Output = Inferred;
     const BATCHABLE: bool = true;
     const INFERENCE: bool = true;
 
-    fn run(self, model: &dyn Model) -> Result<Vec<InferOutput>, ModelError> {
-        model.infer(self.0)
+    fn run(self, model: &dyn Model) -> Result<Inferred, ModelError> {
+        model.infer_with_parameters(self.0)
     }
 
     fn queued(work: Work<Self>) -> Queued {

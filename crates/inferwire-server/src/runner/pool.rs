@@ -15,7 +15,7 @@ use super::{deadline_exceeded, RunnerConfig};
 use crate::batch;
 use crate::error::{Kind, ServeError};
 use crate::metrics::Metrics;
-use crate::model::{Model, ModelError, Prediction};
+use crate::model::{Inferred, Model, ModelError, Prediction};
 
 /// A call's result, and how long the model took when it ran alone.
 pub type Done<T> = (Result<T, ServeError>, Option<Duration>);
@@ -338,10 +338,17 @@ impl Shared {
         };
         let n = waiters.len();
         match self.call(Infer(joined), n).0 {
-            Ok(outputs) => match batch::v2::split(outputs, &counts) {
+            Ok(inferred) => match batch::v2::split(inferred.outputs, &counts) {
                 Ok(parts) => {
                     for (w, outputs) in waiters.into_iter().zip(parts) {
-                        w.reply((Ok(outputs), None));
+                        let parameters = inferred.parameters.clone();
+                        w.reply((
+                            Ok(Inferred {
+                                outputs,
+                                parameters,
+                            }),
+                            None,
+                        ));
                     }
                 }
                 Err(e) => fail_all(waiters, e),
