@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import inspect
+import json
 import logging
 import os
 import threading
@@ -172,6 +174,9 @@ class MLModelAdapter(SeldonAdapter):
         self.streams = True
         meta = loop.run(model.metadata())
         self._metadata = meta.model_dump(exclude_none=True)
+        self._handlers = custom_handlers(model)
+        # What the core serves on this model's behalf: (method, path).
+        self.custom_routes = sorted(self._handlers)
         # Unloaded or reloaded: the model's unload() and the end of its loop's thread.
         weakref.finalize(self, loop.close, model).atexit = False
 
@@ -253,6 +258,108 @@ class MLModelAdapter(SeldonAdapter):
             encode=lambda response, _requested: _outputs(response),
         )
         return None, start
+
+    def custom(self, method: str, path: str, body: bytes) -> bytes:
+        """A request on one of the model's ``@custom_handler`` routes, as FastAPI calls
+        it in MLServer: one parameter takes the whole JSON body, several take its keys,
+        each checked against its type hint; the result is answered as JSON."""
+        handler = self._handlers[(method, path)]
+        try:
+            payload = json.loads(body) if body.strip() else None
+        except ValueError as e:
+            raise _Reply(422, f"the body is not JSON: {e}") from e
+        arguments = _arguments(handler, payload)
+        self._mlloop.serve()
+        try:
+            out = handler(**arguments)
+            if inspect.isawaitable(out):
+                out = self._mlloop.run(in_context(self.mlmodel, out))
+        except Exception as e:
+            status = getattr(e, "status_code", 500)
+            if not isinstance(status, int) or not 400 <= status < 600:
+                status = 500
+            if status >= 500:
+                errors.error(f"{self.name}.{handler.__name__}", e)
+            raise _Reply(status, str(e)) from e
+        return json.dumps(_jsonable(out)).encode()
+
+
+def custom_handlers(model: Any) -> dict[tuple[str, str], Any]:
+    """The model's methods marked by MLServer's ``@custom_handler``, by (method, path)."""
+    found: dict[tuple[str, str], Any] = {}
+    for attr in dir(type(model)):
+        marker = getattr(getattr(type(model), attr, None), "__custom_handler__", None)
+        if marker is not None:
+            method = str(getattr(marker, "rest_method", "POST")).upper()
+            found[(method, str(marker.rest_path))] = getattr(model, attr)
+    return found
+
+
+class _Reply(Exception):
+    """A custom route's error answer: the status, and ``{"error": ...}``."""
+
+    def __init__(self, status_code: int, message: str) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.message = message
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"error": self.message}
+
+
+def _arguments(handler: Any, payload: Any) -> dict[str, Any]:
+    """The handler's arguments from the JSON body, as FastAPI binds ``Body`` parameters:
+    a single one is the whole body, several are its keys; each validated against its
+    type hint (pydantic), a mismatch being a 422 naming the parameter."""
+    import pydantic
+
+    params = [
+        p
+        for p in inspect.signature(handler).parameters.values()
+        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    ]
+    if not params:
+        return {}
+    if len(params) == 1 and not getattr(params[0].default, "embed", False):
+        given = {params[0].name: payload}
+    elif isinstance(payload, dict):
+        given = {p.name: payload[p.name] for p in params if p.name in payload}
+    else:
+        raise _Reply(422, "the body must be a JSON object of " + ", ".join(p.name for p in params))
+    out: dict[str, Any] = {}
+    for p in params:
+        if p.name not in given:
+            if _required(p):
+                raise _Reply(422, f"body.{p.name}: missing")
+            if hasattr(p.default, "is_required"):  # Body(default): its default
+                out[p.name] = p.default.default
+            continue
+        value = given[p.name]
+        if p.annotation is not inspect.Parameter.empty:
+            try:
+                value = pydantic.TypeAdapter(p.annotation).validate_python(value)
+            except pydantic.ValidationError as e:
+                raise _Reply(422, f"body.{p.name}: {e.errors()[0]['msg']}") from e
+            except Exception:  # a hint pydantic cannot check: the value as it came
+                pass
+        out[p.name] = value
+    return out
+
+
+def _required(p: inspect.Parameter) -> bool:
+    """No default, or FastAPI's ``Body(...)`` (a default that is itself required)."""
+    if p.default is inspect.Parameter.empty:
+        return True
+    is_required = getattr(p.default, "is_required", None)
+    return bool(is_required()) if callable(is_required) else False
+
+
+def _jsonable(value: Any) -> Any:
+    try:
+        from fastapi.encoders import jsonable_encoder
+    except ImportError:  # mlserver brings fastapi; without it, plain JSON types
+        return value
+    return jsonable_encoder(value)
 
 
 async def _responses(model: Any, name: str, request: Any) -> AsyncIterator[Any]:

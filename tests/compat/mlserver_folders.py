@@ -257,13 +257,29 @@ ENDPOINT_MODELS = """
 import asyncio
 
 import mlserver
+from fastapi import Body
 from mlserver import MLModel
 from mlserver.codecs import NumpyCodec, StringCodec
 from mlserver.errors import MLServerError
+from mlserver.handlers.custom import custom_handler
 from mlserver.types import InferenceRequest, InferenceResponse, Parameters
 
 
 class SumModel(MLModel):
+    @custom_handler(rest_path="/my-custom-endpoint")
+    async def my_payload(self, payload: list = Body(...)) -> int:
+        return sum(payload)
+
+    @custom_handler(rest_path="/custom-endpoint-with-long-response")
+    async def long_response_endpoint(self, length: int = Body(...)) -> dict:
+        return {"foo": "x" * length}
+
+    @custom_handler(rest_path="/custom-scaled", rest_method="POST")
+    def scaled(self, values: list = Body(...), factor: float = Body(2.0)) -> dict:
+        if factor == 0:
+            raise MLServerError("factor: must not be 0")
+        return {"scaled": [v * factor for v in values]}
+
     async def load(self) -> bool:
         self.calls = 0
         mlserver.register("rows_summed", "rows summed per request")

@@ -268,3 +268,34 @@ def test_unloading_the_last_model(serve: Any, root: Path, tmp_path: Path) -> Non
     assert httpx.post(f"{one.url}/v2/repository/models/sum-model/load").status_code == 200
     reply = httpx.post(f"{one.url}/v2/models/sum-model/infer", json=INFER).json()
     assert reply["outputs"][0]["data"] == [6]
+
+
+def test_custom_handlers(server: Any) -> None:
+    """An MLModel's @custom_handler methods on their own paths, their Body parameters
+    bound as FastAPI binds them (one: the whole body; several: its keys), gzip bodies
+    taken; a bad body is a 422 naming the parameter, the model's error its status."""
+    import gzip
+
+    r = httpx.post(f"{server.url}/my-custom-endpoint", json=[1, 2, 3, 4])
+    assert r.status_code == 200 and r.json() == 10
+    r = httpx.post(
+        f"{server.url}/my-custom-endpoint",
+        content=gzip.compress(json.dumps([1, 2, 3, 4]).encode()),
+        headers={"content-encoding": "gzip", "content-type": "application/json"},
+    )
+    assert r.status_code == 200 and r.json() == 10
+    r = httpx.post(f"{server.url}/custom-endpoint-with-long-response", json=1000)
+    assert r.status_code == 200 and r.json() == {"foo": "x" * 1000}
+    r = httpx.post(f"{server.url}/custom-scaled", json={"values": [1, 2]})
+    assert r.json() == {"scaled": [2.0, 4.0]}
+    r = httpx.post(f"{server.url}/custom-scaled", json={"values": [1], "factor": 3})
+    assert r.json() == {"scaled": [3.0]}
+    r = httpx.post(f"{server.url}/custom-endpoint-with-long-response", json="many")
+    assert r.status_code == 422 and "length" in r.json()["error"], r.text
+    r = httpx.post(f"{server.url}/custom-scaled", json={"factor": 3})
+    assert r.status_code == 422 and r.json()["error"] == "body.values: missing"
+    r = httpx.post(f"{server.url}/custom-scaled", json={"values": [1], "factor": 0})
+    assert r.status_code == 400 and r.json()["error"] == "factor: must not be 0"
+    # Only the method it was declared with, and no other path.
+    assert httpx.get(f"{server.url}/my-custom-endpoint").status_code == 404
+    assert httpx.post(f"{server.url}/my-custom-endpoint-2", json=[]).status_code == 404

@@ -437,6 +437,35 @@ impl Model for PyModel {
         self.with_gil(|py| py_to_json(&self.adapter.bind(py).call_method0("metadata")?))
     }
 
+    /// The adapter's `custom_routes` (an MLModel's `@custom_handler` methods), if any.
+    fn custom_routes(&self) -> Vec<(String, String)> {
+        Python::attach(|py| {
+            self.adapter
+                .bind(py)
+                .getattr("custom_routes")
+                .and_then(|r| r.extract())
+                .unwrap_or_default()
+        })
+    }
+
+    /// The adapter's `custom(method, path, body)`: the reply's JSON as bytes.
+    fn custom(
+        &self,
+        method: &str,
+        path: &str,
+        body: bytes::Bytes,
+    ) -> Result<bytes::Bytes, ModelError> {
+        self.with_gil(|py| {
+            let data = pyo3::types::PyBytes::new(py, &body);
+            let out = self
+                .adapter
+                .bind(py)
+                .call_method1("custom", (method, path, data))?;
+            let reply: Vec<u8> = out.extract()?;
+            Ok(bytes::Bytes::from(reply))
+        })
+    }
+
     fn infer(&self, req: InferRequest) -> Result<Vec<InferOutput>, ModelError> {
         self.infer_with_parameters(req).map(|i| i.outputs)
     }

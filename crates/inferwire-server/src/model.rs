@@ -168,6 +168,22 @@ pub trait Model: Send + Sync + 'static {
         Err(ModelError::unsupported("V2 inference"))
     }
 
+    /// REST routes the model serves itself, as (method, path): MLServer's
+    /// `@custom_handler` methods. Asked once, when the model is loaded.
+    fn custom_routes(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
+
+    /// A request on one of `custom_routes`: its body (JSON) in, the reply's JSON out.
+    fn custom(
+        &self,
+        _method: &str,
+        _path: &str,
+        _body: bytes::Bytes,
+    ) -> Result<bytes::Bytes, ModelError> {
+        Err(ModelError::unsupported("custom routes"))
+    }
+
     /// `infer`, with the parameters the model gives the response itself (an MLServer
     /// model's `InferenceResponse.parameters`); what the server calls.
     fn infer_with_parameters(&self, request: InferRequest) -> Result<Inferred, ModelError> {

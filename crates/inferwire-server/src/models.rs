@@ -41,6 +41,8 @@ pub struct Served {
     /// When a request last asked for it (nanoseconds since the process started): the
     /// least recently used is unloaded first.
     last_used: AtomicU64,
+    /// The REST routes it serves itself, as (method, path).
+    pub custom_routes: Vec<(String, String)>,
 }
 
 /// Repository models loaded when a request first asks for one, and unloaded, least
@@ -171,6 +173,7 @@ impl Models {
     ) -> std::io::Result<Served> {
         let slot = metrics.model_slot(&spec.name);
         Ok(Served {
+            custom_routes: model.custom_routes(),
             runner: Runner::new(model, &spec.runner, metrics.for_model(slot))?,
             slot,
             name: spec.name,
@@ -196,6 +199,18 @@ impl Models {
 
     pub fn default_name(&self) -> &str {
         &self.default
+    }
+
+    /// The loaded model that serves `method path` itself (`Served::custom_routes`).
+    pub fn custom_route(&self, method: &str, path: &str) -> Option<Arc<Served>> {
+        self.read()
+            .values()
+            .find(|m| {
+                m.custom_routes
+                    .iter()
+                    .any(|(v, p)| v == method && p == path)
+            })
+            .cloned()
     }
 
     /// Model `name` (at `version`, if not empty), or 404 / NOT_FOUND saying what is served.

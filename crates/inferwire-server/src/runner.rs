@@ -263,6 +263,22 @@ impl Runner {
         self.run(ops::Metadata, deadline).await
     }
 
+    /// A request on one of the model's own routes (`Model::custom_routes`).
+    pub async fn custom(
+        &self,
+        method: String,
+        path: String,
+        body: bytes::Bytes,
+        deadline: Option<Instant>,
+    ) -> Result<bytes::Bytes, ServeError> {
+        self.run(ops::Custom { method, path, body }, deadline).await
+    }
+
+    /// The model's own routes (asked of it once, when it is built).
+    pub fn custom_routes(&self) -> Vec<(String, String)> {
+        self.model.custom_routes()
+    }
+
     /// Seldon `send_feedback`.
     pub async fn send_feedback(
         &self,

@@ -49,7 +49,13 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>, peer: IpAddr) -> Repl
             }
             Ok(r)
         }
-        (None, None) => Err(routes::no_route_for(&method, &path)),
+        (None, None) => match app.models.custom_route(method.as_str(), &path) {
+            Some(model) => {
+                obs.model = model.slot;
+                super::custom::handle(&app, &model, req, &path, &obs).await
+            }
+            None => Err(routes::no_route_for(&method, &path)),
+        },
         (None, Some(found)) => {
             if found.route.default_model {
                 obs.model = app.default_slot();

@@ -2,6 +2,7 @@
 mod body;
 mod components;
 mod content_coding;
+mod custom;
 mod handle;
 mod health;
 mod login;

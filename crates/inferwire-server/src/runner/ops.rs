@@ -108,6 +108,21 @@ impl Op for Metadata {
     }
 }
 
+/// A request on one of the model's own routes (`Model::custom`).
+pub struct Custom {
+    pub method: String,
+    pub path: String,
+    pub body: bytes::Bytes,
+}
+
+impl Op for Custom {
+    type Output = bytes::Bytes;
+
+    fn run(self, model: &dyn Model) -> Result<bytes::Bytes, ModelError> {
+        model.custom(&self.method, &self.path, self.body)
+    }
+}
+
 /// Boxed: rare, and three messages large.
 pub struct SendFeedback(pub Box<Feedback>);
 
