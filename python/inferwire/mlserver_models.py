@@ -16,7 +16,7 @@ import logging
 import os
 import threading
 import weakref
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Coroutine
 from typing import Any, NoReturn
 
 import numpy as np
@@ -137,7 +137,7 @@ def adapter(cls: type, name: str, ml: MLServerModel) -> MLModelAdapter:
     return MLModelAdapter(model, name, loop)
 
 
-async def in_context(model: Any, coro: Coroutine[Any, Any, Any]) -> Any:
+async def in_context(model: Any, coro: Awaitable[Any]) -> Any:
     """Runs ``coro`` in MLServer's model context, as MLServer runs load and predict: what
     ``mlserver.log`` labels its metrics with."""
     from mlserver.context import model_context
@@ -356,7 +356,7 @@ def _required(p: inspect.Parameter) -> bool:
 
 def _jsonable(value: Any) -> Any:
     try:
-        from fastapi.encoders import jsonable_encoder
+        from fastapi.encoders import jsonable_encoder  # type: ignore[import-not-found]
     except ImportError:  # mlserver brings fastapi; without it, plain JSON types
         return value
     return jsonable_encoder(value)
