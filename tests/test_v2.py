@@ -338,7 +338,7 @@ def test_content_types_like_mlserver(describe: Served) -> None:
 @pytest.mark.parametrize(
     ("params", "inp_params", "message"),
     [
-        ({"content_type": "xml"}, {}, "parameters.content_type: 'xml' is not one of np, pd"),
+        ({"content_type": "xml"}, {}, "parameters.content_type: 'xml' is not one of np, pd, dict"),
         ({}, {"content_type": "pd"}, "inputs[x].parameters.content_type: 'pd'"),
         ({}, {"content_type": "base64"}, "not base64"),
     ],

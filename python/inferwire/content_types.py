@@ -20,7 +20,7 @@ import numpy as np
 from .errors import BadRequest
 
 INPUT_TYPES = ("np", "str", "base64")
-REQUEST_TYPES = ("np", "pd")
+REQUEST_TYPES = ("np", "pd", "dict")
 
 
 def _strings(name: str, arr: Any) -> list[str]:
@@ -51,7 +51,8 @@ def decode_request(
     parameters: dict[str, Any],
     input_parameters: dict[str, dict[str, Any]],
 ) -> Any:
-    """The model's ``X``: one input's value, a dict of them by name, or a DataFrame."""
+    """The model's ``X``: one input's value, a dict of them by name (always, with
+    MLServer's ``dict``), or a DataFrame (``pd``)."""
     decoded = {
         name: decode_input(name, arr, input_parameters.get(name, {}).get("content_type"))
         for name, arr in inputs.items()
@@ -59,6 +60,8 @@ def decode_request(
     kind = parameters.get("content_type")
     if kind in (None, "np"):
         return decoded[next(iter(decoded))] if len(decoded) == 1 else decoded
+    if kind == "dict":
+        return decoded
     if kind != "pd":
         raise BadRequest(
             f"parameters.content_type: {kind!r} is not one of {', '.join(REQUEST_TYPES)}"

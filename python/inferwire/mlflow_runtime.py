@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from . import content_types
+from .error_log import errors
 from .errors import BadRequest, ModelLoadError
 from .mlserver_settings import MLServerModel
 from .seldon import SeldonAdapter
@@ -144,10 +145,7 @@ class MLflowAdapter(SeldonAdapter):
         requested: list[str],
         input_parameters: dict[str, dict[str, Any]],
     ) -> list[tuple[Any, ...]]:
-        parameters, input_parameters = self.with_defaults(parameters, input_parameters)
-        if parameters.get("content_type") == "dict":
-            parameters = {k: v for k, v in parameters.items() if k != "content_type"}
-        X = content_types.decode_request(inputs, parameters, input_parameters)
+        X, parameters = self.decode(inputs, parameters, input_parameters)
         # The request's own parameters (not its content type) are the model's params.
         params = {k: v for k, v in parameters.items() if k not in ("content_type", "headers")}
         try:
@@ -161,8 +159,6 @@ class MLflowAdapter(SeldonAdapter):
 
             if isinstance(e, MlflowException):
                 raise BadRequest(e.message) from e
-            from .error_log import errors
-
             errors.error(f"{self.name}.predict", e)
             raise
         return _encode(y)

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from . import content_types, modelfile
+from . import modelfile
 from .error_log import errors
 from .errors import BadRequest, ModelLoadError
 from .mlserver_settings import MLServerModel, Runtime
@@ -139,8 +139,7 @@ class RuntimeAdapter(SeldonAdapter):
         requested: list[str],
         input_parameters: dict[str, dict[str, Any]],
     ) -> list[tuple[Any, ...]]:
-        parameters, input_parameters = self.with_defaults(parameters, input_parameters)
-        X = content_types.decode_request(inputs, parameters, input_parameters)
+        X, _ = self.decode(inputs, parameters, input_parameters)
         try:
             return self.runtime.outputs(X, requested)
         except BadRequest:

@@ -142,6 +142,17 @@ class SeldonAdapter:
                     input_parameters[name] = {**own, "content_type": kind}
         return parameters, input_parameters
 
+    def decode(
+        self,
+        inputs: dict[str, Any],
+        parameters: dict[str, Any],
+        input_parameters: dict[str, dict[str, Any]],
+    ) -> tuple[Any, dict[str, Any]]:
+        """A V2 request's ``X`` (``content_types.decode_request``) and its parameters, the
+        settings' content types filling in what the request does not say."""
+        parameters, input_parameters = self.with_defaults(parameters, input_parameters)
+        return content_types.decode_request(inputs, parameters, input_parameters), parameters
+
     def _resolve(self, out: Any) -> Any:
         if streaming.is_stream(out):
             return streaming.gather(out, self._run_async)
@@ -178,8 +189,7 @@ class SeldonAdapter:
         anything else is one output, named as the request's single requested output, else
         ``output-0``. (An adapter whose response has parameters of its own answers
         ``{"outputs": [...], "parameters": {...}}`` instead: ``mlserver_models``.)"""
-        parameters, input_parameters = self.with_defaults(parameters, input_parameters)
-        X = content_types.decode_request(inputs, parameters, input_parameters)
+        X, parameters = self.decode(inputs, parameters, input_parameters)
         names = list(inputs)
         try:
             meta = {"parameters": parameters}
@@ -201,8 +211,7 @@ class SeldonAdapter:
         """Starts a streamed V2 request, as ``infer`` reads it: ``(pieces, None)`` for a
         plain generator, whose items are the outputs of each piece, or ``(None, start)``
         for an async one, which the core starts with ``start(sink, patience)``."""
-        parameters, input_parameters = self.with_defaults(parameters, input_parameters)
-        X = content_types.decode_request(inputs, parameters, input_parameters)
+        X, parameters = self.decode(inputs, parameters, input_parameters)
         names = list(inputs)
         meta = {"parameters": parameters}
         try:

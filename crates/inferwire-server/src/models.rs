@@ -278,15 +278,15 @@ impl Models {
     /// Ok when model `name` answers requests: loaded, or (loading on request) in the
     /// repository; else `get`'s 404.
     pub async fn servable(&self, name: &str, version: &str) -> Result<(), ServeError> {
-        match self.get(name, version) {
-            Ok(_) => Ok(()),
-            Err(e) if !self.cache.on_request || self.read().contains_key(name) => Err(e),
-            Err(e) if self.known(name).await => {
-                let _ = e;
-                Ok(())
-            }
-            Err(e) => Err(e),
+        let Err(e) = self.get(name, version) else {
+            return Ok(());
+        };
+        // A repository model that loads when asked for is servable too.
+        let loads = self.cache.on_request && !self.read().contains_key(name);
+        if loads && self.known(name).await {
+            return Ok(());
         }
+        Err(e)
     }
 
     /// Whether the repository has a model `name` (its list read at most every
