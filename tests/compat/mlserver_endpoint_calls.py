@@ -26,6 +26,22 @@ def failure(call: Any) -> dict[str, Any]:
     return {"code": "OK"}
 
 
+def repository_calls(stub: Any, repo: Any, types: Any) -> dict[str, Any]:
+    """Index, unload, load and a load of a model not there, through ``repo``."""
+    out: dict[str, Any] = {}
+    out["index"] = len(repo.RepositoryIndex(types.RepositoryIndexRequest()).models)
+    repo.RepositoryModelUnload(types.RepositoryModelUnloadRequest(model_name="text-model"))
+    out["after_unload"] = failure(
+        lambda: stub.ModelMetadata(pb.ModelMetadataRequest(name="text-model"))
+    )
+    repo.RepositoryModelLoad(types.RepositoryModelLoadRequest(model_name="text-model"))
+    out["after_load"] = stub.ModelMetadata(pb.ModelMetadataRequest(name="text-model")).name
+    out["load_missing"] = failure(
+        lambda: repo.RepositoryModelLoad(types.RepositoryModelLoadRequest(model_name="my-model"))
+    )
+    return out
+
+
 def main() -> None:
     channel = grpc.insecure_channel(f"127.0.0.1:{sys.argv[1]}")
     stub = GRPCInferenceServiceStub(channel)
@@ -86,29 +102,10 @@ def main() -> None:
     gen = pb.ModelInferRequest(model_name="my-model", model_version="v1.2.3", inputs=[prompt])
     out["stream/missing"] = failure(lambda: list(stub.ModelStreamInfer(iter([gen]))))
 
-    out["index"] = len(stub.RepositoryIndex(pb.RepositoryIndexRequest()).models)
-    stub.RepositoryModelUnload(pb.RepositoryModelUnloadRequest(model_name="text-model"))
-    out["after_unload"] = failure(
-        lambda: stub.ModelMetadata(pb.ModelMetadataRequest(name="text-model"))
-    )
-    stub.RepositoryModelLoad(pb.RepositoryModelLoadRequest(model_name="text-model"))
-    out["after_load"] = stub.ModelMetadata(pb.ModelMetadataRequest(name="text-model")).name
-    out["load_missing"] = failure(
-        lambda: stub.RepositoryModelLoad(pb.RepositoryModelLoadRequest(model_name="my-model"))
-    )
-
-    # MLServer's deprecated repository service (tests/grpc/test_model_repository.py).
-    repo = ModelRepositoryServiceStub(channel)
-    out["old/index"] = len(repo.RepositoryIndex(mr.RepositoryIndexRequest()).models)
-    repo.RepositoryModelUnload(mr.RepositoryModelUnloadRequest(model_name="text-model"))
-    out["old/after_unload"] = failure(
-        lambda: stub.ModelMetadata(pb.ModelMetadataRequest(name="text-model"))
-    )
-    repo.RepositoryModelLoad(mr.RepositoryModelLoadRequest(model_name="text-model"))
-    out["old/after_load"] = stub.ModelMetadata(pb.ModelMetadataRequest(name="text-model")).name
-    out["old/load_missing"] = failure(
-        lambda: repo.RepositoryModelLoad(mr.RepositoryModelLoadRequest(model_name="my-model"))
-    )
+    # The repository methods, then MLServer's deprecated repository service's
+    # (its tests/grpc/test_model_repository.py), whose messages are the same.
+    for prefix, repo, types in (("", stub, pb), ("old/", ModelRepositoryServiceStub(channel), mr)):
+        out.update({prefix + k: v for k, v in repository_calls(stub, repo, types).items()})
     print(json.dumps(out))
 
 

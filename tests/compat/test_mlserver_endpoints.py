@@ -49,19 +49,23 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-@pytest.fixture(scope="module")
-def server(serve: Any, root: Path) -> Any:
-    python = client_venv("mlserver-client-env.sh")
+def start(serve: Any, folder: Path) -> Any:
+    """``inferwire start FOLDER`` in the client virtualenv, with inferwire from here."""
     return serve(
-        str(root),
+        str(folder),
         "--metrics-port",
         str(free_port()),
         # MLServer's repository API is open; inferwire's needs auth or this logged opt-in.
         "--allow-unauthenticated-repository",
         command="start",
-        python=python,
+        python=client_venv("mlserver-client-env.sh"),
         env={"PYTHONPATH": str(HERE.parent.parent / "python")},
     )
+
+
+@pytest.fixture(scope="module")
+def server(serve: Any, root: Path) -> Any:
+    return start(serve, root)
 
 
 def test_health_and_server_metadata(server: Any) -> None:
@@ -248,16 +252,7 @@ def test_unloading_the_last_model(serve: Any, root: Path, tmp_path: Path) -> Non
     shutil.copytree(root / "sum-model", tmp_path / "sum-model")
     for name in ("models.py", "settings.json"):
         shutil.copy(root / name, tmp_path / name)
-    python = client_venv("mlserver-client-env.sh")
-    one = serve(
-        str(tmp_path),
-        "--metrics-port",
-        str(free_port()),
-        "--allow-unauthenticated-repository",
-        command="start",
-        python=python,
-        env={"PYTHONPATH": str(HERE.parent.parent / "python")},
-    )
+    one = start(serve, tmp_path)
     assert len(httpx.post(f"{one.url}/v2/repository/index", json={}).json()) == 1
     r = httpx.post(f"{one.url}/v2/repository/models/sum-model/unload")
     assert r.status_code == 200, r.text

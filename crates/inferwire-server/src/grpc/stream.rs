@@ -177,13 +177,7 @@ impl Replies {
         // the request starts, without holding up the call's other work.
         let start = async move {
             let model = app.model(&req.model_name, &req.model_version).await?;
-            let mut request = proto::from_pb_with(
-                req,
-                &app.config.limits,
-                &app.shared_memory.reader(app.config.max_body_bytes),
-            )
-            .map_err(|e| crate::mlserver::decode_error(&app.config, e.into()))?;
-            app.prepare(&mut request, headers);
+            let request = super::v2::decode(&app, req, headers)?;
             let pieces = app.infer_stream(&model, request, Protocol::Grpc).await?;
             Ok((pieces, model))
         };

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use inferwire_codec::pb::inference as pb;
-use inferwire_codec::protocol::v2::proto;
+use inferwire_codec::protocol::v2::{proto, InferRequest};
 use serde_json::Value;
 use tonic::{Request, Response, Status};
 
@@ -20,6 +20,23 @@ use crate::metrics::{Code, Encoding};
 pub struct V2Service(pub Arc<App>);
 
 type Result<T> = std::result::Result<Response<T>, Status>;
+
+/// A `ModelInferRequest` (unary or on a stream) as the model gets it: decoded (inputs in
+/// shared memory read), and what the dialect adds (`App::prepare`).
+pub(super) fn decode(
+    app: &App,
+    req: pb::ModelInferRequest,
+    headers: Option<Value>,
+) -> std::result::Result<InferRequest, ServeError> {
+    let mut request = proto::from_pb_with(
+        req,
+        &app.config.limits,
+        &app.shared_memory.reader(app.config.max_body_bytes),
+    )
+    .map_err(|e| crate::mlserver::decode_error(&app.config, e.into()))?;
+    app.prepare(&mut request, headers);
+    Ok(request)
+}
 
 #[tonic::async_trait]
 impl GrpcInferenceService for V2Service {
@@ -139,13 +156,7 @@ impl GrpcInferenceService for V2Service {
         let run = async {
             let model = app.model(&req.model_name, &req.model_version).await?;
             obs.model = model.slot;
-            let mut request = proto::from_pb_with(
-                req,
-                &app.config.limits,
-                &app.shared_memory.reader(app.config.max_body_bytes),
-            )
-            .map_err(|e| crate::mlserver::decode_error(&app.config, e.into()))?;
-            app.prepare(&mut request, headers);
+            let request = decode(app, req, headers)?;
             if obs.id.is_empty() {
                 obs.id.clone_from(&request.id);
             }
