@@ -91,6 +91,12 @@ class CoreConfig:
         server_name: str,
         server_version: str,
         server_extensions: str,
+        cors_allow_origins: str,
+        cors_allow_methods: str,
+        cors_allow_headers: str,
+        cors_allow_credentials: bool,
+        cors_expose_headers: str,
+        cors_max_age: int,
         load_models_on_request: bool,
         model_memory_budget: int,
     ) -> Self: ...

@@ -48,7 +48,9 @@ SERVER_KEYS: dict[str, str] = {
     "root_path": "ignored: routes are served at the root",
     "grpc_port": "mapped: grpc_port (MLServer's default, 8081)",
     "grpc_max_message_length": "mapped: max_body_bytes (the larger of it and the default)",
-    "cors_settings": "ignored: no CORS headers are sent",
+    "cors_settings": "mapped: cors_allow_origins, cors_allow_methods, cors_allow_headers, "
+    "cors_allow_credentials, cors_expose_headers and cors_max_age (allow_origin_regex is "
+    "ignored, with a warning)",
     "metrics_endpoint": "mapped: metrics_endpoint",
     "metrics_port": "mapped: metrics_port (MLServer's default, 8082)",
     "metrics_rest_server_prefix": "ignored: REST metrics keep inferwire's names (see the table)",
@@ -359,6 +361,38 @@ def mlserver_version() -> str:
         return MLSERVER_VERSION
 
 
+def _cors(where: str, value: Any) -> dict[str, Any]:
+    """MLServer's ``cors_settings`` as inferwire's ``cors_*`` settings."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise SettingsError(f"{where}: cors_settings: must be a mapping, got {value!r}")
+    out: dict[str, Any] = {}
+    for key, setting in (
+        ("allow_origins", "cors_allow_origins"),
+        ("allow_methods", "cors_allow_methods"),
+        ("allow_headers", "cors_allow_headers"),
+        ("expose_headers", "cors_expose_headers"),
+    ):
+        items = value.get(key)
+        if items is None:
+            continue
+        if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
+            raise SettingsError(f"{where}: cors_settings.{key}: must be a list of strings")
+        out[setting] = ",".join(items)
+    if value.get("allow_credentials") is not None:
+        out["cors_allow_credentials"] = bool(value["allow_credentials"])
+    if value.get("max_age") is not None:
+        out["cors_max_age"] = _number(where, "cors_settings.max_age", value["max_age"], int)
+    if value.get("allow_origin_regex"):
+        _once(
+            where,
+            "allow_origin_regex",
+            "cors_settings.allow_origin_regex is not taken; list the origins in allow_origins",
+        )
+    return out
+
+
 def server_settings(folder: Path) -> dict[str, Any]:
     """inferwire's settings from ``FOLDER/settings.json`` over the ``MLSERVER_*``
     variables (MLServer's file wins over its variables), with MLServer's defaults."""
@@ -404,6 +438,8 @@ def server_settings(folder: Path) -> dict[str, Any]:
             out[key] = value
         elif key in ("server_name", "server_version"):
             out[key] = str(value)
+        elif key == "cors_settings":
+            out.update(_cors(where, value))
         elif key == "extensions":
             if not isinstance(value, list) or not all(isinstance(e, str) for e in value):
                 raise SettingsError(f"{where}: extensions: must be a list of names, got {value!r}")

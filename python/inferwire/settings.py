@@ -369,6 +369,20 @@ class Settings(BaseSettings, ModelServing):
         "the protocol extensions GET /v2 and ServerMetadata list, comma-separated (*: those "
         "inferwire serves; empty: none, as MLServer says)",
     )
+    cors_allow_origins: Str = _opt(
+        "",
+        "origins whose pages may call the REST API from a browser, comma-separated (*: any; "
+        "empty: none, no CORS headers)",
+    )
+    cors_allow_methods: Str = _opt(
+        "GET", "methods such a page may use, comma-separated (*: any), as its preflight asks"
+    )
+    cors_allow_headers: Str = _opt(
+        "", "request headers such a page may send beyond the safelisted ones (*: any)"
+    )
+    cors_allow_credentials: Bool = _opt(False, "such a page may send cookies and auth")
+    cors_expose_headers: Str = _opt("", "reply headers such a page may read, comma-separated")
+    cors_max_age: Int = _opt(600, "seconds a browser may keep a preflight's answer")
     workers: Int = _opt(
         1,
         "worker processes forked after the model is loaded, taking connections from one "

@@ -177,11 +177,20 @@ def test_repository_index(calls: dict[str, Any]) -> None:
 
 def test_settings_json_and_warnings(server: Any) -> None:
     """settings.json's keys with no meaning here are warned about, once each; MLServer's
-    metrics path is served on the metrics port; server_name is /v2's name."""
+    metrics path is served on the metrics port; server_name is /v2's name; cors_settings
+    (any origin, MLServer's default methods: GET) are the CORS answers."""
     log = server.log()
-    assert "server_name has no effect" not in log
+    assert "server_name has no effect" not in log and "cors_settings" not in log
     assert httpx.get(f"{server.url}/v2").json()["name"] == "my-server"
-    assert log.count("cors_settings has no effect") == 1
+    page = {"origin": "https://app.example"}
+    r = httpx.get(f"{server.url}/v2/models/iris", headers=page)
+    assert r.headers["access-control-allow-origin"] == "*"
+    preflight = {**page, "access-control-request-method": "GET"}
+    r = httpx.options(f"{server.url}/v2/models/iris", headers=preflight)
+    assert r.status_code == 200 and r.headers["access-control-allow-methods"] == "GET"
+    preflight["access-control-request-method"] = "POST"
+    r = httpx.options(f"{server.url}/v2/models/iris/infer", headers=preflight)
+    assert r.status_code == 400 and "method" in r.text
     assert "debug has no effect" not in log  # MLServer's default is true: not worth a word
     assert "metrics http://127.0.0.1:" in log and "/metrics" in log
 
@@ -451,10 +460,9 @@ def test_a_key_with_no_effect_is_warned_about_once(server: Any) -> None:
     for _ in range(3):
         httpx.post(f"{server.url}/v2/repository/index", json={})
     log = server.log()
-    # settings.json has one such key (cors_settings), and the iris folder's file one
-    # (warm_workers).
+    # The iris folder's file has one such key (warm_workers); settings.json none.
     assert log.count("warm_workers has no effect") == 1, log
-    assert log.count("has no effect in inferwire") == 2, log
+    assert log.count("has no effect in inferwire") == 1, log
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use inferwire_codec::Limits;
 use inferwire_server::auth::Auth;
-use inferwire_server::config::{Dialect, ServerIdentity, StreamReply};
+use inferwire_server::config::{CorsConfig, Dialect, ServerIdentity, StreamReply};
 use inferwire_server::login_guard::LoginLimits;
 use inferwire_server::repository_sync::SyncConfig;
 use inferwire_server::runner::RunnerConfig;
@@ -78,6 +78,8 @@ impl CoreConfig {
         stream_max_open, stream_max_pieces, stream_max_bytes, stream_idle_timeout,
         stream_timeout, grpc_stream_reply, v2_invalid_status,
         v2_dialect, server_name, server_version, server_extensions,
+        cors_allow_origins, cors_allow_methods, cors_allow_headers, cors_allow_credentials,
+        cors_expose_headers, cors_max_age,
         load_models_on_request, model_memory_budget,
     ))]
     #[allow(clippy::too_many_arguments)] // one keyword argument per setting, by design
@@ -141,6 +143,12 @@ impl CoreConfig {
         server_name: String,
         server_version: String,
         server_extensions: String,
+        cors_allow_origins: String,
+        cors_allow_methods: String,
+        cors_allow_headers: String,
+        cors_allow_credentials: bool,
+        cors_expose_headers: String,
+        cors_max_age: u64,
         load_models_on_request: bool,
         model_memory_budget: u64,
     ) -> PyResult<Self> {
@@ -163,6 +171,14 @@ impl CoreConfig {
             }
         };
         let identity = identity(server_name, server_version, &server_extensions);
+        let cors = (!cors_allow_origins.trim().is_empty()).then(|| CorsConfig {
+            origins: list(&cors_allow_origins),
+            methods: list(&cors_allow_methods),
+            headers: list(&cors_allow_headers),
+            credentials: cors_allow_credentials,
+            expose: list(&cors_expose_headers),
+            max_age: cors_max_age,
+        });
         let grpc_stream_reply = match grpc_stream_reply {
             "triton" => StreamReply::Triton,
             "mlserver" => StreamReply::Mlserver,
@@ -200,6 +216,7 @@ impl CoreConfig {
             v2_invalid_422,
             dialect,
             identity,
+            cors,
             // MiB; a budget implies loading on request (nothing else would load models
             // back after they were unloaded to make room).
             model_cache: inferwire_server::models::CacheConfig {
@@ -326,14 +343,18 @@ fn identity(name: String, version: String, extensions: &str) -> ServerIdentity {
         extensions: if extensions.trim() == "*" {
             ours.extensions
         } else {
-            extensions
-                .split(',')
-                .map(str::trim)
-                .filter(|e| !e.is_empty())
-                .map(str::to_owned)
-                .collect()
+            list(extensions)
         },
     }
+}
+
+/// A comma-separated setting's items.
+fn list(text: &str) -> Vec<String> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|e| !e.is_empty())
+        .map(str::to_owned)
+        .collect()
 }
 
 fn tls(cert: &str, key: &str, client_ca: &str) -> PyResult<Option<Arc<TlsConfig>>> {

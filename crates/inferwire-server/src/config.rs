@@ -94,6 +94,8 @@ pub struct ServerConfig {
     pub dialect: Dialect,
     /// What `GET /v2` and `ServerMetadata` say of the server.
     pub identity: ServerIdentity,
+    /// Cross-origin requests from browsers (`rest::cors`); `None`: none allowed.
+    pub cors: Option<CorsConfig>,
     /// Repository models loaded on request and unloaded past a memory budget.
     pub model_cache: crate::models::CacheConfig,
 }
@@ -108,6 +110,21 @@ pub enum Dialect {
     /// for a request without one, CloudEvents headers, and the request's headers handed
     /// to the model as `parameters.headers`.
     Mlserver,
+}
+
+/// Which pages of other origins may call the REST API from a browser, as Starlette's
+/// CORS middleware (MLServer's `cors_settings`) takes them: `*` in a list allows any.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CorsConfig {
+    pub origins: Vec<String>,
+    pub methods: Vec<String>,
+    /// Request headers a page may send beyond the safelisted ones.
+    pub headers: Vec<String>,
+    pub credentials: bool,
+    /// Reply headers a page may read beyond the safelisted ones.
+    pub expose: Vec<String>,
+    /// Seconds a browser may keep a preflight's answer.
+    pub max_age: u64,
 }
 
 /// The server's name, version and protocol extensions, as `GET /v2` gives them.
@@ -202,6 +219,7 @@ impl Default for ServerConfig {
             v2_invalid_422: false,
             dialect: Dialect::Inferwire,
             identity: ServerIdentity::default(),
+            cors: None,
             model_cache: crate::models::CacheConfig::default(),
         }
     }

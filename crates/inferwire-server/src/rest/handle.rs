@@ -16,6 +16,11 @@ use crate::observe::Observed;
 
 /// `peer`: the client's address, which failed logins are counted against.
 pub async fn handle(app: Arc<App>, req: Request<Incoming>, peer: IpAddr) -> Reply {
+    let cors = app.config.cors.as_ref();
+    if let Some(reply) = cors.and_then(|c| c.preflight(req.method(), req.headers())) {
+        return reply;
+    }
+    let origin = cors.and(req.headers().get(http::header::ORIGIN).cloned());
     let path = strip_ingress_prefix(req.uri().path()).to_owned();
     let method = req.method().clone();
     let found = routes::find(&path);
@@ -80,6 +85,9 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>, peer: IpAddr) -> Repl
     let mut reply = result.unwrap_or_else(|e| error(&path, &e));
     if let Some(id) = request_id {
         reply.headers_mut().insert("x-request-id", id);
+    }
+    if let Some(c) = cors {
+        c.decorate(origin.as_ref(), &mut reply);
     }
     let status = reply.status().as_u16();
     obs.finish(&app, Code::Http(status), &format!("{method} {path}"));

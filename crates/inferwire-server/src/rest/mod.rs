@@ -2,6 +2,7 @@
 mod body;
 mod components;
 mod content_coding;
+mod cors;
 mod custom;
 mod handle;
 mod health;
