@@ -143,6 +143,7 @@ impl App {
         let mut out: Vec<(String, String)> = match response.parameters.remove("headers") {
             Some(Value::Object(given)) => given
                 .into_iter()
+                .filter(|(k, _)| crate::mlserver::model_may_set(k))
                 .filter_map(|(k, v)| Some((k, v.as_str()?.to_owned())))
                 .collect(),
             _ => Vec::new(),

@@ -156,6 +156,26 @@ pub fn request_headers(headers: &HeaderMap) -> Value {
     Value::Object(out)
 }
 
+/// Whether a model's response header (`parameters.headers`) may be sent: not one that
+/// frames the reply or its connection (a model echoing every request header would
+/// otherwise send the request's `content-length`), nor gRPC's own.
+pub fn model_may_set(name: &str) -> bool {
+    const FRAMING: [&str; 10] = [
+        "content-length",
+        "content-type",
+        "content-encoding",
+        "transfer-encoding",
+        "connection",
+        "keep-alive",
+        "upgrade",
+        "te",
+        "trailer",
+        "host",
+    ];
+    let name = name.to_ascii_lowercase();
+    !(FRAMING.contains(&name.as_str()) || name.starts_with("grpc-") || name.starts_with(':'))
+}
+
 /// MLServer's CloudEvents headers on an inference reply: what the event is, the server
 /// that sent it and the model, keyed by the request's id.
 #[derive(Debug, Clone)]
@@ -253,6 +273,20 @@ mod tests {
         let other = validation_body("invalid JSON: expected value at line 1");
         assert_eq!(other["detail"][0]["loc"], json!(["body"]));
         assert_eq!(grpc_validation_message("inputs[0].shape: bad"), None);
+    }
+
+    #[test]
+    fn a_model_cannot_reframe_its_reply() {
+        assert!(model_may_set("x-foo"));
+        for name in [
+            "Content-Length",
+            "transfer-encoding",
+            "grpc-status",
+            ":status",
+            "te",
+        ] {
+            assert!(!model_may_set(name), "{name}");
+        }
     }
 
     #[test]
