@@ -68,7 +68,11 @@ class _Loop:
             if self._pid == os.getpid():
                 self.loop.call_soon_threadsafe(_spawn_shutdown, self.loop, model)
                 return
-        # Its thread never started in this process (no request came): here, then.
+        # Its thread never started in this process (no request came): a thread of its own
+        # runs it, since a finalizer may run on a thread already inside an event loop.
+        threading.Thread(target=self._unload_here, args=(model,), name="mlmodel-unload").start()
+
+    def _unload_here(self, model: Any) -> None:
         try:
             self.loop.run_until_complete(_unload(model))
         finally:
