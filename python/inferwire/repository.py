@@ -171,8 +171,10 @@ class Repository:
             # settings.json) serves the models below it. Each model's own folder goes
             # before it when its class is imported.
             sys.path.insert(0, str(self.root))
-        # Name → folder as last read (`build` reads the whole repository only on a miss).
+        # Name → folder as last read (`build` reads the whole repository only on a miss);
+        # and the folders of models' other versions.
         self._known: dict[str, Path] = {}
+        self._versions: dict[str, list[Path]] = {}
 
     def _holds(self, folder: Path) -> bool:
         return settings_file(folder) is not None or (self.from_env and folder == self.root)
@@ -189,20 +191,36 @@ class Repository:
         return found
 
     def folders(self) -> dict[str, Path]:
-        """Model name → folder, for every folder with a settings file."""
-        out: dict[str, Path] = {}
+        """Model name → folder, for every folder with a settings file: where several
+        folders name one model, each with its own version (served side by side, as
+        MLServer serves them), the newest version's (``versions`` gives the others)."""
+        found: dict[str, dict[str, Path]] = {}
         for folder in self._settings_folders():
-            name = self.read(folder).name
-            if name in out:
+            s = self.read(folder)
+            seen = found.setdefault(s.name, {})
+            if seen and (not s.version or "" in seen or s.version in seen):
+                other = seen.get(s.version) or next(iter(seen.values()))
                 raise SettingsError(
-                    f"model repository {self.root}: {self._shown(out[name])} and "
-                    f"{self._shown(folder)} both name a model {name!r} (one folder per model: "
-                    "several versions of one model are not served side by side)"
+                    f"model repository {self.root}: {self._shown(other)} and "
+                    f"{self._shown(folder)} both name a model {s.name!r} "
+                    f"{'at version ' + repr(s.version) if s.version else 'without a version'} "
+                    "(several versions of one model are served side by side when each folder "
+                    "gives its own version)"
                 )
-            out[name] = folder
+            seen[s.version] = folder
+        out = {name: by[newest(list(by))] for name, by in found.items()}
+        self._versions = {
+            name: [f for v, f in by.items() if f != out[name]]
+            for name, by in found.items()
+            if len(by) > 1
+        }
         if not out and self.from_env:
             out[self.read(self.root).name] = self.root
         return out
+
+    def versions(self, name: str) -> list[Path]:
+        """The folders of model ``name``'s other versions, as ``folders`` last found them."""
+        return list(self._versions.get(name, ()))
 
     def _shown(self, folder: Path) -> str:
         return f"{folder.relative_to(self.root)}/" if folder != self.root else "the root folder"
@@ -225,19 +243,30 @@ class Repository:
     def published(self) -> list[dict[str, Any]]:
         return published(self)
 
-    def load(self, name: str) -> tuple[Any, Any]:
-        """Builds model ``name`` for the core: (its adapter, its ``CoreModelSpec``), with
-        the memory the build added to the process (its resident set), which counts
-        against ``model_memory_budget``."""
+    def load(self, name: str, folder: Path | None = None) -> tuple[Any, Any]:
+        """Builds model ``name`` (its newest version, or the one in ``folder``) for the
+        core: (its adapter, its ``CoreModelSpec``), with the memory the build added to
+        the process (its resident set), which counts against ``model_memory_budget``."""
         before = resident_bytes()
-        adapter, settings = self.build(name)
+        adapter, settings = self.build(name) if folder is None else self.build_at(folder)
         memory = measure(adapter, resident_bytes() - before)
         give_back_memory()
         return adapter, settings.to_core(memory)
 
+    def load_versions(self, name: str) -> list[tuple[Any, Any]]:
+        """``load`` of every version of ``name``, the newest first (the repository read
+        afresh: a load through the API sees folders added since)."""
+        with self._lock:
+            self._known = self.folders()
+        return [self.load(name), *(self.load(name, f) for f in self.versions(name))]
+
+    def build_versions(self, name: str) -> list[tuple[Any, ModelSettings]]:
+        """``build`` of every version of ``name``, the newest first."""
+        return [self.build(name), *(self.build_at(f) for f in self.versions(name))]
+
     def build(self, name: str) -> tuple[Any, ModelSettings]:
-        """Builds model ``name``: (its adapter, its settings)."""
-        with self._lock:  # one import at a time: sys.path and sys.modules are shared
+        """Builds model ``name`` (its newest version): (its adapter, its settings)."""
+        with self._lock:
             folder = self._known.get(name)
             s = self.read(folder) if folder is not None and self._holds(folder) else None
             if s is None or s.name != name:
@@ -247,8 +276,13 @@ class Repository:
                 folder = self._known.get(name)
                 if folder is None:
                     raise ModelLoadError(f"the repository has no model named {name!r}")
-                s = self.read(folder)
-            assert folder is not None
+        assert folder is not None
+        return self.build_at(folder)
+
+    def build_at(self, folder: Path) -> tuple[Any, ModelSettings]:
+        """Builds the model of ``folder``: (its adapter, its settings)."""
+        with self._lock:  # one import at a time: sys.path and sys.modules are shared
+            s = self.read(folder)
             if s._mlserver is not None:
                 return self._build_mlserver(s, s._mlserver), s
             impl, _, cls = s.implementation.partition(":")
@@ -347,6 +381,17 @@ def resident_bytes() -> int:
             return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError):
         return 0
+
+
+def newest(versions: list[str]) -> str:
+    """The newest of a model's versions, as MLServer orders them: by number when all are
+    whole numbers, else as text (none is newer than any)."""
+    if "" in versions:
+        return ""
+    try:
+        return str(max(versions, key=int))
+    except ValueError:
+        return max(versions)
 
 
 def folder_spec(folder: Path, spec: str, *more: Path) -> str:

@@ -55,7 +55,7 @@ def serve(
     )
     others: list[tuple[Any, ModelSettings]] = []
     if repo is not None and settings.load_models_at_startup and not settings.model_memory_budget:
-        others = [repo.build(n) for n in repo.names()]
+        others = [built for n in repo.names() for built in repo.build_versions(n)]
     elif repo is not None and settings.model_memory_budget:
         log.info(
             "model_memory_budget %d MiB: the models of %s load when first asked for; past the "

@@ -8,6 +8,8 @@ REST is called from here, gRPC with MLServer's own stubs (mlserver_endpoint_call
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,8 @@ from conftest import free_port
 HERE = Path(__file__).parent
 
 INFER = {"inputs": [{"name": "input-0", "shape": [1, 3], "datatype": "INT32", "data": [1, 2, 3]}]}
+# How the sum model's settings describe its input (its content type: what decode uses).
+INPUT = {"name": "input-0", "datatype": "INT32", "parameters": {"content_type": "np"}}
 PROMPT = {
     "inputs": [
         {
@@ -294,3 +298,54 @@ def test_custom_handlers(server: Any) -> None:
     # Only the method it was declared with, and no other path.
     assert httpx.get(f"{server.url}/my-custom-endpoint").status_code == 404
     assert httpx.post(f"{server.url}/my-custom-endpoint-2", json=[]).status_code == 404
+
+
+def test_versions_side_by_side(serve: Any, root: Path, tmp_path: Path) -> None:
+    """Two folders of one model, each with its own parameters.version: both served, a
+    request without a version gets the newest (by number, as MLServer orders them), the
+    index lists both, and an unload unloads every version; two folders of one version
+    are refused at start."""
+    import shutil
+
+    shutil.copy(root / "models.py", tmp_path / "models.py")
+    for version in ("2", "10"):
+        folder = tmp_path / f"adder-v{version}"
+        folder.mkdir()
+        (folder / "model-settings.json").write_text(
+            json.dumps(
+                {
+                    "name": "adder",
+                    "implementation": "models.SumModel",
+                    "parameters": {"version": version},
+                    "inputs": [{**INPUT, "shape": [-1, 3]}],
+                }
+            )
+        )
+    s = start(serve, tmp_path)
+    for path, version in (("", "10"), ("/versions/2", "2"), ("/versions/10", "10")):
+        r = httpx.post(f"{s.url}/v2/models/adder{path}/infer", json=INFER)
+        assert r.status_code == 200, r.text
+        assert r.json()["model_version"] == version
+        assert httpx.get(f"{s.url}/v2/models/adder{path}").json()["versions"] == [version]
+    r = httpx.post(f"{s.url}/v2/models/adder/versions/3/infer", json=INFER)
+    assert r.status_code == 404 and r.json()["error"] == "Model adder with version 3 not found"
+    index = httpx.post(f"{s.url}/v2/repository/index", json={}).json()
+    assert sorted((m["name"], m["version"], m["state"]) for m in index) == [
+        ("adder", "10", "READY"),
+        ("adder", "2", "READY"),
+    ]
+    assert httpx.post(f"{s.url}/v2/repository/models/adder/unload").status_code == 200
+    assert httpx.get(f"{s.url}/v2/models/adder/versions/2").status_code == 404
+    assert httpx.post(f"{s.url}/v2/repository/models/adder/load").status_code == 200
+    assert httpx.get(f"{s.url}/v2/models/adder/versions/2/ready").status_code == 200
+
+    # One version in two folders: which would serve is not for inferwire to guess.
+    shutil.copytree(tmp_path / "adder-v2", tmp_path / "adder-again")
+    r = subprocess.run(
+        [client_venv("mlserver-client-env.sh"), "-m", "inferwire", "start", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(HERE.parent.parent / "python")},
+    )
+    assert r.returncode != 0 and "both name a model 'adder' at version '2'" in r.stderr

@@ -97,4 +97,20 @@ impl Repository for PyRepository {
                 .map_err(|e| e.value(py).to_string())
         })
     }
+
+    fn load_versions(&self, name: &str) -> Result<Vec<inferwire_server::models::Built>, String> {
+        Python::attach(|py| {
+            let pairs = self
+                .0
+                .bind(py)
+                .call_method1("load_versions", (name,))
+                .map_err(|e| e.value(py).to_string())?;
+            let mut out = Vec::new();
+            for pair in pairs.try_iter().map_err(|e| e.value(py).to_string())? {
+                let pair = pair.map_err(|e| e.value(py).to_string())?;
+                out.push(built(&pair).map_err(|e| e.value(py).to_string())?);
+            }
+            Ok(out)
+        })
+    }
 }

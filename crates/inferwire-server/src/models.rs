@@ -76,8 +76,13 @@ pub type Built = (Arc<dyn Model>, ModelSpec);
 pub trait Repository: Send + Sync + 'static {
     /// Every model the repository has, loaded or not.
     fn names(&self) -> Result<Vec<String>, String>;
-    /// Builds model `name` from its settings.
+    /// Builds model `name` from its settings (its newest version).
     fn load(&self, name: &str) -> Result<(Arc<dyn Model>, ModelSpec), String>;
+    /// Builds every version of model `name`, the newest first (a repository whose models
+    /// have one version each: `load`).
+    fn load_versions(&self, name: &str) -> Result<Vec<Built>, String> {
+        self.load(name).map(|built| vec![built])
+    }
     /// Stores an uploaded model file as `name` at `version` (validated and converted
     /// first) and builds it.
     fn publish(
@@ -100,7 +105,10 @@ pub trait Repository: Send + Sync + 'static {
 }
 
 pub struct Models {
+    /// Each model's newest version (the one a request without a version gets).
     loaded: RwLock<HashMap<String, Arc<Served>>>,
+    /// Each model's other versions, served side by side (MLServer's versions).
+    side: RwLock<HashMap<String, Vec<Arc<Served>>>>,
     default: String,
     repository: Option<Arc<dyn Repository>>,
     /// Why the last load of a model failed, for the repository index.
@@ -128,14 +136,23 @@ impl Models {
         cache: CacheConfig,
     ) -> Self {
         let name = default.name.clone();
-        let mut loaded: HashMap<String, Arc<Served>> = others
-            .into_iter()
-            .map(|s| (s.name.clone(), Arc::new(s)))
-            .collect();
-        loaded.insert(name.clone(), Arc::new(default));
+        let mut loaded: HashMap<String, Arc<Served>> = HashMap::new();
+        let mut side: HashMap<String, Vec<Arc<Served>>> = HashMap::new();
+        // The first of a name (its newest version) serves requests without a version.
+        for s in std::iter::once(default).chain(others) {
+            match loaded.entry(s.name.clone()) {
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    v.insert(Arc::new(s));
+                }
+                std::collections::hash_map::Entry::Occupied(_) => {
+                    side.entry(s.name.clone()).or_default().push(Arc::new(s));
+                }
+            }
+        }
         metrics.set_model_budget(cache.budget.unwrap_or(0));
         let models = Self {
             loaded: RwLock::new(loaded),
+            side: RwLock::new(side),
             default: name,
             repository,
             failures: Mutex::new(BTreeMap::new()),
@@ -224,6 +241,10 @@ impl Models {
             ));
         };
         if !version.is_empty() && version != m.version {
+            if let Some(v) = self.side_version(name, version) {
+                v.last_used.store(since_start(), Relaxed);
+                return Ok(v);
+            }
             let served = if m.version.is_empty() {
                 "it has no versions".to_string()
             } else {
@@ -236,6 +257,28 @@ impl Models {
         }
         m.last_used.store(since_start(), Relaxed);
         Ok(m.clone())
+    }
+
+    fn side_version(&self, name: &str, version: &str) -> Option<Arc<Served>> {
+        let side = self.side.read().unwrap_or_else(|e| e.into_inner());
+        side.get(name)?
+            .iter()
+            .find(|m| m.version == version)
+            .cloned()
+    }
+
+    /// Installs `name`'s other versions, and retires those they replace.
+    fn replace_side(&self, name: &str, versions: Vec<Arc<Served>>) {
+        let mut side = self.side.write().unwrap_or_else(|e| e.into_inner());
+        let old = if versions.is_empty() {
+            side.remove(name)
+        } else {
+            side.insert(name.to_owned(), versions)
+        };
+        drop(side);
+        for m in old.into_iter().flatten() {
+            retire(Some(m));
+        }
     }
 
     /// `get`, and with `CacheConfig::on_request` a repository model that is not loaded is
@@ -325,7 +368,12 @@ impl Models {
     /// own requests ask for), then unloads the least recently used models while the
     /// loaded ones' memory is over the budget.
     async fn load_here(&self, name: &str) -> Result<(), ServeError> {
-        let served = self.build_from_repository(name).await?;
+        let Some(served) = self.build_from_repository(name, false).await?.pop() else {
+            return Err(ServeError::new(
+                Kind::Internal,
+                format!("the repository built no model {name:?}"),
+            ));
+        };
         let memory = served.memory;
         self.replace(name, Some(served));
         tracing::info!("model {name:?} loaded for a request ({memory} bytes measured)");
@@ -369,6 +417,7 @@ impl Models {
                     "model {:?} unloaded to keep within the memory budget",
                     m.name
                 );
+                self.replace_side(&m.name, Vec::new());
                 self.metrics.model_evicted();
                 retire(Some(m));
             }
@@ -397,29 +446,50 @@ impl Models {
     /// it is ready; a model it replaces finishes the requests it already has. A failed
     /// load leaves whatever was serving in place.
     pub async fn load(&self, name: &str) -> Result<(), ServeError> {
-        let served = self.build_from_repository(name).await?;
+        let mut versions = self.build_from_repository(name, true).await?.into_iter();
+        let Some(served) = versions.next() else {
+            return Err(ServeError::new(
+                Kind::Internal,
+                format!("the repository built no model {name:?}"),
+            ));
+        };
+        self.replace_side(name, versions.map(Arc::new).collect());
         self.replace(name, Some(served));
         tracing::info!("model {name:?} loaded");
         self.make_room(name);
         self.propagate(name, true).await
     }
 
-    /// Builds `name` from the repository (off the I/O threads), counting the load and its
-    /// time; a failure is remembered for the index.
-    async fn build_from_repository(&self, name: &str) -> Result<Served, ServeError> {
+    /// Builds `name` from the repository (off the I/O threads): its newest version, or
+    /// with `every_version` all of them, the newest first; counting the load and its time.
+    /// A failure is remembered for the index.
+    async fn build_from_repository(
+        &self,
+        name: &str,
+        every_version: bool,
+    ) -> Result<Vec<Served>, ServeError> {
         let repo = self.repository()?;
         let owned = name.to_string();
         let metrics = self.metrics;
         let start = Instant::now();
         let built = tokio::task::spawn_blocking(move || {
-            let (model, spec) = repo.load(&owned)?;
-            if spec.name != owned {
-                return Err(format!(
-                    "its settings name it {:?}, not {owned:?}",
-                    spec.name
-                ));
-            }
-            Models::build(model, spec, metrics).map_err(|e| e.to_string())
+            let built = if every_version {
+                repo.load_versions(&owned)?
+            } else {
+                vec![repo.load(&owned)?]
+            };
+            built
+                .into_iter()
+                .map(|(model, spec)| {
+                    if spec.name != owned {
+                        return Err(format!(
+                            "its settings name it {:?}, not {owned:?}",
+                            spec.name
+                        ));
+                    }
+                    Models::build(model, spec, metrics).map_err(|e| e.to_string())
+                })
+                .collect::<Result<Vec<_>, _>>()
         })
         .await
         .map_err(|e| ServeError::new(Kind::Internal, e.to_string()))?;
@@ -499,9 +569,13 @@ impl Models {
     }
 
     fn replace(&self, name: &str, with: Option<Served>) {
+        self.replace_arc(name, with.map(Arc::new));
+    }
+
+    fn replace_arc(&self, name: &str, with: Option<Arc<Served>>) {
         let mut loaded = self.loaded.write().unwrap_or_else(|e| e.into_inner());
         let old = match with {
-            Some(served) => loaded.insert(name.to_string(), Arc::new(served)),
+            Some(served) => loaded.insert(name.to_string(), served),
             None => loaded.remove(name),
         };
         drop(loaded);
@@ -535,6 +609,7 @@ impl Models {
             ));
         }
         retire(old);
+        self.replace_side(name, Vec::new());
         self.count_held();
         tracing::info!("model {name:?} unloaded");
         self.propagate(name, false).await
@@ -576,19 +651,34 @@ impl Models {
         for (name, change) in changes {
             if !change.serving {
                 self.replace(&name, None);
+                self.replace_side(&name, Vec::new());
                 tracing::info!("model {name:?} unloaded (changed through another worker)");
                 continue;
             }
-            let built = repo.load(&name).and_then(|(m, spec)| {
-                Models::build(m, spec, self.metrics).map_err(|e| e.to_string())
+            let built = repo.load_versions(&name).and_then(|versions| {
+                versions
+                    .into_iter()
+                    .map(|(m, spec)| {
+                        Models::build(m, spec, self.metrics)
+                            .map(Arc::new)
+                            .map_err(|e| e.to_string())
+                    })
+                    .collect::<Result<Vec<_>, _>>()
             });
             let mut failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
             match built {
-                Ok(served) => {
+                Ok(mut versions) if !versions.is_empty() => {
                     failures.remove(&name);
                     drop(failures);
-                    self.replace(&name, Some(served));
+                    let newest = versions.remove(0);
+                    self.replace_side(&name, versions);
+                    self.replace_arc(&name, Some(newest));
                     tracing::info!("model {name:?} loaded (changed through another worker)");
+                }
+                Ok(_) => {
+                    let reason = "the repository built no model".to_owned();
+                    remember_failure(&mut failures, &name, &reason);
+                    failed.insert(name, reason);
                 }
                 Err(reason) => {
                     remember_failure(&mut failures, &name, &reason);
@@ -615,18 +705,27 @@ impl Models {
         all.extend(self.listed(&loaded));
         all.sort_unstable();
         all.dedup();
+        let side = self.side.read().unwrap_or_else(|e| e.into_inner());
+        let ready = |m: &Served| json!({"name": m.name, "version": m.version, "state": "READY", "reason": ""});
+        let others = |name: &str| -> Vec<Value> {
+            side.get(name)
+                .map(|v| v.iter().map(|m| ready(m)).collect())
+                .unwrap_or_default()
+        };
         Ok(all
             .into_iter()
-            .map(|name| match (loaded.get(name), failures.get(name)) {
+            .flat_map(|name| match (loaded.get(name), failures.get(name)) {
                 (Some(m), _) => {
-                    json!({"name": name, "version": m.version, "state": "READY", "reason": ""})
+                    let mut versions = vec![ready(m)];
+                    versions.extend(others(name));
+                    versions
                 }
                 (None, Some(reason)) => {
-                    json!({"name": name, "state": "UNAVAILABLE", "reason": reason})
+                    vec![json!({"name": name, "state": "UNAVAILABLE", "reason": reason})]
                 }
                 // Triton's and MLServer's words for a model not loaded.
                 (None, None) => {
-                    json!({"name": name, "state": "UNAVAILABLE", "reason": "unloaded"})
+                    vec![json!({"name": name, "state": "UNAVAILABLE", "reason": "unloaded"})]
                 }
             })
             .collect())
@@ -634,7 +733,10 @@ impl Models {
 
     /// Every loaded model, for shutdown.
     pub fn all(&self) -> Vec<Arc<Served>> {
-        self.read().values().cloned().collect()
+        let mut all: Vec<Arc<Served>> = self.read().values().cloned().collect();
+        let side = self.side.read().unwrap_or_else(|e| e.into_inner());
+        all.extend(side.values().flatten().cloned());
+        all
     }
 }
 
