@@ -36,8 +36,18 @@ class _Loop:
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
+        self._made_in = os.getpid()
         self._pid = 0
         self._lock = threading.Lock()
+
+    def _own(self) -> asyncio.AbstractEventLoop:
+        """This process's loop: one made before a fork shares its wake-up pipe with the
+        process that made it and its other forks (a call handed to it could wake another
+        worker's loop and wait for ever), so a worker makes its own."""
+        if self._made_in != os.getpid():
+            self.loop = asyncio.new_event_loop()
+            self._made_in = os.getpid()
+        return self.loop
 
     def run(self, coro: Coroutine[Any, Any, Any]) -> Any:
         if self._pid == os.getpid():
@@ -52,6 +62,7 @@ class _Loop:
                 self._start()
 
     def _start(self) -> None:
+        self._own()
         threading.Thread(target=self._run, name="mlmodel-loop", daemon=True).start()
         self._pid = os.getpid()
 
@@ -73,10 +84,11 @@ class _Loop:
         threading.Thread(target=self._unload_here, args=(model,), name="mlmodel-unload").start()
 
     def _unload_here(self, model: Any) -> None:
+        loop = self._own()
         try:
-            self.loop.run_until_complete(_unload(model))
+            loop.run_until_complete(_unload(model))
         finally:
-            self.loop.close()
+            loop.close()
 
 
 _shutdowns: set[asyncio.Task[None]] = set()

@@ -349,3 +349,28 @@ def test_versions_side_by_side(serve: Any, root: Path, tmp_path: Path) -> None:
         env={**os.environ, "PYTHONPATH": str(HERE.parent.parent / "python")},
     )
     assert r.returncode != 0 and "both name a model 'adder' at version '2'" in r.stderr
+
+
+def test_two_workers(serve: Any, root: Path, tmp_path: Path) -> None:
+    """parallel_workers: 2 forks two workers after the models load: each runs its
+    MLModels on a loop of its own (one made before the fork would share its wake-ups
+    with the other), streams too, and the scrape adds up both workers' custom metrics."""
+    import shutil
+
+    shutil.copytree(root, tmp_path / "models")
+    settings = tmp_path / "models" / "settings.json"
+    settings.write_text(json.dumps({**json.loads(settings.read_text()), "parallel_workers": 2}))
+    s = start(serve, tmp_path / "models")
+    with httpx.Client(timeout=30) as client:  # a connection each: both workers answer
+        codes = [
+            httpx.post(f"{s.url}/v2/models/sum-model/infer", json=INFER, timeout=30).status_code
+            for _ in range(20)
+        ]
+        assert codes == [200] * 20
+        with client.stream(
+            "POST", f"{s.url}/v2/models/text-stream-model/infer_stream", json=PROMPT
+        ) as r:
+            assert sum(line.startswith("data: ") for line in r.iter_lines()) == len(WORDS)
+        text = client.get(f"{s.url}/metrics").text
+    line = next(ln for ln in text.splitlines() if ln.startswith("rows_summed_count{"))
+    assert float(line.rsplit(" ", 1)[1]) == 20
