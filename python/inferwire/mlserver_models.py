@@ -204,11 +204,12 @@ class MLModelAdapter(SeldonAdapter):
         input_parameters: dict[str, dict[str, Any]],
     ) -> Any:
         """The V2 request as MLServer hands it to a model: an ``InferenceRequest`` with the
-        request's and inputs' parameters (``parameters.headers``: its headers)."""
+        request's and inputs' parameters (``parameters.headers``: its headers). The
+        settings' content types are the model's own to apply (``MLModel.decode`` reads
+        them), as in MLServer."""
         from mlserver.codecs.numpy import to_datatype
         from mlserver.types import InferenceRequest, Parameters, RequestInput, RequestOutput
 
-        parameters, input_parameters = self.with_defaults(parameters, input_parameters)
         request_inputs = []
         for name, arr in inputs.items():
             arr = np.asarray(arr)

@@ -91,25 +91,32 @@ impl App {
         }
     }
 
-    /// A repository load or unload; in MLServer's dialect an unknown name is its "Model
-    /// NAME not found".
-    pub async fn load_model(&self, name: &str, load: bool) -> Result<(), ServeError> {
-        let mlserver = self.config.dialect == Dialect::Mlserver;
-        if mlserver && load && !self.models.in_repository(name).await {
-            return Err(ServeError::new(
-                Kind::NotFound,
-                format!("Model {name} not found"),
+    /// A repository load; in MLServer's dialect an unknown name is its "Model NAME not
+    /// found" (404, where Triton answers 400).
+    pub async fn load_model(&self, name: &str) -> Result<(), ServeError> {
+        if self.config.dialect == Dialect::Inferwire {
+            return self.models.load(name).await;
+        }
+        if !self.models.in_repository(name).await {
+            return Err(crate::mlserver::model_not_found(
+                ServeError::new(Kind::NotFound, ""),
+                name,
+                "",
             ));
         }
-        let done = if load {
-            self.models.load(name).await
-        } else {
-            self.models.unload(name, mlserver).await
-        };
-        match self.config.dialect {
-            Dialect::Inferwire => done,
-            Dialect::Mlserver => done.map_err(|e| crate::mlserver::model_not_found(e, name, "")),
+        let done = self.models.load(name).await;
+        done.map_err(|e| crate::mlserver::model_not_found(e, name, ""))
+    }
+
+    /// A repository unload; in MLServer's dialect the default model (the Seldon routes')
+    /// may go too, and an unknown name is its "Model NAME not found".
+    pub async fn unload_model(&self, name: &str) -> Result<(), ServeError> {
+        let mlserver = self.config.dialect == Dialect::Mlserver;
+        let done = self.models.unload(name, mlserver).await;
+        if !mlserver {
+            return done;
         }
+        done.map_err(|e| crate::mlserver::model_not_found(e, name, ""))
     }
 
     /// What MLServer's dialect adds to a request: `parameters.headers` from the request's

@@ -408,10 +408,7 @@ impl GrpcInferenceService for V2Service {
         req: Request<pb::RepositoryModelLoadRequest>,
     ) -> Result<pb::RepositoryModelLoadResponse> {
         let name = req.into_inner().model_name;
-        self.0
-            .load_model(&name, true)
-            .await
-            .map_err(|e| e.to_status())?;
+        self.0.load_model(&name).await.map_err(|e| e.to_status())?;
         Ok(Response::new(pb::RepositoryModelLoadResponse {}))
     }
 
@@ -421,7 +418,7 @@ impl GrpcInferenceService for V2Service {
     ) -> Result<pb::RepositoryModelUnloadResponse> {
         let name = req.into_inner().model_name;
         self.0
-            .load_model(&name, false)
+            .unload_model(&name)
             .await
             .map_err(|e| e.to_status())?;
         Ok(Response::new(pb::RepositoryModelUnloadResponse {}))

@@ -43,9 +43,7 @@ pub async fn infer_stream(
 ) -> Result<Reply, ServeError> {
     let model = app.model(name, version).await?;
     obs.model = model.slot;
-    let headers = app.headers_for_model(req.headers());
-    let mut request = super::v2::decode(app, req, obs).await?;
-    app.prepare(&mut request, headers);
+    let request = super::v2::decode(app, req, obs).await?;
     start(app, &model, request, Shape::V2).await
 }
 

@@ -103,11 +103,11 @@ pub async fn config(app: &App, name: &str, version: &str) -> Result<Reply, Serve
 }
 
 pub async fn load(app: &App, name: &str) -> Result<Reply, ServeError> {
-    app.load_model(name, true).await.map(|()| ok(json!({})))
+    app.load_model(name).await.map(|()| ok(json!({})))
 }
 
 pub async fn unload(app: &App, name: &str) -> Result<Reply, ServeError> {
-    app.load_model(name, false).await.map(|()| ok(json!({})))
+    app.unload_model(name).await.map(|()| ok(json!({})))
 }
 
 /// `POST /v2/repository/index`, with `{"ready": true}` for the ready models only.
@@ -174,9 +174,7 @@ pub async fn infer(
 ) -> Result<Reply, ServeError> {
     let model = app.model(name, version).await?;
     obs.model = model.slot;
-    let headers = app.headers_for_model(req.headers());
-    let mut request = decode(app, req, obs).await?;
-    app.prepare(&mut request, headers);
+    let request = decode(app, req, obs).await?;
     let binary = request.binary_outputs();
     let deadline = app.deadline(obs.start, None);
     let mut response = crate::shared_memory::infer(app, &model, request, deadline).await?;
@@ -213,12 +211,14 @@ pub(super) fn add_headers(r: &mut Reply, headers: Vec<(String, String)>) {
 }
 
 /// Reads a V2 inference request: JSON, or JSON and binary data with
-/// `Inference-Header-Content-Length`; inputs may be in shared-memory regions.
+/// `Inference-Header-Content-Length`; inputs may be in shared-memory regions. What the
+/// dialect adds is added (`App::prepare`).
 pub(super) async fn decode(
     app: &App,
     req: Request<Incoming>,
     obs: &mut Observed,
 ) -> Result<InferRequest, ServeError> {
+    let headers = app.headers_for_model(req.headers());
     let header_len = match req.headers().get(BINARY_HEADER) {
         None => None,
         Some(v) => Some(
@@ -239,7 +239,7 @@ pub(super) async fn decode(
         Encoding::Json
     };
     let body = body::read(app, req, app.config.max_body_bytes).await?;
-    let request = json::decode_request_with(
+    let mut request = json::decode_request_with(
         body,
         header_len,
         &app.config.limits,
@@ -252,6 +252,7 @@ pub(super) async fn decode(
         }
         e
     })?;
+    app.prepare(&mut request, headers);
     if obs.id.is_empty() {
         obs.id.clone_from(&request.id);
     }
