@@ -33,6 +33,21 @@ def proc_status_kib(pid: int, key: str) -> int:
     raise AssertionError(f"no {key} in /proc/{pid}/status")
 
 
+def _children(pid: int) -> set[int]:
+    """The pids whose parent is ``pid`` (from /proc; tests/server/workers, tests/deploy)."""
+    out = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            # Field 4 (after the parenthesised name) is the parent pid.
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                out.add(int(entry.name))
+    return out
+
+
 def reset_peak_rss(pid: int) -> None:
     """Sets the peak RSS the kernel reports (VmHWM) back to the current RSS."""
     with open(f"/proc/{pid}/clear_refs", "w") as f:
@@ -110,6 +125,19 @@ class Served:
                 self.proc.wait()
         self._log.close()
         return self.proc.returncode
+
+
+# Each test is marked with its tier, the folder it lives in: `pytest -m dialects`.
+TIERS = ("server", "dialects", "client", "tools", "deploy", "docs")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        parts = item.path.resolve().relative_to(ROOT).parts
+        if parts[0] == "tests" and parts[1] in TIERS:
+            item.add_marker(parts[1])
+        elif parts[:3] == ("benchmarks", "peers", "tests"):
+            item.add_marker("peers")
 
 
 @pytest.fixture(scope="session")

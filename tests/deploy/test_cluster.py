@@ -25,7 +25,7 @@ import httpx
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CLUSTER_DIR = Path(
     os.environ.get(
         "INFERWIRE_CLUSTER_DIR",
@@ -56,9 +56,13 @@ def _cluster_up() -> bool:
     return r.returncode == 0
 
 
-pytestmark = pytest.mark.skipif(
-    not _cluster_up(), reason="no cluster up (bash deploy/e2e/run.sh starts one)"
-)
+pytestmark = [
+    pytest.mark.optin,
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not _cluster_up(), reason="no cluster up (bash deploy/e2e/run.sh starts one)"
+    ),
+]
 
 
 def kubectl(*args: str, check: bool = True, timeout: float = 300, stdin: str | None = None) -> str:

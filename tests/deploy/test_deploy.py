@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 # scripts/env.sh puts Go here; a shell that did not source it may lack it on PATH.
 GO = shutil.which("go") or shutil.which("go", path="/usr/local/go/bin")

@@ -26,14 +26,16 @@ from typing import Any
 import grpc
 import httpx
 import pytest
-from conftest import ROOT, Served
+from conftest import ROOT, Served, _children
 from nginx.balancer import Nginx
-from test_workers import _children
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("nginx") is None and not os.path.exists("/usr/sbin/nginx"),
-    reason="nginx is not installed (bash scripts/apt-install.sh nginx)",
-)
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        shutil.which("nginx") is None and not os.path.exists("/usr/sbin/nginx"),
+        reason="nginx is not installed (bash scripts/apt-install.sh nginx)",
+    ),
+]
 
 
 @pytest.fixture

@@ -86,6 +86,7 @@ def test_image_model_example() -> None:
     assert len({line.split(": ", 1)[1] for line in lines}) == 1
 
 
+@pytest.mark.optin
 def test_pytorch_example() -> None:
     import importlib.util
 

@@ -25,6 +25,8 @@ from floor import FloorProcess
 from google.protobuf import json_format
 from test_notebook_tools import load_tools  # noqa: F401 (a fixture)
 
+pytestmark = pytest.mark.slow  # every row against both servers, one second each
+
 ROWS = 17
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.append(str(Path(__file__).resolve().parent.parent / "benchmarks"))
+sys.path.append(str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import notebook_tools
 import servers
 from notebook_payloads import ENCODINGS

@@ -12,7 +12,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+import pytest
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_every_workload_is_answered_by_inferwire(tmp_path: Path) -> None:

@@ -11,7 +11,10 @@ About 15 s.
 
 from __future__ import annotations
 
+import pytest
 from peer_smoke import run_smoke
+
+pytestmark = pytest.mark.optin
 
 
 def test_bentoml_peer() -> None:

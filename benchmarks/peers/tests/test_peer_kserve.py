@@ -11,7 +11,10 @@ CI installs no peers, so there it is skipped. About 15 s (two starts, 1 s of eac
 
 from __future__ import annotations
 
+import pytest
 from peer_smoke import run_smoke
+
+pytestmark = pytest.mark.optin
 
 
 def test_kserve_peer_echoes_and_stops() -> None:

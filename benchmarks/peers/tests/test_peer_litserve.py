@@ -12,7 +12,10 @@ About 25 s.
 
 from __future__ import annotations
 
+import pytest
 from peer_smoke import run_smoke
+
+pytestmark = [pytest.mark.optin, pytest.mark.slow]
 
 
 def test_litserve_peer_smoke() -> None:

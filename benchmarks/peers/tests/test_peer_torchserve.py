@@ -13,7 +13,10 @@ a 5.5 GB virtualenv: PyPI's torch); CI installs no peers, so there it is skipped
 
 from __future__ import annotations
 
+import pytest
 from peer_smoke import run_smoke
+
+pytestmark = [pytest.mark.optin, pytest.mark.slow]
 
 
 def test_torchserve_peer_serves_and_stops() -> None:

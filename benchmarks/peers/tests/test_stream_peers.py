@@ -13,6 +13,7 @@ checks its unary models: benchmarks/peers/pytriton/README.md).
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +21,10 @@ import httpx
 import pytest
 from peer_smoke import run_smoke
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 
 
+@pytest.mark.optin
 def test_mlserver_streams() -> None:
     out = run_smoke("mlserver", "mlserver", "smoke_stream.py")
     assert "REST infer_stream: 256 pieces" in out, out
@@ -30,6 +32,8 @@ def test_mlserver_streams() -> None:
     assert "streaming checks passed" in out, out
 
 
+@pytest.mark.optin
+@pytest.mark.slow
 def test_pytriton_streams() -> None:
     out = run_smoke("pytriton", "pytriton")
     assert "gRPC stream, 1 request: 256 pieces" in out, out
@@ -61,6 +65,7 @@ def _events(reply: httpx.Response) -> list[dict[str, Any]]:
 def test_inferwire_serves_the_benchmark_model(cls: str) -> None:
     """benchmarks/models/stream_tokens.py, as benchmarks/streaming.py serves it: the same
     pieces as the peers, and the same request parameters."""
+    sys.path.insert(0, str(ROOT / "tests"))  # tests/conftest.py, also when run on its own
     from conftest import Served
 
     server = Served(f"../benchmarks/models/stream_tokens.py:{cls}", "--model-name", "tokens")

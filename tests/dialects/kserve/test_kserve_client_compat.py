@@ -17,7 +17,7 @@ from client_venv import client_venv, run_client
 from kserve_arrays import ARRAYS, FP16
 
 HERE = Path(__file__).parent
-ROOT = HERE.parent.parent
+ROOT = HERE.parents[2]
 MODEL = "ident"
 TRANSPORTS = ("rest", "grpc")
 
@@ -29,7 +29,7 @@ def client_python() -> str:
 
 @pytest.fixture(scope="module")
 def calls(client_python: str, serve: Any) -> dict[str, Any]:
-    server = serve("compat.kserve_models:Mirror", "--model-name", MODEL, "--model-version", "1")
+    server = serve("kserve_models:Mirror", "--model-name", MODEL, "--model-version", "1")
     port = server.grpc_target.rsplit(":", 1)[1]
     script = HERE / "kserve_client_calls.py"
     return run_client(client_python, script, str(server.http_port), port, MODEL)

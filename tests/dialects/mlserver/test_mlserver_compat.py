@@ -331,7 +331,7 @@ def start_and_call(serve: Any, python: str, root: Path, script: str) -> dict[str
         str(free_port()),
         command="start",
         python=python,
-        env={"PYTHONPATH": str(HERE.parent.parent / "python")},
+        env={"PYTHONPATH": str(HERE.parents[2] / "python")},
     )
     port = server.grpc_target.rsplit(":", 1)[1]
     return run_client(python, HERE / script, str(server.http_port), port)

@@ -63,7 +63,7 @@ def start(serve: Any, folder: Path) -> Any:
         "--allow-unauthenticated-repository",
         command="start",
         python=client_venv("mlserver-client-env.sh"),
-        env={"PYTHONPATH": str(HERE.parent.parent / "python")},
+        env={"PYTHONPATH": str(HERE.parents[2] / "python")},
     )
 
 
@@ -346,7 +346,7 @@ def test_versions_side_by_side(serve: Any, root: Path, tmp_path: Path) -> None:
         capture_output=True,
         text=True,
         timeout=120,
-        env={**os.environ, "PYTHONPATH": str(HERE.parent.parent / "python")},
+        env={**os.environ, "PYTHONPATH": str(HERE.parents[2] / "python")},
     )
     assert r.returncode != 0 and "both name a model 'adder' at version '2'" in r.stderr
 

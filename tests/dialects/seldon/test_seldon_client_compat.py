@@ -14,7 +14,7 @@ import pytest
 from client_venv import client_venv, run_client
 
 HERE = Path(__file__).parent
-ROOT = HERE.parent.parent
+ROOT = HERE.parents[2]
 TRANSPORTS = ("rest", "grpc")
 
 
@@ -31,7 +31,7 @@ def run_calls(python: str, server: Any, group: str) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def calls(client_python: str, serve: Any) -> dict[str, Any]:
-    server = serve("compat/seldon_models.py:Doubler")
+    server = serve("seldon_models.py:Doubler")
     return run_calls(client_python, server, "predict")
 
 
@@ -162,7 +162,7 @@ def test_grpc_metadata_with_seldons_stubs(calls: dict[str, Any]) -> None:
 
 @pytest.fixture(scope="module")
 def component_calls(client_python: str, serve: Any) -> dict[str, Any]:
-    server = serve("compat/seldon_models.py:Component")
+    server = serve("seldon_models.py:Component")
     return run_calls(client_python, server, "components")
 
 

@@ -102,7 +102,7 @@ def test_get_with_json_query_and_form_encoded_body(kinds: Any) -> None:
 
 
 def test_feedback_by_get_with_json_query(serve: Any) -> None:
-    server = serve("compat/seldon_models.py:Doubler")
+    server = serve("seldon_models.py:Doubler")
     fb = {"request": {"data": {"ndarray": [[1, 2]]}}, "reward": 0.25}
     r = httpx.get(f"{server.url}/send-feedback?json={quote(json.dumps(fb))}")
     assert r.status_code == 200, r.text

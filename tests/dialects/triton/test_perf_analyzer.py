@@ -33,7 +33,7 @@ def perf_analyzer() -> str:
 @pytest.fixture(scope="module")
 def srv(serve: Any) -> Served:
     # A numeric version, as Triton's are (perf_analyzer parses them as numbers).
-    return serve("compat.tritonmodels:Sleep5ms", "--model-name", "sleep", "--model-version", "3")
+    return serve("tritonmodels:Sleep5ms", "--model-name", "sleep", "--model-version", "3")
 
 
 def run(pa: str, *args: str) -> str:

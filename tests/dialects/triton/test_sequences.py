@@ -16,7 +16,7 @@ from tritonclient.utils import InferenceServerException
 
 @pytest.fixture(scope="module")
 def srv(serve: Any) -> Served:
-    return serve("compat.tritonmodels:Accumulate", "--model-name", "acc")
+    return serve("tritonmodels:Accumulate", "--model-name", "acc")
 
 
 def client(s: Served, protocol: str) -> Any:
@@ -51,7 +51,7 @@ def test_interleaved_sequences(srv: Served, protocol: str) -> None:
 
 @pytest.fixture(scope="module")
 def two_workers(serve: Any) -> Served:
-    return serve("compat.tritonmodels:Accumulate", "--model-name", "acc", "--workers", "2")
+    return serve("tritonmodels:Accumulate", "--model-name", "acc", "--workers", "2")
 
 
 def step_pid(

@@ -346,7 +346,7 @@ def test_the_proto_matches_tritonclients(tmp_path: Path) -> None:
     from grpc_tools import protoc
     from tritonclient.grpc import service_pb2
 
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[3]
     out = tmp_path / "set.pb"
     args = ["protoc", f"-I{root / 'proto'}", f"--descriptor_set_out={out}", "grpc_service.proto"]
     assert protoc.main(args) == 0

@@ -53,7 +53,7 @@ ANSWERED_AS = {"BF16": "FP32"}
 @pytest.fixture(scope="module")
 def srv(serve: Any) -> Served:
     return serve(
-        "compat.tritonmodels:Identity",
+        "tritonmodels:Identity",
         "--model-name",
         MODEL,
         "--max-body-bytes",

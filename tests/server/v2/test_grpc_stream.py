@@ -28,7 +28,7 @@ METHOD = "/inference.GRPCInferenceService/ModelStreamInfer"
 @pytest.fixture(scope="module")
 def srv(serve: Any) -> Served:
     return serve(
-        "compat.tritonmodels:Identity",
+        "tritonmodels:Identity",
         "--model-name",
         MODEL,
         "--max-body-bytes",
@@ -231,7 +231,7 @@ def test_auth_is_checked_once_per_call(serve: Any, tmp_path: Any) -> None:
          "--file", str(tokens)],
         capture_output=True, text=True, check=True,
     ).stdout.strip().split()[-1]  # fmt: skip
-    s = serve("compat.tritonmodels:Identity", "--model-name", MODEL, "--auth-tokens", str(tokens))
+    s = serve("tritonmodels:Identity", "--model-name", MODEL, "--auth-tokens", str(tokens))
     with s.channel() as ch:
         with pytest.raises(grpc.RpcError) as e:
             list(stream_call(ch)(iter([request([1.0])]), timeout=10))
@@ -417,7 +417,7 @@ def test_an_idle_stream_ends_after_the_idle_timeout(serve: Any) -> None:
 def test_a_drain_ends_an_idle_stream(serve: Any) -> None:
     """SIGTERM with a stream open and idle: the call ends UNAVAILABLE within about a
     second, and the server stops without waiting out its grace period."""
-    server = serve("compat.tritonmodels:Identity", "--model-name", MODEL, "--grace-period", "20")
+    server = serve("tritonmodels:Identity", "--model-name", MODEL, "--grace-period", "20")
     reqs: queue.Queue[Any] = queue.Queue()
     reqs.put(request([1.0], "before"))
     with server.channel() as ch:

@@ -12,21 +12,7 @@ import time
 from pathlib import Path
 
 import httpx
-from conftest import Served
-
-
-def _children(pid: int) -> set[int]:
-    out = set()
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            # Field 4 (after the parenthesised name) is the parent pid.
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                out.add(int(entry.name))
-    return out
+from conftest import Served, _children
 
 
 def _pids_seen(url: str, n: int = 40) -> set[str]:
