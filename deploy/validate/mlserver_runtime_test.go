@@ -79,13 +79,13 @@ func TestKServeMLServerRuntimeWithOnlyTheImageChanged(t *testing.T) {
 	if !slices.Equal(env, want) {
 		t.Errorf("KServe's runtime sets %v, want %v: check what inferwire start reads", env, want)
 	}
-	read, err := os.ReadFile(filepath.Join(repoRoot, "python/inferwire/mlserver_settings.py"))
+	read, err := os.ReadFile(filepath.Join(repoRoot, "python/inferwire/mlserver/settings.py"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, v := range []string{`f"MLSERVER_{key.upper()}"`, `f"MLSERVER_MODEL_{key.upper()}"`} {
 		if !bytes.Contains(read, []byte(v)) {
-			t.Errorf("mlserver_settings.py no longer reads the variables as %s", v)
+			t.Errorf("inferwire/mlserver/settings.py no longer reads the variables as %s", v)
 		}
 	}
 }

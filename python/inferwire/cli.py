@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import signal
 import sys
 from typing import Any
 
 from . import __version__, authfiles, client, publishing
-from .errors import InferwireError, SettingsError
+from .errors import InferwireError
 from .settings import Settings, choices, flag_help, flag_name, from_sources
 
 
@@ -80,15 +79,10 @@ def _run(spec: str | None, args: dict[str, Any], start: bool = False) -> int:
     source = ""
     try:
         if start:
-            from pathlib import Path
+            # MLServer's settings (their dialect among them), under inferwire's own.
+            from .mlserver.dialect import start_settings
 
-            from .mlserver_settings import SERVER_FILE, server_settings
-
-            folder = Path(spec or os.environ.get("MLSERVER_MODELS_DIR") or ".")
-            if not folder.is_dir():
-                raise SettingsError(f"start: {folder} is not a folder")
-            base = server_settings(folder)
-            source = f"{folder / SERVER_FILE} or MLSERVER_* variables"
+            base, source = start_settings(spec)
             spec = None
         settings = from_sources(args, settings_file=settings_file, base=base, base_source=source)
     except InferwireError as e:
@@ -102,7 +96,7 @@ def _run(spec: str | None, args: dict[str, Any], start: bool = False) -> int:
     from .server import serve
 
     try:
-        serve(spec or None, settings, mlserver=start)
+        serve(spec or None, settings)
     except InferwireError as e:
         print(f"inferwire: {e}", file=sys.stderr)
         return 1

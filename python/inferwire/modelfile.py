@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import logging
 import pickle
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,78 @@ from .trees import UnsupportedModel, convert
 
 log = logging.getLogger("inferwire")
 
-SUFFIXES = (".joblib", ".pkl", ".pickle", ".json", ".ubj", ".txt", ".model", ".onnx")
+
+def _pickle(path: Path) -> Any:
+    try:
+        import joblib
+    except ImportError:
+        with path.open("rb") as f:
+            return pickle.load(f)
+    return joblib.load(path)
+
+
+def _booster(path: Path) -> Any:
+    import xgboost
+
+    booster = xgboost.Booster()
+    booster.load_model(str(path))
+    return booster
+
+
+def _json(path: Path) -> Any:
+    """An inferwire tree file (a dict for the native runtime), else an XGBoost model."""
+    text = path.read_text()
+    if '"inferwire-trees"' in text[:200]:
+        return json.loads(text)
+    return _booster(path)
+
+
+def _xgboost_estimator(path: Path) -> Any:
+    """As mlserver_xgboost reads it: a regressor, else (a TypeError says so) a classifier."""
+    import xgboost
+
+    try:
+        model = xgboost.XGBRegressor()
+        model.load_model(str(path))
+        return model
+    except TypeError:
+        model = xgboost.XGBClassifier()
+        model.load_model(str(path))
+        return model
+
+
+def _lightgbm(path: Path) -> Any:
+    import lightgbm
+
+    return lightgbm.Booster(model_file=str(path))
+
+
+def _onnx(path: Path) -> Any:
+    import onnxruntime
+
+    return onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+
+
+# A model file's reader by its suffix: a pickle (joblib or plain), an inferwire tree file
+# or an XGBoost model (.json, .ubj), a LightGBM text model (.txt, .model), an ONNX graph.
+BY_SUFFIX: dict[str, Callable[[Path], Any]] = {
+    ".joblib": _pickle,
+    ".pkl": _pickle,
+    ".pickle": _pickle,
+    ".json": _json,
+    ".ubj": _booster,
+    ".txt": _lightgbm,
+    ".model": _lightgbm,
+    ".onnx": _onnx,
+}
+SUFFIXES = tuple(BY_SUFFIX)
+# MLServer's runtimes read by library, whatever the suffix (model.bst is XGBoost's and
+# LightGBM's), and its XGBoost runtime gives the scikit-learn estimator, not the Booster.
+BY_LIBRARY: dict[str, Callable[[Path], Any]] = {
+    "sklearn": _pickle,
+    "xgboost": _xgboost_estimator,
+    "lightgbm": _lightgbm,
+}
 
 
 def is_model_file(spec: str) -> bool:
@@ -27,42 +99,18 @@ def is_model_file(spec: str) -> bool:
     return path.suffix.lower() in SUFFIXES and path.is_file()
 
 
-def read(path: Path) -> Any:
-    """The trained model in ``path``, by its suffix: a pickle (joblib or plain), an
-    inferwire tree file or an XGBoost model (.json, .ubj), a LightGBM text model (.txt,
-    .model), an ONNX graph (.onnx)."""
-    suffix = path.suffix.lower()
+def read(path: Path, library: str = "") -> Any:
+    """The trained model in ``path``: read as ``library``'s MLServer runtime reads it,
+    else by its suffix (``BY_SUFFIX``)."""
+    reader = BY_LIBRARY[library] if library else BY_SUFFIX.get(path.suffix.lower())
+    if reader is None:
+        raise ModelLoadError(f"{path}: not a model file ({', '.join(SUFFIXES)})")
     try:
-        if suffix in (".joblib", ".pkl", ".pickle"):
-            try:
-                import joblib
-            except ImportError:
-                with path.open("rb") as f:
-                    return pickle.load(f)
-            return joblib.load(path)
-        if suffix == ".json":
-            text = path.read_text()
-            if '"inferwire-trees"' in text[:200]:
-                return json.loads(text)
-        if suffix in (".json", ".ubj"):
-            import xgboost
-
-            booster = xgboost.Booster()
-            booster.load_model(str(path))
-            return booster
-        if suffix in (".txt", ".model"):
-            import lightgbm
-
-            return lightgbm.Booster(model_file=str(path))
-        if suffix == ".onnx":
-            import onnxruntime
-
-            return onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+        return reader(path)
     except ImportError as e:
         raise ModelLoadError(f"{path}: reading it needs {e.name}: pip install {e.name}") from e
     except Exception as e:
         raise ModelLoadError(f"{path}: cannot read the model: {type(e).__name__}: {e}") from e
-    raise ModelLoadError(f"{path}: not a model file ({', '.join(SUFFIXES)})")
 
 
 def native(obj: Any, path: Any, runtime: str, **options: Any) -> tuple[Any, str]:

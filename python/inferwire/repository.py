@@ -19,7 +19,6 @@ import logging
 import os
 import re
 import shutil
-import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -27,11 +26,12 @@ from typing import Any
 
 from pydantic import Field, PrivateAttr, ValidationError
 
-from . import loader, mlserver_settings, modelfile
+from . import modelfile, runtimes
+from .dialects import Dialect
 from .errors import ModelLoadError, SettingsError
-from .mlserver_settings import MLServerModel
-from .seldon import SeldonAdapter
-from .settings import ModelServing, Str, explain, parse_parameters, unknown
+from .mlserver import settings as mlserver_settings
+from .mlserver.settings import MLServerModel
+from .settings import ModelServing, Str, explain, unknown
 
 SETTINGS_FILES = ("model-settings.yaml", "model-settings.yml", "model-settings.json")
 log = logging.getLogger("inferwire")
@@ -97,11 +97,11 @@ def _mlserver_settings(raw: dict[str, Any], folder: Path, where: str) -> ModelSe
 
 
 def read_model_settings(
-    folder: Path, from_env: bool = False, mlserver: bool = False
+    folder: Path, from_env: bool = False, dialect: Dialect | None = None
 ) -> ModelSettings:
     """The settings file in ``folder``, checked: unknown keys and bad values are errors
-    that name the file. An MLServer model-settings file (every JSON one with
-    ``mlserver``) is read as MLServer reads it; with ``from_env`` and no file, the model
+    that name the file. An MLServer model-settings file (every one the ``dialect`` says is
+    MLServer's) is read as MLServer reads it; with ``from_env`` and no file, the model
     is MLServer's from ``MLSERVER_MODEL_*``."""
     path = settings_file(folder)
     if path is None and from_env:
@@ -110,7 +110,8 @@ def read_model_settings(
     if path is None:
         raise SettingsError(f"{folder}: no {' / '.join(SETTINGS_FILES)}")
     raw = _read(path)
-    if (mlserver and path.suffix == ".json") or mlserver_settings.is_mlserver(raw):
+    owned = dialect is not None and dialect.owns_settings_file(path)
+    if owned or mlserver_settings.is_mlserver(raw):
         if not raw.get("name"):
             raw = {**raw, "name": folder.name}
         return _mlserver_settings(raw, folder, str(path))
@@ -144,33 +145,20 @@ def read_model_settings(
         raise SettingsError(f"{path}: {explain(e, ModelSettings)}") from None
 
 
-def _constructor_parameters(s: ModelSettings, where: Path) -> dict[str, Any]:
-    if isinstance(s.parameters, dict):
-        return dict(s.parameters)
-    try:
-        return parse_parameters(json.dumps(s.parameters))
-    except SettingsError as e:
-        raise SettingsError(f"{where}: {e}") from e
-
-
 class Repository:
     """The models under ``root``; called by the core (from any thread) to list and load."""
 
-    def __init__(self, root: str | Path, mlserver: bool = False) -> None:
+    def __init__(self, root: str | Path, dialect: Dialect | None = None) -> None:
         self.root = Path(root).resolve()
         if not self.root.is_dir():
             raise SettingsError(f"model repository {root}: not a folder")
         self._lock = threading.Lock()
-        # `inferwire start`: model-settings.json files are MLServer's, and with none
-        # anywhere, the model is MLServer's from its MLSERVER_MODEL_* variables (what
-        # KServe's runtime gives), when they name one.
-        self.mlserver = mlserver
-        self.from_env = mlserver and bool(os.environ.get("MLSERVER_MODEL_IMPLEMENTATION"))
-        if mlserver and str(self.root) not in sys.path:
-            # As `mlserver start FOLDER`: a module at the folder's top (models.py beside
-            # settings.json) serves the models below it. Each model's own folder goes
-            # before it when its class is imported.
-            sys.path.insert(0, str(self.root))
+        # The dialect says how its settings files are read (`inferwire start`: every
+        # model-settings.json is MLServer's) and whether, with none anywhere, the model
+        # is the environment's (MLServer's MLSERVER_MODEL_* variables, KServe's runtime).
+        self.dialect = dialect or Dialect()
+        self.from_env = self.dialect.serves_env_model()
+        self.dialect.open_repository(self.root)
         # Name → folder as last read (`build` reads the whole repository only on a miss);
         # and the folders of models' other versions.
         self._known: dict[str, Path] = {}
@@ -229,7 +217,7 @@ class Repository:
         """The model settings of ``folder`` (the environment's model for the root when
         ``from_env`` and it has no file)."""
         at_root = self.from_env and folder == self.root
-        return read_model_settings(folder, from_env=at_root, mlserver=self.mlserver)
+        return read_model_settings(folder, from_env=at_root, dialect=self.dialect)
 
     def names(self) -> list[str]:
         return list(self.folders())
@@ -280,69 +268,38 @@ class Repository:
         return self.build_at(folder)
 
     def build_at(self, folder: Path) -> tuple[Any, ModelSettings]:
-        """Builds the model of ``folder``: (its adapter, its settings)."""
+        """Builds the model of ``folder``: (its adapter, its settings), by the runtime
+        registry's row for it."""
         with self._lock:  # one import at a time: sys.path and sys.modules are shared
             s = self.read(folder)
-            if s._mlserver is not None:
-                return self._build_mlserver(s, s._mlserver), s
-            impl, _, cls = s.implementation.partition(":")
-            spec = s.implementation
-            if modelfile.is_model_file(str(folder / impl)):
-                adapter, how = modelfile.adapter(
-                    str(folder / impl), s.name, s.runtime, s.output_names, s.raw_arrays
-                )
-                log.info("model %s: %s", s.name, how)
-                return adapter, s
-            if impl.endswith(".py"):
-                spec = str(folder / impl) + (f":{cls}" if cls else "")
-            else:
-                spec = folder_spec(folder, spec)
-                if str(folder) not in sys.path:
-                    sys.path.insert(0, str(folder))
-            model = loader.build(spec, _constructor_parameters(s, folder))
-            adapter = SeldonAdapter(model, s.name, s.raw_arrays)
-            if adapter.has_predict_raw and s.max_batch_size > 1:
-                raise SettingsError(
-                    f"{folder}: max_batch_size: {type(model).__name__} defines predict_raw, "
-                    "whose requests cannot be joined"
-                )
-            return adapter, s
+            built = runtimes.build(self.source(folder, s))
+            if built.how:
+                log.info("model %s: %s", s.name, built.how)
+            return built.adapter, s
 
-    def _build_mlserver(self, s: ModelSettings, ml: MLServerModel) -> Any:
-        """A model from an MLServer model-settings file: one of MLServer's runtimes served
-        by inferwire's own, or a custom class (``module.Class``, importable from the
-        model's folder, as MLServer imports it) given ``parameters.extra``."""
-        if ml.implementation == "mlserver_mlflow.MLflowRuntime":
-            from . import mlflow_runtime
-
-            adapter, how = mlflow_runtime.adapter(ml, s.name)
-            log.info("model %s: %s", s.name, how)
-            return adapter
-        if ml.runtime is not None:
-            from . import mlserver_runtimes
-
-            adapter, how = mlserver_runtimes.adapter(ml, s.name, s.runtime)
-            log.info("model %s: %s", s.name, how)
-            return adapter
-        if str(ml.folder) not in sys.path:
-            sys.path.insert(0, str(ml.folder))
-        spec = folder_spec(ml.folder, ml.implementation, self.root)
-        cls = loader.resolve_class(spec)
-        if _is_mlmodel(cls):
-            from . import mlserver_models
-
-            served = mlserver_models.adapter(cls, s.name, ml)
-            log.info("model %s: %s, an MLServer MLModel", s.name, ml.implementation)
-            return served
-        model = loader.build(spec, dict(ml.extra), cls)
-        adapter = SeldonAdapter(model, s.name, s.raw_arrays)
-        adapter.configure(ml)
-        if adapter.has_predict_raw and s.max_batch_size > 1:
-            raise SettingsError(
-                f"{ml.folder}: max_batch_size: {type(model).__name__} defines predict_raw, "
-                "whose requests cannot be joined"
+    def source(self, folder: Path, s: ModelSettings) -> runtimes.Source:
+        """What the registry builds the model of ``folder`` from: an MLServer file's
+        ``implementation`` (its constructor arguments ``parameters.extra``, its modules
+        also in the repository's root, as ``mlserver start FOLDER`` imports them), else
+        inferwire's."""
+        ml = s._mlserver
+        if ml is not None:
+            return runtimes.Source(
+                ml.implementation,
+                s,
+                name=s.name,
+                folder=ml.folder,
+                search=(self.root,),
+                parameters=lambda: dict(ml.extra),
+                mlserver=ml,
             )
-        return adapter
+        return runtimes.Source(
+            s.implementation,
+            s,
+            name=s.name,
+            folder=folder,
+            parameters=lambda: runtimes.constructor_parameters(s.parameters, folder),
+        )
 
 
 def measure(adapter: Any, resident_delta: int) -> int:
@@ -392,31 +349,6 @@ def newest(versions: list[str]) -> str:
         return str(max(versions, key=int))
     except ValueError:
         return max(versions)
-
-
-def folder_spec(folder: Path, spec: str, *more: Path) -> str:
-    """``module:Class`` or ``module.Class`` as the file in the model's folder (else in
-    ``more``: the repository's, as ``mlserver start FOLDER`` has it on sys.path) that
-    holds the module, when there is one: each folder's own ``models.py``, not the first
-    one imported, nor one in the working directory (MLServer imports from there too)."""
-    if ":" in spec:
-        module, _, cls = spec.partition(":")
-    elif "." in spec and not spec.endswith(".py"):
-        module, _, cls = spec.rpartition(".")
-    else:
-        return spec
-    for where in (folder, *more):
-        file = where / (module.replace(".", "/") + ".py")
-        if file.is_file() and cls:
-            return f"{file}:{cls}"
-    return spec
-
-
-def _is_mlmodel(cls: Any) -> bool:
-    return any(
-        c.__name__ == "MLModel" and c.__module__.startswith("mlserver")
-        for c in getattr(cls, "__mro__", ())
-    )
 
 
 # -- publishing ----------------------------------------------------------------------------

@@ -120,7 +120,7 @@ class SeldonAdapter:
         self._input_content_types: dict[str, str] = {}
 
     def configure(self, ml: Any) -> None:
-        """What an MLServer model-settings file (``mlserver_settings.MLServerModel``) says
+        """What an MLServer model-settings file (``mlserver.settings.MLServerModel``) says
         of the model: metadata over the class's own, and the content types a request that
         gives none is decoded with."""
         if ml.metadata and isinstance(self._metadata, dict):
@@ -188,7 +188,7 @@ class SeldonAdapter:
         the input names. A dict or DataFrame result gives one output per key or column;
         anything else is one output, named as the request's single requested output, else
         ``output-0``. (An adapter whose response has parameters of its own answers
-        ``{"outputs": [...], "parameters": {...}}`` instead: ``mlserver_models``.)"""
+        ``{"outputs": [...], "parameters": {...}}`` instead: ``mlserver.models``.)"""
         X, parameters = self.decode(inputs, parameters, input_parameters)
         names = list(inputs)
         try:

@@ -5,14 +5,12 @@ from __future__ import annotations
 import logging
 import shutil
 import tempfile
-from pathlib import Path
 from typing import Any
 
-from . import _core, graph, loader, mlserver_metrics, modelfile
+from . import _core, dialects, graph, runtimes
 from .error_log import errors
 from .errors import SettingsError
 from .repository import ModelSettings, Repository
-from .seldon import SeldonAdapter, announce_type
 from .settings import Settings
 from .workers import run_workers
 
@@ -36,23 +34,17 @@ def serve(
     settings: Settings | None = None,
     *,
     spec: str | None = None,
-    mlserver: bool = False,
 ) -> None:
     """Serves ``model`` (an instance, or a ``module:Class`` / file spec) and the models of
     ``settings.model_repository`` until SIGINT or SIGTERM. Blocks; the GIL is released
     while waiting. With ``settings.workers`` above 1 every model is loaded here once and
-    the workers are forked from this process. ``mlserver`` (``inferwire start``): the
-    repository's model-settings.json files are MLServer's, and a repository with none
-    serves MLServer's model from ``MLSERVER_MODEL_*``."""
+    the workers are forked from this process. The dialect ``settings.v2_dialect`` names
+    (MLServer's for ``inferwire start``) says how the repository is read."""
     settings = settings or Settings()
     errors.configure(settings.log_repeats_every)
-    if mlserver:
-        mlserver_metrics.prepare(settings.workers)
-    repo = (
-        Repository(settings.model_repository, mlserver=mlserver)
-        if settings.model_repository
-        else None
-    )
+    dialect = dialects.chosen(settings.v2_dialect)
+    dialect.prepare(settings)
+    repo = Repository(settings.model_repository, dialect) if settings.model_repository else None
     others: list[tuple[Any, ModelSettings]] = []
     if repo is not None and settings.load_models_at_startup and not settings.model_memory_budget:
         others = [built for n in repo.names() for built in repo.build_versions(n)]
@@ -103,59 +95,26 @@ def serve(
         name, version = serving.name, serving.version
         image = settings.model_image or name
         batch = serving.max_batch_size
-    elif isinstance(model, str) and modelfile.is_model_file(model):
-        spec = model
-        name = settings.model_name or Path(spec).stem
-        # Seldon's requestPath names the model and its image, never a path on the server.
-        image = settings.model_image or name
-        adapter, how = modelfile.adapter(
-            spec, name, settings.runtime, settings.output_names, settings.raw_arrays
-        )
-        log.info("%s: %s", spec, how)
-        batch = settings.max_batch_size
-    elif isinstance(model, str) and graph.is_deployment(model):
-        spec = model
-        sdep = graph.build(
-            graph.read(model, settings.graph_predictor, graph.parse_node_map(settings.graph_nodes))
-        )
-        model = sdep
-        name = settings.model_name or sdep.spec.deployment
-        image = settings.model_image or name
-        adapter = graph.GraphAdapter(sdep, name, settings.raw_arrays)
-        batch = settings.max_batch_size
-        # Each node on its own routes too, unless the graph itself has its name.
-        for node_name, node_adapter in graph.node_adapters(sdep):
-            if node_name == name:
-                log.warning(
-                    "graph node %r is served inside the graph only: the graph has its name",
-                    node_name,
-                )
-                continue
-            # The predictor's name stands for the version on /api/NODE/VERSION.
-            node_settings = ModelSettings(
-                name=node_name, implementation=f"{spec}#{node_name}", version=sdep.spec.predictor
-            )
-            others.append((node_adapter, node_settings))
-        log.info(
-            "graph %s (predictor %s): %s",
-            name,
-            sdep.spec.predictor,
-            ", ".join(f"{n.name} ({n.spec.type})" for n in sdep.nodes),
-        )
     else:
+        made = runtimes.build(
+            runtimes.Source(
+                model if isinstance(model, str) else "",
+                settings,
+                name=settings.model_name,
+                model=None if isinstance(model, str) else model,
+                parameters=settings.constructor_parameters,
+            )
+        )
         if isinstance(model, str):
             spec = model
-            model = loader.build(model, settings.constructor_parameters())
-        name = settings.model_name or type(model).__name__
-        image = settings.model_image or type(model).__name__
-        adapter = SeldonAdapter(model, name, settings.raw_arrays)
-        announce_type(adapter, settings.service_type)
-        if adapter.has_predict_raw and settings.max_batch_size > 1:
-            raise SettingsError(
-                f"max_batch_size: {type(model).__name__} defines predict_raw, whose requests "
-                "cannot be joined; batching needs predict (set max_batch_size to 1)"
-            )
+        if made.how:
+            log.info("%s: %s", spec, made.how)
+        model = made.model if made.model is not None else model
+        adapter, name = made.adapter, made.name
+        # Seldon's requestPath names the model and its image, never a path on the server.
+        image = settings.model_image or made.image or name
         batch = settings.max_batch_size
+        others += [(a, ModelSettings.model_validate(node)) for a, node in made.more]
     if model is not None and any(o[1].name == name for o in others):
         raise SettingsError(f"model_name: the repository also has a model named {name!r}")
     shm_dir = None
@@ -187,8 +146,7 @@ def serve(
             shared_memory_dir=shm_dir or "",
         )
         built = [(a, s.to_core()) for a, s in others]
-        metrics_text = mlserver_metrics.text if mlserver else None
-        server = _core.Server(config, adapter, built, repo, metrics_text)
+        server = _core.Server(config, adapter, built, repo, dialect.metrics_text())
     except ValueError as e:  # files the core reads: TLS certificates, token and user files
         raise SettingsError(str(e)) from None
     workers = f" with {settings.workers} workers" if settings.workers > 1 else ""

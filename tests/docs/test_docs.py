@@ -232,9 +232,9 @@ def run_sample(sample: doc_samples.Sample, page_dirs: Any, server: Any, pb: Any)
 
 
 def test_mlserver_settings_table_matches_the_code() -> None:
-    from inferwire.mlserver_settings import markdown_table as mlserver_table
+    from inferwire.mlserver.settings import markdown_table as mlserver_table
 
     doc = (ROOT / "docs/guides/migrating-from-mlserver.md").read_text()
     assert mlserver_table() in doc, (
-        "regenerate the table with inferwire.mlserver_settings.markdown_table()"
+        "regenerate the table with inferwire.mlserver.settings.markdown_table()"
     )

@@ -446,7 +446,7 @@ def test_bad_settings_json_is_a_clear_error(
 def test_grpc_max_message_length_raises_the_body_limit(tmp_path: Path, folder: Any) -> None:
     """MLServer's gRPC message limit, above inferwire's body limit, raises it (and -1,
     MLServer's "none", keeps inferwire's bound)."""
-    from inferwire.mlserver_settings import server_settings
+    from inferwire.mlserver.settings import server_settings
 
     (tmp_path / "settings.json").write_text(json.dumps({"grpc_max_message_length": 300 << 20}))
     assert server_settings(tmp_path)["max_body_bytes"] == 300 << 20

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import SettingsError
+from ..errors import SettingsError
 
 log = logging.getLogger("inferwire")
 
@@ -331,7 +331,7 @@ def model_settings(
 def _message_length(where: str, value: Any) -> dict[str, Any]:
     """MLServer's gRPC message limit as inferwire's body limits: only ever raised (-1,
     MLServer's "no limit", keeps inferwire's, which bound every request)."""
-    from .settings import Settings
+    from ..settings import Settings
 
     try:
         n = int(value) if value is not None else 0

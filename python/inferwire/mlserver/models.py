@@ -21,11 +21,11 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-from . import streaming
-from .error_log import errors
-from .errors import BadRequest, ModelLoadError
-from .mlserver_settings import MLServerModel
-from .seldon import SeldonAdapter
+from .. import streaming
+from ..error_log import errors
+from ..errors import BadRequest, ModelLoadError
+from ..seldon import SeldonAdapter
+from .settings import MLServerModel
 
 log = logging.getLogger("inferwire")
 

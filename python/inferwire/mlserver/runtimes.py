@@ -15,11 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from . import modelfile
-from .error_log import errors
-from .errors import BadRequest, ModelLoadError
-from .mlserver_settings import MLServerModel, Runtime
-from .seldon import SeldonAdapter
+from .. import modelfile
+from ..error_log import errors
+from ..errors import BadRequest, ModelLoadError
+from ..seldon import SeldonAdapter
+from .settings import MLServerModel, Runtime
 
 log = logging.getLogger("inferwire")
 
@@ -31,30 +31,7 @@ def read(runtime: Runtime, path: Path) -> Any:
             f"{path}: no model file in the folder (MLServer's {runtime.library} runtime looks "
             f"for {', '.join(runtime.wellknown)}); set parameters.uri"
         )
-    try:
-        if runtime.library == "sklearn":
-            import joblib
-
-            return joblib.load(path)
-        if runtime.library == "xgboost":
-            import xgboost
-
-            # As mlserver_xgboost: a regressor, else (a TypeError says so) a classifier.
-            try:
-                model = xgboost.XGBRegressor()
-                model.load_model(str(path))
-                return model
-            except TypeError:
-                model = xgboost.XGBClassifier()
-                model.load_model(str(path))
-                return model
-        import lightgbm
-
-        return lightgbm.Booster(model_file=str(path))
-    except ImportError as e:
-        raise ModelLoadError(f"{path}: reading it needs {e.name}: pip install {e.name}") from e
-    except Exception as e:
-        raise ModelLoadError(f"{path}: cannot read the model: {type(e).__name__}: {e}") from e
+    return modelfile.read(path, runtime.library)
 
 
 def adapter(ml: MLServerModel, name: str, runtime_choice: str = "auto") -> tuple[Any, str]:

@@ -19,11 +19,11 @@ from typing import Any
 
 import numpy as np
 
-from . import content_types
-from .error_log import errors
-from .errors import BadRequest, ModelLoadError
-from .mlserver_settings import MLServerModel
-from .seldon import SeldonAdapter
+from .. import content_types
+from ..error_log import errors
+from ..errors import BadRequest, ModelLoadError
+from ..seldon import SeldonAdapter
+from .settings import MLServerModel
 
 log = logging.getLogger("inferwire")
 

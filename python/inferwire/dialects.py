@@ -1,0 +1,54 @@
+"""The Python side of each dialect: what, beyond the Rust core's replies, makes inferwire
+serve as another server does. A dialect is chosen once, by name (``v2_dialect``), and
+``serve`` and the repository ask it; none of them tests which one it is. Adding one means
+a class here or in its own package, and a row in ``DIALECTS``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+
+class Dialect:
+    """inferwire's own dialect, and every hook's default: nothing to add."""
+
+    name = "inferwire"
+
+    def prepare(self, settings: Any) -> None:
+        """Before any model loads (``settings``: the server's)."""
+
+    def metrics_text(self) -> Callable[[], str] | None:
+        """What follows inferwire's metrics at each scrape (None: nothing)."""
+        return None
+
+    def open_repository(self, root: Path) -> None:
+        """A model repository at ``root`` is about to be read."""
+
+    def serves_env_model(self) -> bool:
+        """Whether a repository without settings files serves the model the environment
+        describes (``env_model_settings``)."""
+        return False
+
+    def owns_settings_file(self, path: Path) -> bool:
+        """Whether a model's settings file is in this dialect's format, whatever it says
+        (a file in another server's format is recognised by its keys in any dialect)."""
+        return False
+
+
+def _mlserver() -> Dialect:
+    from .mlserver.dialect import MLServerDialect
+
+    return MLServerDialect()
+
+
+# Name → the dialect (made when chosen: a dialect's package is imported only then).
+DIALECTS: dict[str, Callable[[], Dialect]] = {"inferwire": Dialect, "mlserver": _mlserver}
+
+
+def chosen(name: str) -> Dialect:
+    """The dialect named ``name`` (a ``v2_dialect`` value)."""
+    try:
+        return DIALECTS[name]()
+    except KeyError:
+        raise ValueError(f"no dialect {name!r} ({', '.join(DIALECTS)})") from None
