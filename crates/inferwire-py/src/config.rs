@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use inferwire_codec::Limits;
 use inferwire_server::auth::Auth;
-use inferwire_server::config::{CorsConfig, Dialect, ServerIdentity, StreamReply};
+use inferwire_server::config::{CorsConfig, ServerIdentity};
+use inferwire_server::dialect::{self, StreamReply, Tuned};
 use inferwire_server::login_guard::LoginLimits;
 use inferwire_server::repository_sync::SyncConfig;
 use inferwire_server::runner::RunnerConfig;
@@ -152,7 +153,7 @@ impl CoreConfig {
         load_models_on_request: bool,
         model_memory_budget: u64,
     ) -> PyResult<Self> {
-        let v2_invalid_422 = match v2_invalid_status {
+        let invalid_422 = match v2_invalid_status {
             400 => false,
             422 => true,
             other => {
@@ -161,16 +162,13 @@ impl CoreConfig {
                 )))
             }
         };
-        let dialect = match v2_dialect {
-            "inferwire" => Dialect::Inferwire,
-            "mlserver" => Dialect::Mlserver,
-            other => {
-                return Err(PyValueError::new_err(format!(
-                    "v2_dialect: {other:?} is not inferwire or mlserver"
-                )))
-            }
-        };
         let identity = identity(server_name, server_version, &server_extensions);
+        let base = dialect::by_name(v2_dialect, &identity.name).ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "v2_dialect: {v2_dialect:?} is not one of {}",
+                dialect::NAMES.join(", ")
+            ))
+        })?;
         let cors = (!cors_allow_origins.trim().is_empty()).then(|| CorsConfig {
             origins: list(&cors_allow_origins),
             methods: list(&cors_allow_methods),
@@ -179,7 +177,7 @@ impl CoreConfig {
             expose: list(&cors_expose_headers),
             max_age: cors_max_age,
         });
-        let grpc_stream_reply = match grpc_stream_reply {
+        let stream_reply = match grpc_stream_reply {
             "triton" => StreamReply::Triton,
             "mlserver" => StreamReply::Mlserver,
             other => {
@@ -212,9 +210,11 @@ impl CoreConfig {
             max_batch_delay,
         );
         let config = ServerConfig {
-            grpc_stream_reply,
-            v2_invalid_422,
-            dialect,
+            dialect: Arc::new(Tuned {
+                base,
+                invalid_422,
+                stream_reply,
+            }),
             identity,
             cors,
             // MiB; a budget implies loading on request (nothing else would load models

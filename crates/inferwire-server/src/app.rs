@@ -6,10 +6,9 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use inferwire_codec::media::{self, Media};
 use inferwire_codec::protocol::seldon::{Feedback, Meta, SeldonMessage};
-use inferwire_codec::protocol::v2::{InferOutput, InferRequest, InferResponse};
 use serde_json::Value;
 
-use crate::config::{Dialect, ServerConfig};
+use crate::config::ServerConfig;
 use crate::error::{Kind, ServeError};
 use crate::metrics::Metrics;
 use crate::model::Prediction;
@@ -30,7 +29,7 @@ pub struct App {
     answered: std::sync::atomic::AtomicU64,
     /// This worker's `max_requests`, with its share of the jitter; `None`: no limit.
     pub request_limit: Option<u64>,
-    /// Wakes the recycling thread (recycle::watch) the moment the limit is reached.
+    /// Wakes the recycling thread (run::recycle) the moment the limit is reached.
     pub limit_reached: (std::sync::Mutex<bool>, std::sync::Condvar),
     /// Streamed replies open in this worker (`stream_max_open`).
     pub streams: crate::stream::OpenStreams,
@@ -38,8 +37,6 @@ pub struct App {
     pub shared_memory: crate::shared_memory::SharedMemory,
     /// With several workers: where V2 requests of a sequence another worker owns go.
     pub(crate) sequences: std::sync::OnceLock<crate::sequences::Route>,
-    /// MLServer's dialect: the CloudEvents headers of inference replies.
-    cloudevents: Option<crate::mlserver::CloudEvents>,
     /// Text in Prometheus' format the scrape adds after inferwire's own (the models'
     /// metrics kept by the Python side: MLServer's `mlserver.log`).
     pub extra_metrics: Option<ExtraMetrics>,
@@ -51,10 +48,7 @@ pub type ExtraMetrics = Arc<dyn Fn() -> String + Send + Sync>;
 impl App {
     pub fn new(config: ServerConfig, models: Models, metrics: Metrics) -> Self {
         // Only a supervised worker is replaced when it exits.
-        let request_limit = config
-            .supervised
-            .then(|| crate::recycle::request_limit(&config))
-            .flatten();
+        let request_limit = config.supervised.then(|| config.request_limit()).flatten();
         Self {
             connections: std::sync::Arc::new(tokio::sync::Semaphore::new(
                 config
@@ -73,91 +67,35 @@ impl App {
             limit_reached: Default::default(),
             sequences: std::sync::OnceLock::new(),
             extra_metrics: None,
-            cloudevents: (config.dialect == Dialect::Mlserver)
-                .then(|| crate::mlserver::CloudEvents::new(&config.identity.name)),
             config,
         }
     }
 
-    /// The model a V2 call names (loaded on request where the cache does that); in
-    /// MLServer's dialect a missing one is MLServer's "Model NAME ... not found".
+    /// The model a V2 call names (loaded on request where the cache does that); a
+    /// missing one in the dialect's words.
     pub async fn model(&self, name: &str, version: &str) -> Result<Arc<Served>, ServeError> {
         let found = self.models.get_or_load(name, version).await;
-        match self.config.dialect {
-            Dialect::Inferwire => found,
-            Dialect::Mlserver => {
-                found.map_err(|e| crate::mlserver::model_not_found(e, name, version))
+        found.map_err(|e| self.config.dialect.not_found(e, name, version))
+    }
+
+    /// A repository load; an unknown name in the dialect's words.
+    pub async fn load_model(&self, name: &str) -> Result<(), ServeError> {
+        let dialect = &self.config.dialect;
+        if let Some(refused) = dialect.unknown_load(name) {
+            if !self.models.in_repository(name).await {
+                return Err(refused);
             }
         }
-    }
-
-    /// A repository load; in MLServer's dialect an unknown name is its "Model NAME not
-    /// found" (404, where Triton answers 400).
-    pub async fn load_model(&self, name: &str) -> Result<(), ServeError> {
-        if self.config.dialect == Dialect::Inferwire {
-            return self.models.load(name).await;
-        }
-        if !self.models.in_repository(name).await {
-            return Err(crate::mlserver::model_not_found(
-                ServeError::new(Kind::NotFound, ""),
-                name,
-                "",
-            ));
-        }
         let done = self.models.load(name).await;
-        done.map_err(|e| crate::mlserver::model_not_found(e, name, ""))
+        done.map_err(|e| dialect.not_found(e, name, ""))
     }
 
-    /// A repository unload; in MLServer's dialect the default model (the Seldon routes')
-    /// may go too, and an unknown name is its "Model NAME not found".
+    /// A repository unload (the default model too where the dialect lets it go); an
+    /// unknown name in the dialect's words.
     pub async fn unload_model(&self, name: &str) -> Result<(), ServeError> {
-        let mlserver = self.config.dialect == Dialect::Mlserver;
-        let done = self.models.unload(name, mlserver).await;
-        if !mlserver {
-            return done;
-        }
-        done.map_err(|e| crate::mlserver::model_not_found(e, name, ""))
-    }
-
-    /// What MLServer's dialect adds to a request: `parameters.headers` from the request's
-    /// headers (`None` in the default dialect: nothing to copy).
-    pub fn headers_for_model(&self, headers: &http::HeaderMap) -> Option<Value> {
-        (self.config.dialect == Dialect::Mlserver)
-            .then(|| crate::mlserver::request_headers(headers))
-    }
-
-    /// A decoded V2 request, as the dialect hands it to the model: in MLServer's, with an
-    /// id made where it had none, and the headers `headers_for_model` took.
-    pub fn prepare(&self, req: &mut InferRequest, headers: Option<Value>) {
-        if self.config.dialect != Dialect::Mlserver {
-            return;
-        }
-        if req.id.is_empty() {
-            req.id = crate::mlserver::uuid4();
-        }
-        if let Some(h) = headers {
-            req.parameters.insert("headers".to_owned(), h);
-        }
-    }
-
-    /// The headers (gRPC: trailing metadata) of an inference reply, none in the default
-    /// dialect. In MLServer's: the response's `parameters.headers` (taken out of the
-    /// parameters, as MLServer takes them), then its CloudEvents headers.
-    pub fn reply_headers(&self, response: &mut InferResponse) -> Vec<(String, String)> {
-        let Some(ce) = &self.cloudevents else {
-            return Vec::new();
-        };
-        let mut out: Vec<(String, String)> = match response.parameters.remove("headers") {
-            Some(Value::Object(given)) => given
-                .into_iter()
-                .filter(|(k, _)| crate::mlserver::model_may_set(k))
-                .filter_map(|(k, v)| Some((k, v.as_str()?.to_owned())))
-                .collect(),
-            _ => Vec::new(),
-        };
-        let events = ce.headers(&response.model_name, &response.id);
-        out.extend(events.into_iter().map(|(k, v)| (k.to_owned(), v)));
-        out
+        let dialect = &self.config.dialect;
+        let done = self.models.unload(name, dialect.unloads_default()).await;
+        done.map_err(|e| dialect.not_found(e, name, ""))
     }
 
     /// The default model's metrics slot (for requests on the Seldon protocol's routes).
@@ -342,58 +280,6 @@ impl App {
         self.models.default_model()?.runner.metadata(None).await
     }
 
-    /// Runs a V2 inference and keeps the outputs the request asked for, in its order.
-    pub async fn infer(
-        &self,
-        model: &Served,
-        req: InferRequest,
-        deadline: Option<Instant>,
-    ) -> Result<InferResponse, ServeError> {
-        if let Some(route) = self.sequences.get() {
-            if let Some(owner) = route.elsewhere(&req) {
-                return route.forward(owner, model, req, deadline, self).await;
-            }
-        }
-        let id = req.id.clone();
-        let wanted: Vec<String> = req.outputs.iter().map(|o| o.name.clone()).collect();
-        let inferred = model.runner.infer(req, deadline).await?;
-        Ok(InferResponse {
-            model_name: model.name.clone(),
-            model_version: model.version.clone(),
-            id,
-            parameters: inferred.parameters,
-            outputs: pick_outputs(&wanted, inferred.outputs)?,
-        })
-    }
-
-    /// A streamed V2 inference: its pieces as the transport reads them, each holding the
-    /// outputs the request asked for. Refused at once when the worker has
-    /// `stream_max_open` streams open.
-    pub async fn infer_stream(
-        &self,
-        model: &Served,
-        req: InferRequest,
-        protocol: crate::metrics::Protocol,
-    ) -> Result<crate::stream::PieceStream, ServeError> {
-        let open = self.streams.admit()?;
-        let wanted: Vec<String> = req.outputs.iter().map(|o| o.name.clone()).collect();
-        let limits = self.config.streaming.clone();
-        // The model's start is bounded by the request timeout; the stream, by its limits.
-        let deadline = self.deadline(Instant::now(), None);
-        let rx = model
-            .runner
-            .stream(req, deadline, open, limits.idle)
-            .await?;
-        Ok(crate::stream::PieceStream::new(
-            rx,
-            limits,
-            self.metrics,
-            model.slot,
-            protocol,
-            wanted,
-        ))
-    }
-
     /// Seldon's reply meta: the request's `puid` echoed, and this model in `requestPath`
     /// unless the model (a graph) listed the nodes it ran there.
     fn complete_meta(&self, meta: &mut Meta, puid: String) {
@@ -404,39 +290,6 @@ impl App {
             &self.config.model_image,
         );
     }
-}
-
-/// The outputs a request asked for (`wanted`; empty: all), in its order; 400 naming an
-/// output the model did not produce.
-pub(crate) fn pick_outputs(
-    wanted: &[String],
-    outputs: Vec<InferOutput>,
-) -> Result<Vec<InferOutput>, ServeError> {
-    if wanted.is_empty() {
-        return Ok(outputs);
-    }
-    let produced: Vec<String> = outputs.iter().map(|o| o.name.clone()).collect();
-    let mut outputs: Vec<_> = outputs.into_iter().map(Some).collect();
-    let mut picked = Vec::with_capacity(wanted.len());
-    for name in wanted {
-        let found = outputs
-            .iter_mut()
-            .find(|o| o.as_ref().is_some_and(|o| &o.name == name))
-            .and_then(Option::take);
-        match found {
-            Some(o) => picked.push(o),
-            None => {
-                return Err(ServeError::new(
-                    Kind::BadRequest,
-                    format!(
-                        "outputs: the model produced no output named {name:?} (it produced {})",
-                        produced.join(", ")
-                    ),
-                ));
-            }
-        }
-    }
-    Ok(picked)
 }
 
 fn complete_meta(meta: &mut Meta, puid: String, name: &str, image: &str) {

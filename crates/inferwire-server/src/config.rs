@@ -1,5 +1,6 @@
 //! Server settings: built once by the Python side (whose schema, `inferwire.settings`,
 //! holds the served defaults) and handed over as one struct.
+use std::hash::{BuildHasher, Hasher};
 use std::time::Duration;
 
 use inferwire_codec::Limits;
@@ -85,31 +86,14 @@ pub struct ServerConfig {
     pub shared_memory: Option<crate::shared_memory::SharedMemoryConfig>,
     /// Streamed replies' bounds.
     pub streaming: crate::stream::StreamLimits,
-    /// How gRPC `ModelStreamInfer` replies are shaped.
-    pub grpc_stream_reply: StreamReply,
-    /// A V2 REST inference request that does not decode is 422 (MLServer's answer)
-    /// rather than 400 (Triton's and KServe's).
-    pub v2_invalid_422: bool,
-    /// Whose answers the V2 dataplane gives where servers differ (`mlserver.rs`).
-    pub dialect: Dialect,
+    /// Whose answers the V2 dataplane gives where servers differ (`dialect`).
+    pub dialect: std::sync::Arc<dyn crate::dialect::Dialect>,
     /// What `GET /v2` and `ServerMetadata` say of the server.
     pub identity: ServerIdentity,
     /// Cross-origin requests from browsers (`rest::cors`); `None`: none allowed.
     pub cors: Option<CorsConfig>,
     /// Repository models loaded on request and unloaded past a memory budget.
     pub model_cache: crate::models::CacheConfig,
-}
-
-/// Where V2 servers answer differently, whose answers inferwire gives.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Dialect {
-    /// Triton's and KServe's (and inferwire's own messages).
-    #[default]
-    Inferwire,
-    /// MLServer's (`inferwire start`): its not-found messages and 422 bodies, an id made
-    /// for a request without one, CloudEvents headers, and the request's headers handed
-    /// to the model as `parameters.headers`.
-    Mlserver,
 }
 
 /// Which pages of other origins may call the REST API from a browser, as Starlette's
@@ -127,6 +111,18 @@ pub struct CorsConfig {
     pub max_age: u64,
 }
 
+/// The protocol extensions `/v2` and `ServerMetadata` name, as Triton names them.
+pub const EXTENSIONS: [&str; 4] = [
+    "binary_tensor_data",
+    "statistics",
+    "model_configuration",
+    "system_shared_memory",
+];
+
+/// HTTP/2 flow-control windows (shared with REST's h2c): room for a large tensor.
+pub const STREAM_WINDOW: u32 = 4 * 1024 * 1024;
+pub const CONNECTION_WINDOW: u32 = 16 * 1024 * 1024;
+
 /// The server's name, version and protocol extensions, as `GET /v2` gives them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerIdentity {
@@ -140,19 +136,9 @@ impl Default for ServerIdentity {
         Self {
             name: "inferwire".into(),
             version: env!("CARGO_PKG_VERSION").into(),
-            extensions: crate::dataplane::EXTENSIONS.map(String::from).to_vec(),
+            extensions: EXTENSIONS.map(String::from).to_vec(),
         }
     }
-}
-
-/// The two shapes of `ModelStreamInfer` replies clients expect.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum StreamReply {
-    /// Triton's `ModelStreamInferResponse`: errors in the reply, final-response flags.
-    #[default]
-    Triton,
-    /// MLServer's bare `ModelInferResponse`: a failed request ends the call.
-    Mlserver,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -163,6 +149,21 @@ pub enum AccessLog {
 }
 
 impl ServerConfig {
+    /// This worker's request limit: `max_requests` plus a share of the jitter drawn for
+    /// this process, so that workers started together are not all replaced together.
+    pub fn request_limit(&self) -> Option<u64> {
+        let extra = match self.max_requests_jitter {
+            0 => 0,
+            most => {
+                // Seeded per process: forked workers share the parent's hasher keys.
+                let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+                h.write_u32(std::process::id());
+                h.finish() % (most + 1)
+            }
+        };
+        self.max_requests.map(|n| n.max(1) + extra)
+    }
+
     pub fn runner(&self) -> crate::runner::RunnerConfig {
         crate::runner::RunnerConfig {
             max_concurrency: self.max_concurrency,
@@ -215,12 +216,26 @@ impl Default for ServerConfig {
             metrics_endpoint: "/prometheus".into(),
             shared_memory: None,
             streaming: crate::stream::StreamLimits::default(),
-            grpc_stream_reply: StreamReply::Triton,
-            v2_invalid_422: false,
-            dialect: Dialect::Inferwire,
+            dialect: crate::dialect::default(),
             identity: ServerIdentity::default(),
             cors: None,
             model_cache: crate::models::CacheConfig::default(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_limit_is_max_requests_plus_at_most_the_jitter() {
+        let mut config = ServerConfig::default();
+        assert_eq!(config.request_limit(), None);
+        config.max_requests = Some(100);
+        assert_eq!(config.request_limit(), Some(100));
+        config.max_requests_jitter = 10;
+        let limit = config.request_limit().unwrap();
+        assert!((100..=110).contains(&limit), "{limit}");
     }
 }

@@ -2,8 +2,6 @@
 use inferwire_codec::protocol::seldon::SeldonMessage;
 use inferwire_codec::{CodecError, ErrorKind};
 
-use crate::model::{ModelError, ModelErrorKind};
-
 /// Declares `Kind` with `Kind::ALL`, every kind, so that the list cannot miss one: the
 /// metrics check at compile time that each kind's status has a label.
 macro_rules! kinds {
@@ -236,6 +234,55 @@ impl std::fmt::Display for ServeError {
 }
 
 impl std::error::Error for ServeError {}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModelErrorKind {
+    /// The model raised: HTTP 500, gRPC INTERNAL.
+    Raised,
+    /// The model rejected its input (raised inferwire's BadRequest): 400 / INVALID_ARGUMENT.
+    BadInput,
+    /// The model raised an exception that carries its HTTP status, as Seldon's wrapper
+    /// honours (`SeldonMicroserviceException(status_code=...)`, or a `status_code` and
+    /// `to_dict()`): that status (4xx or 5xx; any other is answered 500) and the gRPC
+    /// code nearest to it.
+    Status(u16),
+}
+
+#[derive(Debug, Clone)]
+pub struct ModelError {
+    pub kind: ModelErrorKind,
+    pub message: String,
+    /// The REST body Seldon answers for this error (the exception's `to_dict()` as JSON),
+    /// instead of inferwire's FAILURE message; only with `ModelErrorKind::Status`.
+    pub body: Option<Box<str>>,
+}
+
+impl ModelError {
+    /// The request was wrong for this model (400 / INVALID_ARGUMENT).
+    pub fn bad_input(message: impl Into<String>) -> Self {
+        Self {
+            kind: ModelErrorKind::BadInput,
+            message: message.into(),
+            body: None,
+        }
+    }
+
+    /// A graph operation the class does not define, worded as Seldon's
+    /// SeldonNotImplementedError (400).
+    #[cold]
+    pub fn not_defined(operation: &str) -> Self {
+        Self::bad_input(format!(
+            "{operation} not defined: the model has no {}() method",
+            operation.to_ascii_lowercase()
+        ))
+    }
+
+    /// An operation this model does not have.
+    #[cold]
+    pub(crate) fn unsupported(operation: &str) -> Self {
+        Self::bad_input(format!("this model does not implement {operation}"))
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -4,6 +4,7 @@
 mod custom;
 mod labels;
 mod region;
+pub(crate) mod stats;
 
 use std::fmt::Write;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
@@ -173,7 +174,7 @@ struct Region {
     recycles: AtomicU64,
     custom: CustomTable,
     /// The statistics extension's counts per model slot, summed over the workers.
-    stats: [crate::runner::Stats; MAX_MODELS],
+    stats: [stats::Stats; MAX_MODELS],
     /// Streamed replies, per model and protocol: how they ended, pieces and bytes sent,
     /// and the time to the first piece.
     stream_ends: [AtomicU64; MAX_MODELS * PROTOCOLS.len() * STREAM_ENDS],
@@ -247,7 +248,7 @@ impl Metrics {
 
     /// The statistics extension's counts for this handle's model, shared by every worker;
     /// None for slot 0, which models past `MAX_MODELS` share and so cannot tell apart.
-    pub fn model_stats(&self) -> Option<&'static crate::runner::Stats> {
+    pub fn model_stats(&self) -> Option<&'static stats::Stats> {
         (self.model > 0).then(|| &self.region.stats[self.model])
     }
 

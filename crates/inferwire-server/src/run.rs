@@ -5,6 +5,8 @@
 //! on one thread and a request costs no cross-thread wake-up (on a small VM those cost
 //! more CPU than parsing, encoding and a small model call together). A thread busy in a
 //! long model call stops polling, and new connections go to the others.
+mod recycle;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -305,19 +307,19 @@ pub fn serve(
         let (weak, stop) = (Arc::downgrade(&app), stop.clone());
         std::thread::Builder::new()
             .name("inferwire-recycle".into())
-            .spawn(move || crate::recycle::watch(&weak, &stop))
+            .spawn(move || recycle::watch(&weak, &stop))
             .map_err(internal)?;
     }
     let (stop_tx, stop_rx) = watch::channel(false);
     if let Some(route) = crate::sequences::Route::for_worker(worker, workers) {
-        route
-            .listen(Arc::downgrade(&app), stop_rx.clone())
-            .map_err(|e| {
+        crate::dataplane::serve_forwarded(&route, Arc::downgrade(&app), stop_rx.clone()).map_err(
+            |e| {
                 ServeError::new(
                     Kind::Internal,
                     format!("the socket other workers pass sequences to: {e}"),
                 )
-            })?;
+            },
+        )?;
         let _ = app.sequences.set(route);
     }
     // The signal handlers exist before any thread serves: a SIGTERM sent the moment the

@@ -17,7 +17,6 @@ mod ops;
 mod pool;
 mod queue;
 mod slots;
-mod stats;
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -29,12 +28,12 @@ use serde_json::Value;
 use tokio::sync::{oneshot, Semaphore};
 
 use crate::error::{Kind, ServeError};
+pub use crate::metrics::stats::{Snapshot, Stats};
 use crate::metrics::Metrics;
 use crate::model::{BlockingPieces, Model, Pieces, Prediction};
 use ops::Op;
 use pool::{Pool, Waiter, Work};
 use slots::Slots;
-pub use stats::{Snapshot, Stats};
 
 /// Most messages one `aggregate` takes: a combiner merges its children's answers, a
 /// handful; the bound keeps a body of many tiny messages from costing a hundred times
@@ -103,7 +102,7 @@ pub struct Runner {
     recent_micros: AtomicU64,
     pool: Pool,
     metrics: Metrics,
-    stats: stats::Handle,
+    stats: crate::metrics::stats::Handle,
     /// As configured, for the model configuration extension.
     max_batch_size: usize,
     max_batch_delay: Duration,
@@ -139,8 +138,8 @@ impl Runner {
         // In the metrics' shared memory when the model has a slot there, so that every
         // worker's statistics answer the sum; else this process's own.
         let stats = match metrics.model_stats() {
-            Some(shared) => stats::Handle::Shared(shared),
-            None => stats::Handle::Own(Arc::new(stats::Stats::default())),
+            Some(shared) => crate::metrics::stats::Handle::Shared(shared),
+            None => crate::metrics::stats::Handle::Own(Arc::new(Stats::default())),
         };
         let pool = Pool::start(model.clone(), config, slots.clone(), metrics, stats.clone())?;
         Ok(Self {

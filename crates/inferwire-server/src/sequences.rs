@@ -12,7 +12,6 @@
 //! `ModelInferResponse` follows; otherwise 1 + the index of the error's `Kind`, and its
 //! message follows), a `u32` length and the bytes.
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Weak};
 use std::time::Instant;
 
 use inferwire_codec::pb::inference as pb;
@@ -21,10 +20,8 @@ use inferwire_codec::protocol::v2::{InferRequest, InferResponse};
 use prost::Message;
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{UnixListener, UnixStream};
-use tokio::sync::watch;
+use tokio::net::UnixStream;
 
-use crate::app::App;
 use crate::error::{Kind, ServeError};
 use crate::models::Served;
 
@@ -35,8 +32,8 @@ const CONNECT_WITHIN: std::time::Duration = std::time::Duration::from_secs(2);
 /// This worker's place among the workers, and where their sockets are.
 #[derive(Debug, Clone)]
 pub struct Route {
-    dir: PathBuf,
-    me: usize,
+    pub(crate) dir: PathBuf,
+    pub(crate) me: usize,
     workers: usize,
 }
 
@@ -52,7 +49,7 @@ impl Route {
         Some(Route { dir, me, workers })
     }
 
-    fn socket(&self, worker: usize) -> PathBuf {
+    pub(crate) fn socket(&self, worker: usize) -> PathBuf {
         self.dir.join(format!("worker-{worker}.sock"))
     }
 
@@ -70,7 +67,7 @@ impl Route {
         model: &Served,
         req: InferRequest,
         deadline: Option<Instant>,
-        app: &App,
+        limits: &inferwire_codec::Limits,
     ) -> Result<InferResponse, ServeError> {
         let mut msg = proto::to_pb_request(req, &model.name, true);
         msg.model_version.clone_from(&model.version);
@@ -92,7 +89,7 @@ impl Route {
                 let r = pb::ModelInferResponse::decode(bytes.as_slice()).map_err(|e| {
                     ServeError::new(Kind::Internal, format!("a worker's reply: {e}"))
                 })?;
-                return Ok(proto::response_from_pb(r, &app.config.limits)?);
+                return Ok(proto::response_from_pb(r, limits)?);
             }
             let kind = Kind::ALL
                 .get(usize::from(tag) - 1)
@@ -137,29 +134,6 @@ impl Route {
             }
         }
     }
-
-    /// Serves this worker's socket on a thread of its own until `stop` flips to true.
-    pub fn listen(&self, app: Weak<App>, stop: watch::Receiver<bool>) -> std::io::Result<()> {
-        make_private_dir(&self.dir)?;
-        let path = self.socket(self.me);
-        // A previous worker in this place left its socket behind.
-        let _ = std::fs::remove_file(&path);
-        let std_listener = std::os::unix::net::UnixListener::bind(&path)?;
-        std_listener.set_nonblocking(true)?;
-        std::thread::Builder::new()
-            .name("inferwire-sequences".into())
-            .spawn(move || {
-                let Ok(rt) = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                else {
-                    return;
-                };
-                rt.block_on(accept(std_listener, app, stop));
-                let _ = std::fs::remove_file(&path);
-            })?;
-        Ok(())
-    }
 }
 
 /// The owner of sequence `id` among `workers`: FNV-1a of its text (an integer's decimal
@@ -178,7 +152,7 @@ fn owner(id: &Value, workers: usize) -> Option<usize> {
     usize::try_from(h % workers as u64).ok()
 }
 
-fn make_private_dir(dir: &Path) -> std::io::Result<()> {
+pub(crate) fn make_private_dir(dir: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
     match std::fs::DirBuilder::new().mode(0o700).create(dir) {
         Ok(()) => Ok(()),
@@ -204,55 +178,6 @@ fn my_uid() -> u32 {
     std::fs::metadata("/proc/self").map_or(u32::MAX, |m| m.uid())
 }
 
-async fn accept(
-    listener: std::os::unix::net::UnixListener,
-    app: Weak<App>,
-    mut stop: watch::Receiver<bool>,
-) {
-    let Ok(listener) = UnixListener::from_std(listener) else {
-        return;
-    };
-    loop {
-        tokio::select! {
-            accepted = listener.accept() => {
-                let Ok((stream, _)) = accepted else { continue };
-                let Some(app) = app.upgrade() else { return };
-                tokio::spawn(serve_peer(stream, app));
-            }
-            _ = stop.changed() => return,
-        }
-    }
-}
-
-/// Answers one other worker's requests, one after the other.
-async fn serve_peer(mut s: UnixStream, app: Arc<App>) {
-    let limit = app.config.max_body_bytes;
-    while let Ok((_, bytes)) = read_frame(&mut s, limit).await {
-        let result = run_here(&app, &bytes).await;
-        let written = match result {
-            Ok(r) => write_frame(&mut s, 0, &r.encode_to_vec()).await,
-            Err(e) => {
-                let index = Kind::ALL.iter().position(|k| *k == e.kind).unwrap_or(0);
-                let tag = u8::try_from(index + 1).unwrap_or(u8::MAX);
-                write_frame(&mut s, tag, e.message.as_bytes()).await
-            }
-        };
-        if written.is_err() {
-            return;
-        }
-    }
-}
-
-async fn run_here(app: &App, bytes: &[u8]) -> Result<pb::ModelInferResponse, ServeError> {
-    let msg = pb::ModelInferRequest::decode(bytes)
-        .map_err(|e| ServeError::new(Kind::BadRequest, format!("a worker's request: {e}")))?;
-    let model = app.models.get(&msg.model_name, &msg.model_version)?;
-    let request = proto::from_pb(msg, &app.config.limits)?;
-    let deadline = app.deadline(Instant::now(), None);
-    let response = app.infer(&model, request, deadline).await?;
-    Ok(proto::to_pb(response, true))
-}
-
 fn lost(e: std::io::Error) -> ServeError {
     ServeError::new(
         Kind::ShuttingDown,
@@ -260,7 +185,7 @@ fn lost(e: std::io::Error) -> ServeError {
     )
 }
 
-async fn write_frame(s: &mut UnixStream, tag: u8, bytes: &[u8]) -> std::io::Result<()> {
+pub(crate) async fn write_frame(s: &mut UnixStream, tag: u8, bytes: &[u8]) -> std::io::Result<()> {
     let len = u32::try_from(bytes.len()).map_err(std::io::Error::other)?;
     let mut head = [0u8; 5];
     head[0] = tag;
@@ -269,7 +194,7 @@ async fn write_frame(s: &mut UnixStream, tag: u8, bytes: &[u8]) -> std::io::Resu
     s.write_all(bytes).await
 }
 
-async fn read_frame(s: &mut UnixStream, limit: usize) -> std::io::Result<(u8, Vec<u8>)> {
+pub(crate) async fn read_frame(s: &mut UnixStream, limit: usize) -> std::io::Result<(u8, Vec<u8>)> {
     let mut head = [0u8; 5];
     s.read_exact(&mut head).await?;
     let len = u32::from_le_bytes([head[1], head[2], head[3], head[4]]) as usize;

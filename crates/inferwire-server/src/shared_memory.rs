@@ -397,26 +397,31 @@ const PARAMETERS: [&str; 3] = [
     "shared_memory_byte_size",
 ];
 
-/// `app.infer` for a V2 request whose requested outputs may go into shared memory: their
-/// regions are checked before the model runs, and their shared-memory parameters taken
-/// off (requests that differ only in their regions can then share a batch); each such
-/// output is written into its region and answered with its metadata and parameters only.
-pub async fn infer(
-    app: &crate::app::App,
-    model: &crate::models::Served,
-    mut req: InferRequest,
-    deadline: Option<std::time::Instant>,
-) -> Result<InferResponse, ServeError> {
+/// Outputs a V2 request asks to have written into shared memory: their regions are
+/// checked before the model runs, and their shared-memory parameters taken off (requests
+/// that differ only in their regions can then share a batch). `write_outputs` writes them.
+pub fn output_targets(
+    shm: &SharedMemory,
+    req: &mut InferRequest,
+) -> Result<Vec<(String, Target)>, ServeError> {
     let mut targets = Vec::new();
     for (i, o) in req.outputs.iter_mut().enumerate() {
         let field = format!("outputs[{i}]");
         if let Some(at) = shared_memory_ref(&o.parameters, &field)? {
-            targets.push((o.name.clone(), app.shared_memory.output_target(&field, at)?));
+            targets.push((o.name.clone(), shm.output_target(&field, at)?));
             o.parameters
                 .retain(|k, _| !PARAMETERS.contains(&k.as_str()));
         }
     }
-    let mut response = app.infer(model, req, deadline).await?;
+    Ok(targets)
+}
+
+/// Writes each output `output_targets` found into its region; the reply keeps only its
+/// datatype, shape and the shared-memory parameters.
+pub fn write_outputs(
+    targets: Vec<(String, Target)>,
+    response: &mut InferResponse,
+) -> Result<(), ServeError> {
     for (name, target) in targets {
         let Some(o) = response.outputs.iter_mut().find(|o| o.name == name) else {
             continue;
@@ -438,7 +443,7 @@ pub async fn infer(
                 .insert("shared_memory_offset".into(), at.offset.into());
         }
     }
-    Ok(response)
+    Ok(())
 }
 
 /// Reads one request's inputs from their regions.

@@ -160,7 +160,10 @@ impl PieceStream {
 
     fn accept(&mut self, piece: Piece) -> Result<Vec<InferOutput>, ServeError> {
         let outputs = match piece.map_err(ServeError::from) {
-            Ok(outputs) => crate::app::pick_outputs(&self.wanted, outputs),
+            Ok(outputs) => Ok(inferwire_codec::protocol::v2::pick_outputs(
+                &self.wanted,
+                outputs,
+            )?),
             Err(e) => Err(e),
         };
         let outputs = match outputs {

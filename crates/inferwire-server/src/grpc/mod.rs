@@ -15,7 +15,7 @@ mod timeout;
 mod trailers;
 mod v2;
 
-pub use serve::{serve, CONNECTION_WINDOW, STREAM_WINDOW};
+pub use serve::serve;
 
 #[allow(clippy::all)]
 pub(crate) mod generated {

@@ -106,7 +106,7 @@ impl UnaryService<Bytes> for RawPredict {
                 let mut msg = proto::decode_message(req.into_inner(), &limits)
                     .map_err(|e| ServeError::from(e).to_status())?;
                 if ingress && msg.meta.puid.is_empty() {
-                    msg.meta.puid = crate::observe::new_puid();
+                    msg.meta.puid = crate::uuid::v4();
                 }
                 obs.encoding = Encoding::of_payload(&msg.payload);
                 if obs.id.is_empty() {

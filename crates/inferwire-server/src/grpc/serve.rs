@@ -19,10 +19,6 @@ use super::seldon::SeldonService;
 use super::v2::V2Service;
 use crate::app::App;
 
-/// HTTP/2 flow-control windows (shared with REST's h2c): room for a large tensor.
-pub const STREAM_WINDOW: u32 = 4 * 1024 * 1024;
-pub const CONNECTION_WINDOW: u32 = 16 * 1024 * 1024;
-
 /// The longest a drain waits for every open health Watch stream to take NOT_SERVING
 /// before GOAWAY (a client that reads nothing would hold it back for ever).
 const WATCH_TOLD_WITHIN: std::time::Duration = std::time::Duration::from_secs(1);
@@ -107,8 +103,8 @@ pub async fn serve(app: Arc<App>, listener: TcpListener, mut stop: watch::Receiv
     let router = tonic::transport::Server::builder()
         // HTTP/2's default 64 KiB windows make a client wait for WINDOW_UPDATEs a dozen
         // times per 800 KB tensor: each a round trip and a wake-up on both sides.
-        .initial_stream_window_size(STREAM_WINDOW)
-        .initial_connection_window_size(CONNECTION_WINDOW)
+        .initial_stream_window_size(crate::config::STREAM_WINDOW)
+        .initial_connection_window_size(crate::config::CONNECTION_WINDOW)
         .max_concurrent_streams(app.config.max_streams)
         .layer(tower::util::MapResponseLayer::new(move |res| {
             super::codec::refusals_named(res, limit)

@@ -107,14 +107,14 @@ impl Replies {
         let deflate = meta
             .get("grpc-encoding")
             .is_some_and(|v| v.as_bytes() == b"deflate");
-        let headers = app.headers_for_model(meta.as_ref());
+        let headers = app.config.dialect.headers_for_model(meta.as_ref());
         Self {
             headers,
             inbound: request.into_inner(),
             state: State::Waiting,
             header_id,
             deflate,
-            bare: app.config.grpc_stream_reply == crate::config::StreamReply::Mlserver,
+            bare: app.config.dialect.stream_reply() == crate::dialect::StreamReply::Mlserver,
             idle_since: Instant::now(),
             tick: None,
             app,
@@ -130,8 +130,10 @@ impl Replies {
         } else {
             req.id.clone()
         };
-        if req.id.is_empty() && app.config.dialect == crate::config::Dialect::Mlserver {
-            req.id = crate::mlserver::uuid4();
+        if req.id.is_empty() {
+            if let Some(id) = app.config.dialect.stream_request_id() {
+                req.id = id;
+            }
         }
         let by_reference = req
             .inputs
@@ -178,7 +180,8 @@ impl Replies {
         let start = async move {
             let model = app.model(&req.model_name, &req.model_version).await?;
             let request = super::v2::decode(&app, req, headers)?;
-            let pieces = app.infer_stream(&model, request, Protocol::Grpc).await?;
+            let pieces =
+                crate::dataplane::infer_pieces(&app, &model, request, Protocol::Grpc).await?;
             Ok((pieces, model))
         };
         self.state = State::Starting(Box::pin(start), call);

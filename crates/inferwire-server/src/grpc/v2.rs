@@ -22,7 +22,7 @@ pub struct V2Service(pub Arc<App>);
 type Result<T> = std::result::Result<Response<T>, Status>;
 
 /// A `ModelInferRequest` (unary or on a stream) as the model gets it: decoded (inputs in
-/// shared memory read), and what the dialect adds (`App::prepare`).
+/// shared memory read), and what the dialect adds (`Dialect::prepare`).
 pub(super) fn decode(
     app: &App,
     req: pb::ModelInferRequest,
@@ -33,8 +33,8 @@ pub(super) fn decode(
         &app.config.limits,
         &app.shared_memory.reader(app.config.max_body_bytes),
     )
-    .map_err(|e| crate::mlserver::decode_error(&app.config, e.into()))?;
-    app.prepare(&mut request, headers);
+    .map_err(|e| app.config.dialect.invalid_grpc(e.into()))?;
+    app.config.dialect.prepare(&mut request, headers);
     Ok(request)
 }
 
@@ -141,7 +141,10 @@ impl GrpcInferenceService for V2Service {
             obs.id = id.to_str().unwrap_or_default().to_owned();
         }
         let deadline = app.deadline(Instant::now(), client_timeout(req.metadata()));
-        let headers = app.headers_for_model(req.metadata().as_ref());
+        let headers = app
+            .config
+            .dialect
+            .headers_for_model(req.metadata().as_ref());
         let req = req.into_inner();
         let by_reference = req.inputs.iter().any(|i| {
             i.parameters
@@ -160,8 +163,9 @@ impl GrpcInferenceService for V2Service {
             if obs.id.is_empty() {
                 obs.id.clone_from(&request.id);
             }
-            let mut response = crate::shared_memory::infer(app, &model, request, deadline).await?;
-            let trailers = app.reply_headers(&mut response);
+            let mut response =
+                crate::dataplane::infer_whole(app, &model, request, deadline).await?;
+            let trailers = app.config.dialect.reply_headers(&mut response);
             Ok::<_, ServeError>((proto::to_pb(response, raw), trailers))
         };
         let result = run.await.map_err(|e| e.to_status());

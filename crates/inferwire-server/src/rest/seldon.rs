@@ -99,7 +99,7 @@ async fn predict_message(
 ) -> Result<Reply, ServeError> {
     // Seldon's executor gives every request a puid; its wrapper only echoes one.
     if ingress && msg.meta.puid.is_empty() {
-        msg.meta.puid = crate::observe::new_puid();
+        msg.meta.puid = crate::uuid::v4();
     }
     obs.encoding = Encoding::of_payload(&msg.payload);
     if obs.id.is_empty() {

@@ -36,8 +36,8 @@ pub async fn serve(
         .http2()
         .timer(TokioTimer::new())
         .max_concurrent_streams(app.config.max_streams)
-        .initial_stream_window_size(crate::grpc::STREAM_WINDOW)
-        .initial_connection_window_size(crate::grpc::CONNECTION_WINDOW);
+        .initial_stream_window_size(crate::config::STREAM_WINDOW)
+        .initial_connection_window_size(crate::config::CONNECTION_WINDOW);
     // Every connection task holds a clone; `recv` returns `None` once all have ended.
     let (open, mut all_closed) = mpsc::channel::<()>(1);
     let conn = Conn {

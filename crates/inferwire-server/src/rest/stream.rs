@@ -75,8 +75,8 @@ pub async fn generate(
     obs.model = model.slot;
     let (request, shape) = read_generate(app, req, obs).await?;
     let deadline = app.deadline(obs.start, None);
-    let mut response = app.infer(&model, request, deadline).await?;
-    let headers = app.reply_headers(&mut response);
+    let mut response = crate::dataplane::infer_whole(app, &model, request, deadline).await?;
+    let headers = app.config.dialect.reply_headers(&mut response);
     let mut out = Vec::with_capacity(256);
     match shape {
         Shape::V2 => {
@@ -95,7 +95,7 @@ async fn read_generate(
     obs: &mut Observed,
 ) -> Result<(InferRequest, Shape), ServeError> {
     obs.encoding = Encoding::Json;
-    let headers = app.headers_for_model(req.headers());
+    let headers = app.config.dialect.headers_for_model(req.headers());
     let body = body::read(app, req, app.config.max_body_bytes).await?;
     let (mut request, shape) = if generate::is_v2_request(&body) {
         let r = json::decode_request(body, None, &app.config.limits)?;
@@ -104,7 +104,7 @@ async fn read_generate(
         let r = generate::decode_request(&body, &app.config.limits)?;
         (r, Shape::Flat)
     };
-    app.prepare(&mut request, headers);
+    app.config.dialect.prepare(&mut request, headers);
     if obs.id.is_empty() {
         obs.id.clone_from(&request.id);
     }
@@ -126,7 +126,7 @@ async fn start(
         parameters: Default::default(),
         outputs: Vec::new(),
     };
-    let stream = app.infer_stream(model, request, Protocol::Rest).await?;
+    let stream = crate::dataplane::infer_pieces(app, model, request, Protocol::Rest).await?;
     let mut events = Events {
         stream,
         head,

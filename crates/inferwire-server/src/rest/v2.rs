@@ -156,7 +156,7 @@ fn readiness(ready: bool, v: Value) -> Reply {
 pub fn error(e: &ServeError) -> Reply {
     let status = StatusCode::from_u16(e.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let v = if e.kind == Kind::Unprocessable {
-        crate::mlserver::validation_body(&e.message)
+        crate::dialect::validation_body(&e.message)
     } else {
         json!({"error": e.message})
     };
@@ -177,8 +177,8 @@ pub async fn infer(
     let request = decode(app, req, obs).await?;
     let binary = request.binary_outputs();
     let deadline = app.deadline(obs.start, None);
-    let mut response = crate::shared_memory::infer(app, &model, request, deadline).await?;
-    let headers = app.reply_headers(&mut response);
+    let mut response = crate::dataplane::infer_whole(app, &model, request, deadline).await?;
+    let headers = app.config.dialect.reply_headers(&mut response);
     let mut out = Vec::with_capacity(256);
     let blobs = json::encode_response(&response, |name| binary.wants(name), &mut out)?;
     let mut r = if blobs.is_empty() {
@@ -199,7 +199,7 @@ pub async fn infer(
     Ok(r)
 }
 
-/// An inference reply's headers (`App::reply_headers`); one that is not a valid header
+/// An inference reply's headers (`Dialect::reply_headers`); one that is not a valid header
 /// is left out.
 pub(super) fn add_headers(r: &mut Reply, headers: Vec<(String, String)>) {
     for (name, value) in headers {
@@ -212,13 +212,13 @@ pub(super) fn add_headers(r: &mut Reply, headers: Vec<(String, String)>) {
 
 /// Reads a V2 inference request: JSON, or JSON and binary data with
 /// `Inference-Header-Content-Length`; inputs may be in shared-memory regions. What the
-/// dialect adds is added (`App::prepare`).
+/// dialect adds is added (`Dialect::prepare`).
 pub(super) async fn decode(
     app: &App,
     req: Request<Incoming>,
     obs: &mut Observed,
 ) -> Result<InferRequest, ServeError> {
-    let headers = app.headers_for_model(req.headers());
+    let headers = app.config.dialect.headers_for_model(req.headers());
     let header_len = match req.headers().get(BINARY_HEADER) {
         None => None,
         Some(v) => Some(
@@ -245,14 +245,8 @@ pub(super) async fn decode(
         &app.config.limits,
         &app.shared_memory.reader(app.config.max_body_bytes),
     )
-    .map_err(|e| {
-        let mut e = ServeError::from(e);
-        if app.config.v2_invalid_422 && e.kind == Kind::BadRequest {
-            e.kind = Kind::Unprocessable;
-        }
-        e
-    })?;
-    app.prepare(&mut request, headers);
+    .map_err(|e| app.config.dialect.invalid_rest(e.into()))?;
+    app.config.dialect.prepare(&mut request, headers);
     if obs.id.is_empty() {
         obs.id.clone_from(&request.id);
     }

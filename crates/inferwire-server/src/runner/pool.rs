@@ -10,10 +10,10 @@ use tokio::sync::{oneshot, OwnedSemaphorePermit};
 use super::ops::{Infer, Op, Predict, PredictBatch};
 use super::queue::Queue;
 use super::slots::Slots;
-use super::stats::Handle as Stats;
 use super::{deadline_exceeded, RunnerConfig};
 use crate::batch;
 use crate::error::{Kind, ServeError};
+use crate::metrics::stats::Handle as Stats;
 use crate::metrics::Metrics;
 use crate::model::{Inferred, Model, ModelError, Prediction};
 

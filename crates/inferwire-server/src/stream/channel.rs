@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use inferwire_codec::protocol::v2::InferOutput;
 
-use crate::model::ModelError;
+use crate::error::ModelError;
 
 /// One piece the model yielded, or the error that ended its stream.
 pub type Piece = Result<Vec<InferOutput>, ModelError>;

@@ -239,3 +239,33 @@ pub(crate) fn shared_input(
 pub fn in_shared_memory(o: &InferOutput) -> bool {
     o.parameters.contains_key(SHARED_MEMORY_REGION)
 }
+
+/// The outputs a request asked for (`wanted`; empty: all), in its order; 400 naming an
+/// output the model did not produce.
+pub fn pick_outputs(
+    wanted: &[String],
+    outputs: Vec<InferOutput>,
+) -> crate::Result<Vec<InferOutput>> {
+    if wanted.is_empty() {
+        return Ok(outputs);
+    }
+    let produced: Vec<String> = outputs.iter().map(|o| o.name.clone()).collect();
+    let mut outputs: Vec<_> = outputs.into_iter().map(Some).collect();
+    let mut picked = Vec::with_capacity(wanted.len());
+    for name in wanted {
+        let found = outputs
+            .iter_mut()
+            .find(|o| o.as_ref().is_some_and(|o| &o.name == name))
+            .and_then(Option::take);
+        match found {
+            Some(o) => picked.push(o),
+            None => {
+                return Err(crate::CodecError::bad_request(format!(
+                    "outputs: the model produced no output named {name:?} (it produced {})",
+                    produced.join(", ")
+                )));
+            }
+        }
+    }
+    Ok(picked)
+}

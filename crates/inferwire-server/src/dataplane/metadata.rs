@@ -1,19 +1,10 @@
-//! Operations that REST and gRPC both serve and that are no protocol's own, so that
-//! neither imports the other (as MLServer's `handlers/dataplane.py`): each transport
-//! turns the result into its wire shape. The rest of the shared logic (predict, infer,
-//! feedback, health) is `App`'s (app.rs).
+//! What REST and gRPC both answer of a model besides inference: its V2 metadata, Triton's
+//! statistics and model configuration. Each transport turns the result into its wire
+//! shape, so neither imports the other.
 use serde_json::{json, Value};
 
 use crate::error::ServeError;
 use crate::models::Served;
-
-/// The protocol extensions `/v2` and `ServerMetadata` name, as Triton names them.
-pub const EXTENSIONS: [&str; 4] = [
-    "binary_tensor_data",
-    "statistics",
-    "model_configuration",
-    "system_shared_memory",
-];
 
 /// The model's metadata in V2's shape: the model's `init_metadata()` supplies versions,
 /// platform, inputs and outputs; name and version come from the server.

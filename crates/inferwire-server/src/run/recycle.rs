@@ -2,33 +2,16 @@
 //! stops being ready (its HTTP/1.1 answers from then on say `Connection: close`), drains
 //! like at SIGTERM and exits 0; the supervisor, which holds the listening sockets, starts
 //! its replacement, and connections meanwhile wait in the shared accept queue.
-use std::hash::{BuildHasher, Hasher};
 use std::sync::Weak;
 use std::time::Duration;
 
+use super::StopHandle;
 use crate::app::App;
-use crate::config::ServerConfig;
-use crate::run::StopHandle;
 
 /// How often the limits are checked (the request limit also at once when reached);
 /// memory only every `MEMORY_EVERY`th time.
 const EVERY: Duration = Duration::from_millis(100);
 const MEMORY_EVERY: u32 = 10;
-
-/// This worker's request limit: `max_requests` plus a share of the jitter drawn for
-/// this process, so that workers started together are not all replaced together.
-pub fn request_limit(config: &ServerConfig) -> Option<u64> {
-    let extra = match config.max_requests_jitter {
-        0 => 0,
-        most => {
-            // Seeded per process: forked workers share the parent's hasher keys.
-            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-            h.write_u32(std::process::id());
-            h.finish() % (most + 1)
-        }
-    };
-    config.max_requests.map(|n| n.max(1) + extra)
-}
 
 /// This process's resident memory (`VmRSS` in /proc/self/status), in bytes.
 pub fn resident_bytes() -> Option<u64> {
@@ -87,17 +70,6 @@ pub fn watch(app: &Weak<App>, stop: &StopHandle) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_limit_is_max_requests_plus_at_most_the_jitter() {
-        let mut config = ServerConfig::default();
-        assert_eq!(request_limit(&config), None);
-        config.max_requests = Some(100);
-        assert_eq!(request_limit(&config), Some(100));
-        config.max_requests_jitter = 10;
-        let limit = request_limit(&config).unwrap();
-        assert!((100..=110).contains(&limit), "{limit}");
-    }
 
     #[test]
     fn resident_memory_is_read() {

@@ -1,23 +1,99 @@
-//! MLServer's dialect of the V2 dataplane (`Dialect::Mlserver`, what `inferwire start`
+//! MLServer's dialect of the V2 dataplane (`v2_dialect: mlserver`, what `inferwire start`
 //! speaks). Where MLServer answers differently from Triton, its clients, tests and
 //! dashboards expect its answers: "Model NAME with version V not found", FastAPI's 422
 //! body, a uuid for a request that came without an id, CloudEvents headers on every
 //! inference reply, and the request's headers handed to the model as
-//! `parameters.headers`. The transports call these; nothing here is on the path of the
-//! default dialect.
+//! `parameters.headers`. The request path reaches these through
+//! `Dialect`; nothing here is on the path of the default dialect.
 use http::HeaderMap;
 use serde_json::{json, Map, Value};
 
-use crate::config::{Dialect, ServerConfig};
+use inferwire_codec::protocol::v2::{InferRequest, InferResponse};
+
+use super::Dialect;
 use crate::error::{Kind, ServeError};
 
-/// A random (version 4) UUID, as MLServer gives a request without an id.
-pub fn uuid4() -> String {
-    crate::observe::new_puid()
+/// MLServer's answers, with the CloudEvents headers of the server it is made for.
+#[derive(Debug, Clone)]
+pub struct Mlserver {
+    events: CloudEvents,
+}
+
+impl Mlserver {
+    pub fn new(server_name: &str) -> Self {
+        Self {
+            events: CloudEvents::new(server_name),
+        }
+    }
+}
+
+impl Dialect for Mlserver {
+    fn name(&self) -> &'static str {
+        "mlserver"
+    }
+
+    fn not_found(&self, e: ServeError, name: &str, version: &str) -> ServeError {
+        model_not_found(e, name, version)
+    }
+
+    /// MLServer's "Model NAME not found" (404, where Triton answers 400).
+    fn unknown_load(&self, name: &str) -> Option<ServeError> {
+        Some(model_not_found(
+            ServeError::new(Kind::NotFound, ""),
+            name,
+            "",
+        ))
+    }
+
+    fn unloads_default(&self) -> bool {
+        true
+    }
+
+    fn headers_for_model(&self, headers: &HeaderMap) -> Option<Value> {
+        Some(request_headers(headers))
+    }
+
+    /// A uuid where the request had no id, and the headers `headers_for_model` took.
+    fn prepare(&self, req: &mut InferRequest, headers: Option<Value>) {
+        if req.id.is_empty() {
+            req.id = crate::uuid::v4();
+        }
+        if let Some(h) = headers {
+            req.parameters.insert("headers".to_owned(), h);
+        }
+    }
+
+    fn stream_request_id(&self) -> Option<String> {
+        Some(crate::uuid::v4())
+    }
+
+    /// A bad datatype worded as MLServer words it; anything else as it is.
+    fn invalid_grpc(&self, e: ServeError) -> ServeError {
+        match grpc_validation_message(&e.message) {
+            Some(message) => ServeError::new(e.kind, message),
+            None => e,
+        }
+    }
+
+    /// The response's `parameters.headers` (taken out of the parameters, as MLServer
+    /// takes them), then its CloudEvents headers.
+    fn reply_headers(&self, response: &mut InferResponse) -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> = match response.parameters.remove("headers") {
+            Some(Value::Object(given)) => given
+                .into_iter()
+                .filter(|(k, _)| model_may_set(k))
+                .filter_map(|(k, v)| Some((k, v.as_str()?.to_owned())))
+                .collect(),
+            _ => Vec::new(),
+        };
+        let events = self.events.headers(&response.model_name, &response.id);
+        out.extend(events.into_iter().map(|(k, v)| (k.to_owned(), v)));
+        out
+    }
 }
 
 /// MLServer's `ModelNotFound`, for a lookup that found no such model (or version).
-pub fn model_not_found(e: ServeError, name: &str, version: &str) -> ServeError {
+fn model_not_found(e: ServeError, name: &str, version: &str) -> ServeError {
     if e.kind != Kind::NotFound {
         return e;
     }
@@ -110,7 +186,7 @@ pub fn validation_body(message: &str) -> Value {
 
 /// The gRPC status message MLServer gives a request with an unknown datatype (pydantic's
 /// validation error, as its converter raises it); `None` for any other error.
-pub fn grpc_validation_message(message: &str) -> Option<String> {
+fn grpc_validation_message(message: &str) -> Option<String> {
     let (field, rest) = split_field(message);
     if !field?.ends_with("datatype") || !rest.contains("not a V2 datatype") {
         return None;
@@ -125,24 +201,12 @@ pub fn grpc_validation_message(message: &str) -> Option<String> {
     ))
 }
 
-/// A gRPC request that does not decode: in MLServer's dialect, a bad datatype worded as
-/// MLServer words it; otherwise as it is.
-pub fn decode_error(config: &ServerConfig, e: ServeError) -> ServeError {
-    if config.dialect != Dialect::Mlserver {
-        return e;
-    }
-    match grpc_validation_message(&e.message) {
-        Some(message) => ServeError::new(e.kind, message),
-        None => e,
-    }
-}
-
 /// Headers no model gets: inferwire's own credentials and hop-by-hop framing.
 const KEPT_FROM_MODELS: [&str; 4] = ["authorization", "cookie", "connection", "te"];
 
 /// The request's headers as `parameters.headers` (MLServer hands them to the model so):
 /// lowercase names, text values; binary gRPC metadata (`-bin`) is left out.
-pub fn request_headers(headers: &HeaderMap) -> Value {
+fn request_headers(headers: &HeaderMap) -> Value {
     let mut out = Map::new();
     for (name, value) in headers {
         let name = name.as_str();
@@ -159,7 +223,7 @@ pub fn request_headers(headers: &HeaderMap) -> Value {
 /// Whether a model's response header (`parameters.headers`) may be sent: not one that
 /// frames the reply or its connection (a model echoing every request header would
 /// otherwise send the request's `content-length`), nor gRPC's own.
-pub fn model_may_set(name: &str) -> bool {
+fn model_may_set(name: &str) -> bool {
     const FRAMING: [&str; 10] = [
         "content-length",
         "content-type",
@@ -179,7 +243,7 @@ pub fn model_may_set(name: &str) -> bool {
 /// MLServer's CloudEvents headers on an inference reply: what the event is, the server
 /// that sent it and the model, keyed by the request's id.
 #[derive(Debug, Clone)]
-pub struct CloudEvents {
+struct CloudEvents {
     source: String,
     server: String,
     namespace: Option<String>,
@@ -189,7 +253,7 @@ pub struct CloudEvents {
 const NAMESPACE_FILE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
 
 impl CloudEvents {
-    pub fn new(server_name: &str) -> Self {
+    fn new(server_name: &str) -> Self {
         let namespace = std::fs::read_to_string(NAMESPACE_FILE)
             .ok()
             .map(|n| n.trim().to_owned())
@@ -206,7 +270,7 @@ impl CloudEvents {
     }
 
     /// The headers (names as MLServer writes them; HTTP/2 and gRPC lowercase them).
-    pub fn headers(&self, model: &str, id: &str) -> Vec<(&'static str, String)> {
+    fn headers(&self, model: &str, id: &str) -> Vec<(&'static str, String)> {
         let mut out = vec![
             ("Ce-Specversion", "0.3".to_owned()),
             ("Ce-Source", self.source.clone()),
@@ -229,15 +293,6 @@ impl CloudEvents {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn uuids_are_version_4() {
-        let a = uuid4();
-        assert_eq!(a.len(), 36);
-        assert_eq!(&a[14..15], "4");
-        assert!("89ab".contains(&a[19..20]));
-        assert_ne!(a, uuid4());
-    }
 
     #[test]
     fn not_found_as_mlserver_words_it() {

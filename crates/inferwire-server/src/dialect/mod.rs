@@ -1,0 +1,168 @@
+//! Dialects: where V2 servers answer the same protocol differently (a not-found message,
+//! a status code, an id made for a request without one, headers on a reply), whose
+//! answers inferwire gives. A dialect is one type implementing [`Dialect`]; the request
+//! path consults it at entry (model lookup, decoding, what the model is handed) and at
+//! exit (reply headers, error bodies, the shape of stream replies), and never asks which
+//! dialect it is. [`by_name`] is the registry the `v2_dialect` setting picks from:
+//! adding a dialect is a module here and a row there.
+mod mlserver;
+
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use http::HeaderMap;
+use inferwire_codec::protocol::v2::{InferRequest, InferResponse};
+use serde_json::Value;
+
+use crate::error::{Kind, ServeError};
+
+pub use mlserver::{validation_body, Mlserver};
+
+/// One server's answers where V2 servers differ. Every method has the default dialect's
+/// answer (Triton's and KServe's, with inferwire's own messages), so a dialect writes
+/// only where it differs.
+pub trait Dialect: Send + Sync + Debug + 'static {
+    /// The name the `v2_dialect` setting gives it.
+    fn name(&self) -> &'static str;
+
+    /// A model lookup that failed (unknown model or version): the dialect's words for it.
+    fn not_found(&self, e: ServeError, _name: &str, _version: &str) -> ServeError {
+        e
+    }
+
+    /// A repository load of a name the repository does not have: the dialect's answer,
+    /// or `None` to let the repository answer (Triton's 400).
+    fn unknown_load(&self, _name: &str) -> Option<ServeError> {
+        None
+    }
+
+    /// Whether a repository unload may take the default model (the one the Seldon
+    /// protocol's routes answer), as MLServer lets every model go.
+    fn unloads_default(&self) -> bool {
+        false
+    }
+
+    /// What of the request's headers (REST) or metadata (gRPC) the model is handed, as
+    /// `parameters.headers`; `None`: nothing (and nothing copied).
+    fn headers_for_model(&self, _headers: &HeaderMap) -> Option<Value> {
+        None
+    }
+
+    /// A decoded request as the model gets it: an id made, the headers added.
+    fn prepare(&self, _request: &mut InferRequest, _headers: Option<Value>) {}
+
+    /// A request on a stream that came without an id: the id it gets (`None`: none).
+    fn stream_request_id(&self) -> Option<String> {
+        None
+    }
+
+    /// A REST inference body that does not decode.
+    fn invalid_rest(&self, e: ServeError) -> ServeError {
+        e
+    }
+
+    /// A gRPC inference message that does not decode.
+    fn invalid_grpc(&self, e: ServeError) -> ServeError {
+        e
+    }
+
+    /// The headers (gRPC: trailing metadata) of an inference reply; the dialect may take
+    /// them out of the response's parameters.
+    fn reply_headers(&self, _response: &mut InferResponse) -> Vec<(String, String)> {
+        Vec::new()
+    }
+
+    /// How gRPC `ModelStreamInfer` replies are shaped.
+    fn stream_reply(&self) -> StreamReply {
+        StreamReply::Triton
+    }
+}
+
+/// The two shapes of `ModelStreamInfer` replies clients expect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StreamReply {
+    /// Triton's `ModelStreamInferResponse`: errors in the reply, final-response flags.
+    #[default]
+    Triton,
+    /// MLServer's bare `ModelInferResponse`: a failed request ends the call.
+    Mlserver,
+}
+
+/// Triton's and KServe's answers (and inferwire's own messages): the default dialect.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Inferwire;
+
+impl Dialect for Inferwire {
+    fn name(&self) -> &'static str {
+        "inferwire"
+    }
+}
+
+/// The registry: a dialect by its setting's name, made for a server named `server`
+/// (what `GET /v2` says it is). `None` for a name no dialect has.
+pub fn by_name(name: &str, server: &str) -> Option<Arc<dyn Dialect>> {
+    let made: Arc<dyn Dialect> = match name {
+        "inferwire" => Arc::new(Inferwire),
+        "mlserver" => Arc::new(Mlserver::new(server)),
+        _ => return None,
+    };
+    Some(made)
+}
+
+/// The names `by_name` knows, for error messages.
+pub const NAMES: [&str; 2] = ["inferwire", "mlserver"];
+
+/// A dialect with the two rules a setting may change whatever the dialect
+/// (`v2_invalid_status`, `grpc_stream_reply`): everything else is the dialect's own.
+#[derive(Debug)]
+pub struct Tuned {
+    pub base: Arc<dyn Dialect>,
+    /// A REST inference body that does not decode is 422 (MLServer's answer), not 400.
+    pub invalid_422: bool,
+    pub stream_reply: StreamReply,
+}
+
+impl Dialect for Tuned {
+    fn name(&self) -> &'static str {
+        self.base.name()
+    }
+    fn not_found(&self, e: ServeError, name: &str, version: &str) -> ServeError {
+        self.base.not_found(e, name, version)
+    }
+    fn unknown_load(&self, name: &str) -> Option<ServeError> {
+        self.base.unknown_load(name)
+    }
+    fn unloads_default(&self) -> bool {
+        self.base.unloads_default()
+    }
+    fn headers_for_model(&self, headers: &HeaderMap) -> Option<Value> {
+        self.base.headers_for_model(headers)
+    }
+    fn prepare(&self, request: &mut InferRequest, headers: Option<Value>) {
+        self.base.prepare(request, headers)
+    }
+    fn stream_request_id(&self) -> Option<String> {
+        self.base.stream_request_id()
+    }
+    fn invalid_rest(&self, e: ServeError) -> ServeError {
+        let mut e = self.base.invalid_rest(e);
+        if self.invalid_422 && e.kind == Kind::BadRequest {
+            e.kind = Kind::Unprocessable;
+        }
+        e
+    }
+    fn invalid_grpc(&self, e: ServeError) -> ServeError {
+        self.base.invalid_grpc(e)
+    }
+    fn reply_headers(&self, response: &mut InferResponse) -> Vec<(String, String)> {
+        self.base.reply_headers(response)
+    }
+    fn stream_reply(&self) -> StreamReply {
+        self.stream_reply
+    }
+}
+
+/// The default dialect, for configs built in Rust (tests, embedding).
+pub fn default() -> Arc<dyn Dialect> {
+    Arc::new(Inferwire)
+}
