@@ -4,7 +4,7 @@
 #
 #   make test-rust                  unit and integration tests of the Rust crates (no Python)
 #   make test-python                builds the extension into .venv/, then the end-to-end suite
-#   make test-python PYTEST_ARGS="tests/test_v2.py -x"   a part of it
+#   make test-python PYTEST_ARGS="tests/server/v2/test_v2.py -x"   a part of it
 #   make test                       both
 
 PYTEST_ARGS ?=

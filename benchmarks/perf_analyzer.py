@@ -1,7 +1,7 @@
 """Triton's perf_analyzer and `inferwire bench` measuring the same server, side by side
 (docs/benchmarks.md, "perf_analyzer and inferwire bench").
 
-One inferwire server serves a model that sleeps 5 ms (tests/compat/tritonmodels.py:
+One inferwire server serves a model that sleeps 5 ms (tests/tritonmodels.py:
 Sleep5ms, FP32 [1, 16] in and out). For HTTP (the binary tensor extension, as
 perf_analyzer sends it) and gRPC (raw contents), at concurrency 1 and 2, perf_analyzer
 with its default options (5 s windows, stable within 10 %) and `inferwire bench attack`
@@ -133,7 +133,7 @@ def main() -> int:
     ).stdout.strip().splitlines()[-1]  # fmt: skip
     work = Path(tempfile.mkdtemp(prefix="perf-analyzer-"))
     server, url = inferwire(
-        "tests/compat/tritonmodels.py:Sleep5ms", "--model-name", MODEL, "--model-version", "1"
+        "tests/tritonmodels.py:Sleep5ms", "--model-name", MODEL, "--model-version", "1"
     )
     grpc = "127.0.0.1:" + server.argv[server.argv.index("--grpc-port") + 1]
     http = url.removeprefix("http://")

@@ -2,7 +2,7 @@
 # Installs KServe's own Python clients (kserve.InferenceRESTClient, InferenceGRPCClient and
 # their InferRequest/InferResponse types) into a small Python 3.11 virtualenv at
 # .venv-kserve-client (KSERVE_CLIENT_VENV overrides; PYTHON311 names the interpreter) for
-# tests/compat/test_kserve_client_compat.py, which runs them against inferwire.
+# tests/dialects/kserve/test_kserve_client_compat.py, which runs them against inferwire.
 # Idempotent and cheap after the first run: a virtualenv that already imports the clients
 # at the pinned version is left alone. Prints the virtualenv's python on stdout.
 #

@@ -2,7 +2,7 @@
 # Installs MLServer's own client side (mlserver.types, mlserver.codecs, its gRPC
 # converters and stubs, and the `mlserver infer` command) into a Python 3.11 virtualenv
 # at .venv-mlserver-client (MLSERVER_CLIENT_VENV overrides; PYTHON311 names the
-# interpreter) for tests/compat/, which call inferwire with them. Idempotent and cheap
+# interpreter) for tests/dialects/mlserver/, which call inferwire with them. Idempotent and cheap
 # after the first run. Prints the virtualenv's python on stdout.
 #
 # mlserver 1.7.1 is the last release; its pins (protobuf, fastapi) conflict with the test

@@ -6,7 +6,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 
 ensure_venv "maturin>=1.7,<2" "numpy>=1.24" "pyyaml>=6" "pydantic>=2.7" "pydantic-settings>=2.3" "grpcio>=1.60" "grpcio-tools>=1.60"
 if [[ "${INFERWIRE_SKIP_BUILD:-}" == 1 ]]; then
-    # tests/test_quickstart.py: the extension the test run built is the one to serve.
+    # tests/docs/test_quickstart.py: the extension the test run built is the one to serve.
     log "using the inferwire extension already built (INFERWIRE_SKIP_BUILD=1)"
 else
     build_extension --release

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs seldon-core's own client (seldon_core.seldon_client.SeldonClient) into a small
 # Python 3.10 virtualenv at .venv-seldon-client (SELDON_CLIENT_VENV overrides; PYTHON310
-# names the interpreter) for tests/compat/, which run SeldonClient against inferwire.
+# names the interpreter) for tests/dialects/seldon/, which run SeldonClient against inferwire.
 # Idempotent and cheap after the first run: a virtualenv that already imports the client
 # at the pinned versions is left alone. Prints the virtualenv's python on stdout.
 #

@@ -16,7 +16,7 @@ log "chromium (renders the HTML reports in a test)"
 bash scripts/install-chromium.sh
 log "nginx (the balancer in the scale-out test)"
 bash scripts/apt-install.sh nginx
-log "perf_analyzer (tritonclient 2.41's binary, its own cached virtualenv; tests/compat)"
+log "perf_analyzer (tritonclient 2.41's binary, its own cached virtualenv; tests/dialects/triton)"
 bash scripts/install-perf-analyzer.sh >/dev/null
 
 log "cargo fmt --check"

@@ -1,5 +1,5 @@
 """The virtualenvs of other projects' clients (seldon-core's, kserve's), made by their
-scripts in scripts/ (cached: a second call installs nothing), for tests/compat/."""
+scripts in scripts/ (cached: a second call installs nothing), for tests/dialects/."""
 
 from __future__ import annotations
 

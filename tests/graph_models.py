@@ -1,4 +1,4 @@
-"""Graph node classes for tests/test_graph.py: each leaves a mark in the result so the
+"""Graph node classes for tests/dialects/seldon/test_graph.py: each leaves a mark in the result so the
 test can see which nodes ran, in which order."""
 
 from __future__ import annotations

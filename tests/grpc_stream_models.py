@@ -1,4 +1,4 @@
-"""Models the gRPC ModelStreamInfer tests serve (tests/test_grpc_stream.py)."""
+"""Models the gRPC ModelStreamInfer tests serve (tests/server/v2/test_grpc_stream.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Models that answer in pieces, for the streaming tests (tests/test_streaming.py, the gRPC
+"""Models that answer in pieces, for the streaming tests (tests/server/v2/test_streaming.py, the gRPC
 stream tests). Each reads its knobs from the request's parameters (``meta``): ``n``
 pieces, ``delay`` seconds before each, ``size`` bytes per piece, ``fail_at`` (raise
 before that piece). What a generator saw is written to the file named by

@@ -1,6 +1,6 @@
 """nginx (Debian's package) in front of inferwire instances on 127.0.0.1: one upstream
 for REST over HTTP/1.1 keep-alive, one for gRPC through ``grpc_pass``, with retries on
-the next instance (``balancer.conf`` beside this file). Used by tests/test_scaleout.py
+the next instance (``balancer.conf`` beside this file). Used by tests/deploy/test_scaleout.py
 and benchmarks/scaleout.py.
 
     bash scripts/apt-install.sh nginx    # once

@@ -1,4 +1,4 @@
-"""Saves MLflow models for tests/compat (run with the virtualenv of
+"""Saves MLflow models for tests/dialects/mlserver (run with the virtualenv of
 scripts/mlserver-client-env.sh, which has mlflow): python mlflow_models.py ROOT. Writes
 MLServer-shaped folders (model-settings.json naming mlserver_mlflow.MLflowRuntime, the
 MLflow model in ./model) and prints each model's expected predictions as JSON."""

@@ -283,7 +283,7 @@ def test_errors(srv: Served) -> None:
 
 def test_streaming_every_datatype(srv: Served) -> None:
     """ModelStreamInfer (tritonclient's start_stream): every datatype answered on the
-    stream, final (the model does not stream); more in tests/test_grpc_stream.py."""
+    stream, final (the model does not stream); more in tests/server/v2/test_grpc_stream.py."""
     import queue
 
     got: queue.Queue[Any] = queue.Queue()

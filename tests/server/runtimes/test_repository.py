@@ -21,7 +21,7 @@ import tritonclient.grpc as grpcclient
 from conftest import TESTS, Served
 
 # These tests are about the repository API, not auth: without auth it must be allowed
-# explicitly (tests/test_auth_safety.py shows the refusal).
+# explicitly (tests/server/security/test_auth_safety.py shows the refusal).
 OPEN_REPOSITORY = "--allow-unauthenticated-repository"
 
 MODEL = """
