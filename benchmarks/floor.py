@@ -42,10 +42,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import notebook_tools
-import proc_cpu
+from lib import notebook_tools, proc_cpu
+from lib.servers import ServerProcess, free_port, inferwire_spec, tcp_open
 from runtime import machine
-from servers import ServerProcess, free_port, inferwire_spec, tcp_open
 
 ROOT = Path(__file__).resolve().parent.parent
 BODY = '{"data": {"ndarray": [[0]]}}'

@@ -33,8 +33,8 @@ import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
-import notebook_tools as tools
-import servers
+from lib import notebook_tools as tools
+from lib import servers
 from runtime import machine
 
 ROOT = servers.ROOT

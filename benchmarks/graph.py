@@ -33,7 +33,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from proc_cpu import cpu_seconds  # noqa: E402
+from lib.proc_cpu import cpu_seconds  # noqa: E402
 from runtime import Proc, attack, inferwire, machine  # noqa: E402
 
 GRAPH = ROOT / "benchmarks/graphs/chain.yaml"

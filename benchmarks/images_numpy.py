@@ -44,8 +44,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
+from lib.servers import free_port  # noqa: E402
 from runtime import Cell, PeerProc, attack, fmt_us, inferwire, machine  # noqa: E402
-from servers import free_port  # noqa: E402
 
 PEERS = ROOT / ".tools/peers"
 SIZES = [(360, 640), (720, 1280), (1080, 1920)]

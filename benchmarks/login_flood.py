@@ -28,7 +28,7 @@ from typing import Any
 import httpx
 
 sys.path.append(str(Path(__file__).resolve().parent))
-import servers
+from lib import servers
 
 ROOT = servers.ROOT
 PASSWORD = "correct horse battery staple"

@@ -37,8 +37,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from proc_cpu import cpu_seconds, descendants  # noqa: E402
-from servers import free_port, tcp_open  # noqa: E402
+from lib.proc_cpu import cpu_seconds, descendants  # noqa: E402
+from lib.servers import free_port, tcp_open  # noqa: E402
 
 VEGETA = ROOT / ".tools/bin/vegeta"
 MLSERVER = ROOT / ".tools/peers/mlserver/bin/mlserver"

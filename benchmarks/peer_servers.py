@@ -46,9 +46,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from images_numpy import SIZES, field, jpeg  # noqa: E402
+from lib.servers import free_port  # noqa: E402
+from lib.v2_bodies import binary_extension, bytes_element, infer_request_pb  # noqa: E402
 from runtime import Cell, PeerProc, Proc, attack, fmt_us, machine  # noqa: E402
-from servers import free_port  # noqa: E402
-from v2_bodies import binary_extension, bytes_element, infer_request_pb  # noqa: E402
 
 PEERS = ROOT / ".tools/peers"
 V2_CALL = "inference.GRPCInferenceService/ModelInfer"

@@ -32,7 +32,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from proc_cpu import cpu_seconds  # noqa: E402
+from lib.proc_cpu import cpu_seconds  # noqa: E402
 from runtime import attack, inferwire, machine  # noqa: E402
 
 MODEL = "sleep"

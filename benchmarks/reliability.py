@@ -40,7 +40,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from proc_cpu import descendants  # noqa: E402
+from lib.proc_cpu import descendants  # noqa: E402
 from runtime import attack, inferwire, machine, memory_kib  # noqa: E402
 
 SMALL = '{"data":{"ndarray":[[1]]}}'

@@ -41,8 +41,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from proc_cpu import descendants  # noqa: E402
-from servers import free_port  # noqa: E402
+from lib.proc_cpu import descendants  # noqa: E402
+from lib.servers import free_port  # noqa: E402
 
 RAY_PYTHON = ROOT / ".tools/peers/ray/bin/python"
 RAY_APP = ROOT / "benchmarks/peers/ray/noop_app.py"

@@ -33,10 +33,10 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
+from lib.proc_cpu import cpu_seconds  # noqa: E402
+from lib.servers import free_port  # noqa: E402
 from nginx.balancer import Nginx  # noqa: E402
-from proc_cpu import cpu_seconds  # noqa: E402
 from runtime import Proc, machine  # noqa: E402
-from servers import free_port  # noqa: E402
 
 SMALL = '{"data":{"ndarray":[[1]]}}'
 # setup: (instances, behind nginx, serve's extra arguments)

@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.append(str(Path(__file__).resolve().parent))
-import notebook_tools as tools
-import servers
+from lib import notebook_tools as tools
+from lib import servers
 from notebook_payloads import ENCODINGS
 
 ROOT = servers.ROOT

@@ -10,7 +10,7 @@ work on the data (serialising it, or writing it into the input region and copyin
 output out of its region). Reported: median and p90 latency per request, the ratio of
 medians, and the server's CPU time per request: the change, over each request, of its
 processes' threads' run time in /proc/PID/task/TID/schedstat (nanoseconds; the clock
-ticks of /proc/PID/stat, benchmarks/proc_cpu.py, are 10 ms, coarser than one request).
+ticks of /proc/PID/stat, benchmarks/lib/proc_cpu.py, are 10 ms, coarser than one request).
 
     .venv/bin/python benchmarks/shared_memory.py [--inferwire PATH] [--rounds 200,20]
 
@@ -36,8 +36,8 @@ import tritonclient.http as httpclient
 import tritonclient.utils.shared_memory as shm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from proc_cpu import descendants
-from servers import ROOT, ServerProcess, inferwire_spec
+from lib.proc_cpu import descendants
+from lib.servers import ROOT, ServerProcess, inferwire_spec
 
 TEMPLATE = (
     "{inferwire} serve benchmarks/models/noop.py:{model} --model-name echo "

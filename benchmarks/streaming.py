@@ -47,8 +47,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
+from lib.servers import free_port  # noqa: E402
 from runtime import Proc, fmt_us, inferwire, machine  # noqa: E402
-from servers import free_port  # noqa: E402
 
 MODEL = "tokens"
 CALL = "inference.GRPCInferenceService/ModelStreamInfer"

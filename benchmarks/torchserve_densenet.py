@@ -42,8 +42,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from images_numpy import SEED_001_MB, SIZES, field, jpeg  # noqa: E402
+from lib.v2_bodies import binary_extension, bytes_element, infer_request_pb  # noqa: E402
 from runtime import Cell, PeerProc, fmt_us, inferwire, machine  # noqa: E402
-from v2_bodies import binary_extension, bytes_element, infer_request_pb  # noqa: E402
 
 TS_PYTHON = ROOT / ".tools/peers/torchserve/bin/python"
 TS_SERVE = ROOT / "benchmarks/peers/torchserve/serve.py"

@@ -36,8 +36,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
+from lib.servers import free_port  # noqa: E402
 from runtime import Cell, Proc, attack, fmt_us, inferwire, machine  # noqa: E402
-from servers import free_port  # noqa: E402
 
 MLSERVER_PYTHON = ROOT / ".tools/peers/mlserver/bin/python"
 MLSERVER_SERVE = ROOT / "benchmarks/peers/mlserver/serve.py"

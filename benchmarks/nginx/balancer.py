@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from servers import free_port  # benchmarks/ is on the path of every user
+from lib.servers import free_port  # benchmarks/ is on the path of every user
 
 # The configuration, with why each retry setting is there.
 TEMPLATE = Path(__file__).with_name("balancer.conf")

@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-import servers
+from lib import servers
 
 ROOT = servers.ROOT
 RESULTS = ROOT / "benchmarks" / "results"

@@ -1,5 +1,5 @@
 """The Seldon benchmark notebook's own vegeta and ghz command lines against a real server,
-with only host:port changed and 2 s instead of 10 s (benchmarks/notebook_tools.py holds
+with only host:port changed and 2 s instead of 10 s (benchmarks/lib/notebook_tools.py holds
 the commands; benchmarks/notebook_payloads.py writes the notebook's request files).
 
 The cells are the notebook's: predict at 100,000 and 1 integers, predict_raw at 100,000;
@@ -10,7 +10,7 @@ last one, which ghz cancels when its time is up (as in the notebook's output).
 Environment:
 - NOTEBOOK_TOOLS_SERVER: ``inferwire`` (default: ``python -m inferwire serve`` of this
   interpreter), ``seldon`` (the Seldon wrapper of benchmarks/seldon_wrapper/setup.sh,
-  to check these tests themselves), or a command template (benchmarks/servers.py).
+  to check these tests themselves), or a command template (benchmarks/lib/servers.py).
 - NOTEBOOK_TOOLS_DURATION: instead of 2s.
 - CI: when set, missing load tools fail the tests instead of skipping them.
 """
@@ -25,8 +25,7 @@ from pathlib import Path
 import pytest
 
 sys.path.append(str(Path(__file__).resolve().parents[2] / "benchmarks"))
-import notebook_tools
-import servers
+from lib import notebook_tools, servers
 from notebook_payloads import ENCODINGS
 
 DURATION = os.environ.get("NOTEBOOK_TOOLS_DURATION", "2s")

@@ -24,7 +24,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from images_numpy import BASIC, SIZES, jpeg  # noqa: E402
-from v2_bodies import binary_extension, bytes_element, infer_request_pb  # noqa: E402
+from lib.v2_bodies import binary_extension, bytes_element, infer_request_pb  # noqa: E402
 
 N = 100_000
 BIG = (np.arange(N, dtype=np.int64) - N // 2) * np.int64(92_233_720_368_547)

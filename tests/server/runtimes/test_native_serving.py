@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from google.protobuf import json_format
-from kyphosis import kyphosis
+from lib.kyphosis import kyphosis
 from sklearn.ensemble import AdaBoostClassifier, GradientBoostingRegressor
 from sklearn.tree import DecisionTreeClassifier
 

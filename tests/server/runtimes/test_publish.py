@@ -17,7 +17,7 @@ import joblib
 import numpy as np
 import pandas as pd
 import pytest
-from kyphosis import kyphosis
+from lib.kyphosis import kyphosis
 from sklearn.ensemble import AdaBoostClassifier
 from sklearn.tree import DecisionTreeClassifier
 

@@ -23,9 +23,9 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from proc_cpu import cpu_seconds
+from lib.proc_cpu import cpu_seconds
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 INFERWIRE_TEMPLATE = (
     "{inferwire} serve benchmarks/models/noop.py:{model} "
     "--http-port {http_port} --grpc-port {grpc_port} --host 127.0.0.1"

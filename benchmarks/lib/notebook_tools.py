@@ -20,7 +20,7 @@ from typing import Any
 
 import notebook_payloads
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 # Where scripts/install-load-tools.sh puts vegeta and ghz (same override).
 TOOLS = Path(os.environ.get("LOAD_TOOLS_BIN", ROOT / ".tools" / "bin"))
 
