@@ -120,7 +120,7 @@ class CoreModelSpec:
 
 @final
 class Server:
-    """The Rust REST + gRPC servers around a model adapter (``inferwire.seldon.SeldonAdapter``)."""
+    """The Rust REST + gRPC servers around a model adapter (``inferwire.contract.Adapter``)."""
 
     def __new__(
         cls,

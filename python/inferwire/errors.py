@@ -19,6 +19,8 @@ failure, so ``except ValueError`` or ``except OSError`` keeps working.
 
 from __future__ import annotations
 
+import json
+
 
 class InferwireError(Exception):
     """Base class of every inferwire error."""
@@ -108,3 +110,35 @@ BadRequestError = BadRequest
 PublishError = InferwireError
 """``inferwire.publish`` raises ``ClientError`` (the server refused) and
 ``UnreachableError``; both are ``InferwireError``."""
+
+
+# A model's error body is its own JSON, answered as is; bounded as a request body would be
+# small: past this, the ordinary FAILURE message says the same thing.
+MAX_ERROR_BODY = 64 * 1024
+MAX_ERROR_MESSAGE = 4096
+
+
+def error_reply(exc: BaseException) -> tuple[int, str, str | None] | None:
+    """The HTTP status and REST body of an exception that carries them, as Seldon's
+    wrapper answers it: ``SeldonMicroserviceException(message, status_code=...,
+    reason=...)`` (its ``to_dict()`` is the body) or any exception with an integer
+    ``status_code`` (with ``to_dict()``, the body a user's ``model_error_handler``
+    answers). Returns ``(status, message, body or None)``, or None for other exceptions;
+    the core answers a status outside 4xx/5xx as 500."""
+    status = getattr(exc, "status_code", None)
+    if not isinstance(status, int) or isinstance(status, bool) or not 0 <= status <= 65535:
+        return None
+    message = getattr(exc, "message", None)
+    text = f"{type(exc).__name__}: {message if isinstance(message, str) else exc}"
+    if len(text) > MAX_ERROR_MESSAGE:
+        text = text[: MAX_ERROR_MESSAGE - 1] + "…"
+    body = None
+    to_dict = getattr(exc, "to_dict", None)
+    if callable(to_dict):
+        try:
+            body = json.dumps(to_dict(), default=str)
+        except Exception:  # a broken to_dict(): the ordinary FAILURE body instead
+            body = None
+        if body is not None and len(body) > MAX_ERROR_BODY:
+            body = None
+    return status, text, body

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from . import content_types, streaming
+from .contract import Adapter
 from .error_log import errors
 from .errors import ModelLoadError
 
@@ -59,12 +60,14 @@ def _positional_count(fn: Callable[..., Any]) -> int:
     return sum(1 for p in params if p.kind in kinds)
 
 
-class SeldonAdapter:
-    """Wraps a user model with Seldon's calling conventions."""
+class SeldonAdapter(Adapter):
+    """Wraps a user model with Seldon's calling conventions: every operation of Seldon's
+    protocol (predict, the graph components', feedback, the low-level ``*_raw``,
+    ``*_rest`` and ``*_grpc`` methods), and V2 requests through its ``predict``."""
 
     def __init__(self, model: Any, name: str, raw_arrays: str = "numpy") -> None:
+        super().__init__(name)
         self.model = model
-        self.name = name
         # predict_raw's dict holds numpy arrays (no per-element objects) unless asked.
         self.raw_arrays_as_lists = raw_arrays == "list"
         # Seldon's low-level methods, per operation: `*_rest` before `*_grpc` before
@@ -115,43 +118,6 @@ class SeldonAdapter:
         self._metadata = self._init_metadata()
         # `async def` methods run to completion on an event loop kept per model thread.
         self._loops = threading.local()
-        # An MLServer model-settings file's default content types (``configure``).
-        self._content_type = ""
-        self._input_content_types: dict[str, str] = {}
-
-    def configure(self, ml: Any) -> None:
-        """What an MLServer model-settings file (``mlserver.settings.MLServerModel``) says
-        of the model: metadata over the class's own, and the content types a request that
-        gives none is decoded with."""
-        if ml.metadata and isinstance(self._metadata, dict):
-            self._metadata = {**self._metadata, **ml.metadata}
-        self._content_type = ml.content_type
-        self._input_content_types = dict(ml.input_content_types)
-
-    def with_defaults(
-        self, parameters: dict[str, Any], input_parameters: dict[str, dict[str, Any]]
-    ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-        """The request's content types, the settings' where it gives none."""
-        if self._content_type and "content_type" not in parameters:
-            parameters = {**parameters, "content_type": self._content_type}
-        if self._input_content_types:
-            input_parameters = dict(input_parameters)
-            for name, kind in self._input_content_types.items():
-                own = input_parameters.get(name, {})
-                if "content_type" not in own:
-                    input_parameters[name] = {**own, "content_type": kind}
-        return parameters, input_parameters
-
-    def decode(
-        self,
-        inputs: dict[str, Any],
-        parameters: dict[str, Any],
-        input_parameters: dict[str, dict[str, Any]],
-    ) -> tuple[Any, dict[str, Any]]:
-        """A V2 request's ``X`` (``content_types.decode_request``) and its parameters, the
-        settings' content types filling in what the request does not say."""
-        parameters, input_parameters = self.with_defaults(parameters, input_parameters)
-        return content_types.decode_request(inputs, parameters, input_parameters), parameters
 
     def _resolve(self, out: Any) -> Any:
         if streaming.is_stream(out):
@@ -738,10 +704,6 @@ def _no_predict(*_args: Any, **_kwargs: Any) -> Any:
 
 _STUB_BASE = "SeldonComponent"
 _NOT_IMPLEMENTED = "SeldonNotImplementedError"
-# A model's error body is its own JSON, answered as is; bounded as a request body would be
-# small: past this, the ordinary FAILURE message says the same thing.
-MAX_ERROR_BODY = 64 * 1024
-MAX_ERROR_MESSAGE = 4096
 
 
 def _own(model: Any, name: str) -> Any:
@@ -761,29 +723,3 @@ def _not_implemented(exc: BaseException) -> bool:
     """Whether ``exc`` is seldon_core's SeldonNotImplementedError (or a subclass): a method
     that overrides the stub but still says it has nothing (e.g. by calling ``super()``)."""
     return any(cls.__name__ == _NOT_IMPLEMENTED for cls in type(exc).__mro__)
-
-
-def error_reply(exc: BaseException) -> tuple[int, str, str | None] | None:
-    """The HTTP status and REST body of an exception that carries them, as Seldon's
-    wrapper answers it: ``SeldonMicroserviceException(message, status_code=...,
-    reason=...)`` (its ``to_dict()`` is the body) or any exception with an integer
-    ``status_code`` (with ``to_dict()``, the body a user's ``model_error_handler``
-    answers). Returns ``(status, message, body or None)``, or None for other exceptions;
-    the core answers a status outside 4xx/5xx as 500."""
-    status = getattr(exc, "status_code", None)
-    if not isinstance(status, int) or isinstance(status, bool) or not 0 <= status <= 65535:
-        return None
-    message = getattr(exc, "message", None)
-    text = f"{type(exc).__name__}: {message if isinstance(message, str) else exc}"
-    if len(text) > MAX_ERROR_MESSAGE:
-        text = text[: MAX_ERROR_MESSAGE - 1] + "…"
-    body = None
-    to_dict = getattr(exc, "to_dict", None)
-    if callable(to_dict):
-        try:
-            body = json.dumps(to_dict(), default=str)
-        except Exception:  # a broken to_dict(): the ordinary FAILURE body instead
-            body = None
-        if body is not None and len(body) > MAX_ERROR_BODY:
-            body = None
-    return status, text, body

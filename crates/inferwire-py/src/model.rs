@@ -18,7 +18,7 @@ use crate::convert::{
     tensor_to_numpy,
 };
 
-/// The Python adapter (`inferwire.seldon.SeldonAdapter`) wrapping the user's model.
+/// The Python adapter (`inferwire.contract.Adapter`) wrapping the user's model.
 pub struct PyModel {
     adapter: Py<PyAny>,
     predict: Py<PyAny>,
@@ -37,7 +37,7 @@ pub struct PyModel {
 /// How a Python exception becomes a `ModelError`; shared with the streams' iterators.
 pub struct Errors {
     bad_request: Py<PyAny>,
-    /// `inferwire.seldon.error_reply`: the HTTP status and body an exception carries.
+    /// The adapter's `error_reply`: the HTTP status and body an exception carries.
     error_reply: Py<PyAny>,
 }
 
@@ -61,10 +61,7 @@ impl PyModel {
                     .import("inferwire.errors")?
                     .getattr("BadRequest")?
                     .unbind(),
-                error_reply: py
-                    .import("inferwire.seldon")?
-                    .getattr("error_reply")?
-                    .unbind(),
+                error_reply: adapter.getattr("error_reply")?.unbind(),
             }),
             adapter: adapter.unbind(),
         })

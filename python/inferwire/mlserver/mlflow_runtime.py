@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 
 from .. import content_types
+from ..contract import Adapter
 from ..error_log import errors
 from ..errors import BadRequest, ModelLoadError
-from ..seldon import SeldonAdapter
 from .settings import MLServerModel
 
 log = logging.getLogger("inferwire")
@@ -101,19 +101,10 @@ def adapter(ml: MLServerModel, name: str) -> tuple[Any, str]:
     return served, f"{IMPLEMENTATION} ({path.name}: {flavor}) with mlflow, in Python"
 
 
-class _Predict:
-    """The Seldon protocol's ``predict``: the array, or the DataFrame of its columns."""
-
-    def __init__(self, model: Any) -> None:
-        self.model = model
-
-    def predict(self, X: Any, features_names: list[str] | None = None, **kwargs: Any) -> Any:
-        return self.model.predict(X)
-
-
-class MLflowAdapter(SeldonAdapter):
+class MLflowAdapter(Adapter):
     def __init__(self, model: Any, name: str, ml: MLServerModel) -> None:
-        super().__init__(_Predict(model), name)
+        super().__init__(name)
+        self.model = model  # what the memory budget measures
         self.mlflow_model = model
         signature = model.metadata.signature
         self._params = signature is not None and getattr(signature, "params", None) is not None
@@ -137,6 +128,10 @@ class MLflowAdapter(SeldonAdapter):
             for i in inputs
             if i["parameters"]["content_type"] in ("str", "base64")
         }
+
+    def seldon_predict(self, X: Any) -> Any:
+        """Seldon's predict: the model's on the array as it came."""
+        return self.mlflow_model.predict(X)
 
     def infer(
         self,

@@ -22,9 +22,9 @@ from typing import Any, NoReturn
 import numpy as np
 
 from .. import streaming
+from ..contract import Adapter
 from ..error_log import errors
 from ..errors import BadRequest, ModelLoadError
-from ..seldon import SeldonAdapter
 from .settings import MLServerModel
 
 log = logging.getLogger("inferwire")
@@ -162,32 +162,17 @@ async def in_context(model: Any, coro: Awaitable[Any]) -> Any:
         return await coro
 
 
-class _Predict:
-    """The Seldon protocol's ``predict`` for an MLModel: its array as the one input. It
-    holds its adapter weakly, so that an unloaded model's adapter goes (and its
-    finalizer runs the model's ``unload()``) as soon as the server lets go of it."""
+class MLModelAdapter(Adapter):
+    """An MLModel's V2 requests as MLServer makes them; Seldon's predict is its one array
+    as ``input-0`` (``Adapter.seldon_predict``)."""
 
-    def __init__(self) -> None:
-        self.adapter: weakref.ref[MLModelAdapter] | None = None
+    # Every MLModel answers in pieces (MLModel.predict_stream yields its predict's).
+    streams = True
 
-    def predict(self, X: Any, features_names: list[str] | None = None, **kwargs: Any) -> Any:
-        adapter = self.adapter() if self.adapter is not None else None
-        assert adapter is not None, "the model was unloaded"
-        out = adapter.infer({"input-0": np.asarray(X)}, {}, [], {})
-        if isinstance(out, dict):
-            out = out["outputs"]
-        return out[0][1] if len(out) == 1 else {o[0]: o[1] for o in out}
-
-
-class MLModelAdapter(SeldonAdapter):
     def __init__(self, model: Any, name: str, loop: _Loop) -> None:
-        predict = _Predict()
-        super().__init__(predict, name)
-        predict.adapter = weakref.ref(self)
+        super().__init__(name)
         self.mlmodel = model
         self._mlloop = loop
-        # Every MLModel answers in pieces (MLModel.predict_stream yields its predict's).
-        self.streams = True
         meta = loop.run(model.metadata())
         self._metadata = meta.model_dump(exclude_none=True)
         self._handlers = custom_handlers(model)

@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 
 from .. import modelfile
+from ..contract import Adapter
 from ..error_log import errors
 from ..errors import BadRequest, ModelLoadError
-from ..seldon import SeldonAdapter
 from .settings import MLServerModel, Runtime
 
 log = logging.getLogger("inferwire")
@@ -71,8 +71,7 @@ def batch_dim(y: Any) -> Any:
 
 
 class LibraryRuntime:
-    """The estimator's own methods, as MLServer's runtime calls them; ``predict`` (the
-    Seldon protocol's) answers the default output."""
+    """The estimator's own methods, as MLServer's runtime calls them."""
 
     def __init__(self, model: Any, runtime: Runtime, default: str) -> None:
         self.model = model
@@ -96,18 +95,19 @@ class LibraryRuntime:
             out.append((name, batch_dim(getattr(self.model, name)(X)), NUMPY))
         return out
 
-    def predict(self, X: Any, features_names: list[str] | None = None, **kwargs: Any) -> Any:
-        return self.outputs(X, [])[0][1]
 
-
-class RuntimeAdapter(SeldonAdapter):
+class RuntimeAdapter(Adapter):
     """A Python runtime's V2 requests answered with exactly the outputs asked for (the
-    core keeps them in the request's order)."""
+    core keeps them in the request's order); Seldon's predict gets the default output."""
 
     def __init__(self, runtime: LibraryRuntime, name: str, ml: MLServerModel) -> None:
-        super().__init__(runtime, name)
+        super().__init__(name)
+        self.model = runtime  # what the memory budget measures
         self.runtime = runtime
         self.configure(ml)
+
+    def seldon_predict(self, X: Any) -> Any:
+        return self.runtime.outputs(X, [])[0][1]
 
     def infer(
         self,
