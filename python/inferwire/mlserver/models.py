@@ -193,23 +193,40 @@ class MLModelAdapter(Adapter):
         settings' content types are the model's own to apply (``MLModel.decode`` reads
         them), as in MLServer."""
         from mlserver.codecs.numpy import to_datatype
-        from mlserver.types import InferenceRequest, Parameters, RequestInput, RequestOutput
+        from mlserver.types import (
+            InferenceRequest,
+            Parameters,
+            RequestInput,
+            RequestOutput,
+            TensorData,
+        )
 
         request_inputs = []
         for name, arr in inputs.items():
             arr = np.asarray(arr)
-            if arr.dtype == object:
-                datatype, data = "BYTES", arr.ravel().tolist()
-            else:
-                datatype, data = to_datatype(arr.dtype), arr.ravel().tolist()
             own = input_parameters.get(name)
+            own_parameters = Parameters(**own) if own else None
+            if arr.dtype == object:
+                request_inputs.append(
+                    RequestInput(
+                        name=name,
+                        datatype="BYTES",
+                        shape=list(arr.shape),
+                        data=arr.ravel().tolist(),
+                        parameters=own_parameters,
+                    )
+                )
+                continue
+            # The array the core filled, flat and uncopied, as the data: MLServer's codecs
+            # read it as they read a list (np.array(data, dtype), pd.Series(data, dtype)),
+            # with none of a list's per-element objects and none of its validation.
             request_inputs.append(
-                RequestInput(
+                RequestInput.model_construct(
                     name=name,
-                    datatype=datatype,
+                    datatype=to_datatype(arr.dtype).value,
                     shape=list(arr.shape),
-                    data=data,
-                    parameters=Parameters(**own) if own else None,
+                    data=TensorData.model_construct(root=arr.reshape(-1)),
+                    parameters=own_parameters,
                 )
             )
         return InferenceRequest(
