@@ -462,7 +462,7 @@ def server_settings(folder: Path) -> dict[str, Any]:
 
 def markdown_table() -> str:
     """Every MLServer setting and what inferwire does with it (the migration guide's
-    table, checked against this module by tests/test_docs.py)."""
+    table, checked against this module by tests/docs/test_docs.py)."""
     rows = ["| MLServer setting | variable | inferwire |", "|---|---|---|"]
 
     def add(shown: str, var: str, how: str) -> None:
