@@ -34,6 +34,7 @@ pub use error::ServeError;
 pub use metrics::Metrics;
 pub use model::{
     Answer, BlockingPieces, Inferred, Model, ModelError, ModelErrorKind, Pieces, Prediction,
+    SeldonOps,
 };
 pub use models::{ModelSpec, Repository};
 pub use run::{serve, Bound, Listeners, Serving, StopHandle};
