@@ -23,6 +23,7 @@ pub mod repository_sync;
 pub mod rest;
 mod run;
 pub mod runner;
+mod seldon;
 mod sequences;
 pub mod shared_memory;
 pub mod stream;
