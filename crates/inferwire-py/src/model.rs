@@ -6,7 +6,9 @@ use inferwire_codec::protocol::seldon::{
 };
 use inferwire_codec::protocol::v2::{InferOutput, InferRequest};
 use inferwire_codec::Limits;
-use inferwire_server::{Answer, Inferred, Model, ModelError, ModelErrorKind, Pieces, Prediction};
+use inferwire_server::{
+    Answer, Inferred, Model, ModelError, ModelErrorKind, Pieces, Prediction, SeldonOps,
+};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
@@ -289,7 +291,9 @@ fn metrics_from(obj: &Bound<'_, PyAny>) -> PyResult<Vec<Metric>> {
     Ok(out)
 }
 
-impl Model for PyModel {
+/// Seldon's message-level operations: the adapter's `predict` (and `predict_raw`), its
+/// component methods and their low-level forms.
+impl SeldonOps for PyModel {
     fn predict(&self, mut msg: SeldonMessage) -> Result<Prediction, ModelError> {
         self.with_gil(|py| {
             if let Some(raw) = &self.predict_raw {
@@ -429,7 +433,9 @@ impl Model for PyModel {
             self.message(&Payload::None, &Meta::default(), &result)
         })
     }
+}
 
+impl Model for PyModel {
     fn metadata(&self) -> Result<serde_json::Value, ModelError> {
         self.with_gil(|py| py_to_json(&self.adapter.bind(py).call_method0("metadata")?))
     }
@@ -463,13 +469,9 @@ impl Model for PyModel {
         })
     }
 
-    fn infer(&self, req: InferRequest) -> Result<Vec<InferOutput>, ModelError> {
-        self.infer_with_parameters(req).map(|i| i.outputs)
-    }
-
     /// The adapter's `infer` gives its outputs, or `{"outputs": ..., "parameters": ...}`
     /// where the response has parameters of its own (an MLServer model's).
-    fn infer_with_parameters(&self, req: InferRequest) -> Result<Inferred, ModelError> {
+    fn infer(&self, req: InferRequest) -> Result<Inferred, ModelError> {
         self.with_gil(|py| {
             let args = infer_args(py, req)?;
             let out = self.adapter.bind(py).call_method1("infer", args)?;
@@ -512,6 +514,11 @@ impl Model for PyModel {
                 stream::driven(start, self.errors.clone())
             })
         })
+    }
+
+    /// Every adapter answers Seldon's protocol (`inferwire.contract.Adapter`).
+    fn seldon(&self) -> Option<&dyn SeldonOps> {
+        Some(self)
     }
 
     fn thread_started(&self) {

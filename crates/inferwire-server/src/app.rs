@@ -1,17 +1,13 @@
-//! State shared by every connection, and the protocol logic both transports share.
+//! State shared by every connection: the models, metrics, limits in force, readiness,
+//! and the dataplane's parts (shared memory, sequences, open streams). The protocols' logic
+//! is `dataplane` (V2) and `seldon` (Seldon's); what differs by dialect is `dialect`.
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use inferwire_codec::media::{self, Media};
-use inferwire_codec::protocol::seldon::{Feedback, Meta, SeldonMessage};
-use serde_json::Value;
-
 use crate::config::ServerConfig;
-use crate::error::{Kind, ServeError};
+use crate::error::ServeError;
 use crate::metrics::Metrics;
-use crate::model::Prediction;
 use crate::models::{Models, Served};
 
 pub struct App {
@@ -161,143 +157,5 @@ impl App {
             .filter_map(|m| Some((m.name.clone(), m.runner.longest_call()?)))
             .filter(|(_, took)| *took > limit)
             .max_by_key(|(_, took)| *took)
-    }
-
-    /// Runs `predict` (or `predict_raw`) and completes the reply's `meta`.
-    pub async fn predict(
-        &self,
-        msg: SeldonMessage,
-        deadline: Option<Instant>,
-    ) -> Result<Prediction, ServeError> {
-        self.predict_on(None, msg, deadline).await
-    }
-
-    /// `predict` on `model` (a published model's own route), or the default model.
-    pub async fn predict_on(
-        &self,
-        model: Option<&Served>,
-        msg: SeldonMessage,
-        deadline: Option<Instant>,
-    ) -> Result<Prediction, ServeError> {
-        let puid = msg.meta.puid.clone();
-        // What earlier graph nodes added, which Seldon's wrapper passes on (usually empty).
-        let earlier = (msg.meta.request_path.clone(), msg.meta.metrics.clone());
-        let reply = match model {
-            Some(m) => m.runner.predict(msg, deadline).await?,
-            None => {
-                let m = self.models.default_model()?;
-                m.runner.predict(msg, deadline).await?
-            }
-        };
-        Ok(match reply {
-            Prediction::Message(mut m) => {
-                let (request_path, metrics) = earlier;
-                if !metrics.is_empty() {
-                    m.meta.metrics.splice(0..0, metrics);
-                }
-                // This model names itself unless it listed the nodes it ran (a graph); a
-                // model on its own route has no image of its own.
-                let (name, image) = match model {
-                    Some(served) => (served.name.as_str(), served.name.as_str()),
-                    None => (self.models.default_name(), self.config.model_image.as_str()),
-                };
-                complete_meta(&mut m.meta, puid, name, image);
-                // The request's entries (earlier graph nodes) win on the same key, as in
-                // Seldon's merge.
-                m.meta.request_path.extend(request_path);
-                Prediction::Message(m)
-            }
-            raw @ Prediction::Raw(_) => raw,
-        })
-    }
-
-    /// A predict whose payload came as a body in `media` (REST, or a gRPC `binData`
-    /// with `x-content-type`): decoded, predicted on `model` (or the default), and the
-    /// reply encoded in the media `accept` picks (default: the request's). Returns the
-    /// encoded reply, its media, and the reply's meta.
-    pub async fn predict_media(
-        &self,
-        model: Option<&Served>,
-        media: &Media,
-        body: Bytes,
-        meta: Meta,
-        accept: Option<&str>,
-        deadline: Option<Instant>,
-    ) -> Result<(Bytes, Media, Meta), ServeError> {
-        let (payload, default) = media::decode(media, body, &self.config.limits)?;
-        let msg = SeldonMessage {
-            status: None,
-            meta,
-            payload,
-        };
-        let (payload, meta) = match self.predict_on(model, msg, deadline).await? {
-            Prediction::Message(m) => (m.payload, m.meta),
-            Prediction::Raw(out) => (media::output_payload(out), Meta::default()),
-        };
-        let target = media::negotiate(accept, &default, &payload)
-            .map_err(|e| ServeError::new(Kind::NotAcceptable, e))?;
-        Ok((media::encode(payload, &target)?, target, meta))
-    }
-
-    pub async fn feedback(&self, f: Feedback) -> Result<SeldonMessage, ServeError> {
-        let puid = f
-            .request
-            .as_ref()
-            .map(|r| r.meta.puid.clone())
-            .unwrap_or_default();
-        let model = self.models.default_model()?;
-        let mut m = model.runner.send_feedback(f, None).await?;
-        self.complete_meta(&mut m.meta, puid);
-        Ok(m)
-    }
-
-    /// A Seldon graph component's operation on the default model, its reply's meta
-    /// completed as predict's.
-    pub async fn component(
-        &self,
-        call: crate::runner::Component,
-        deadline: Option<Instant>,
-    ) -> Result<Prediction, ServeError> {
-        let puid = call.puid();
-        let model = self.models.default_model()?;
-        Ok(match model.runner.component(call, deadline).await? {
-            Prediction::Message(mut m) => {
-                self.complete_meta(&mut m.meta, puid);
-                Prediction::Message(m)
-            }
-            raw @ Prediction::Raw(_) => raw,
-        })
-    }
-
-    pub async fn health_status(&self) -> Result<SeldonMessage, ServeError> {
-        let model = self.models.default_model()?;
-        let mut m = model.runner.health_status(None).await?;
-        self.complete_meta(&mut m.meta, String::new());
-        Ok(m)
-    }
-
-    pub async fn metadata(&self) -> Result<Value, ServeError> {
-        self.models.default_model()?.runner.metadata(None).await
-    }
-
-    /// Seldon's reply meta: the request's `puid` echoed, and this model in `requestPath`
-    /// unless the model (a graph) listed the nodes it ran there.
-    fn complete_meta(&self, meta: &mut Meta, puid: String) {
-        complete_meta(
-            meta,
-            puid,
-            self.models.default_name(),
-            &self.config.model_image,
-        );
-    }
-}
-
-fn complete_meta(meta: &mut Meta, puid: String, name: &str, image: &str) {
-    if meta.puid.is_empty() {
-        meta.puid = puid;
-    }
-    if meta.request_path.is_empty() {
-        meta.request_path
-            .insert(name.to_string(), image.to_string());
     }
 }

@@ -23,6 +23,7 @@ pub mod repository_sync;
 pub mod rest;
 mod run;
 pub mod runner;
+mod seldon;
 mod sequences;
 pub mod shared_memory;
 pub mod stream;
@@ -34,6 +35,7 @@ pub use error::ServeError;
 pub use metrics::Metrics;
 pub use model::{
     Answer, BlockingPieces, Inferred, Model, ModelError, ModelErrorKind, Pieces, Prediction,
+    SeldonOps,
 };
 pub use models::{ModelSpec, Repository};
 pub use run::{serve, Bound, Listeners, Serving, StopHandle};

@@ -29,6 +29,15 @@ pub struct Inferred {
     pub parameters: Parameters,
 }
 
+impl From<Vec<InferOutput>> for Inferred {
+    fn from(outputs: Vec<InferOutput>) -> Self {
+        Self {
+            outputs,
+            parameters: Parameters::new(),
+        }
+    }
+}
+
 /// What `predict` returned, with the tags and metrics the model gave alongside.
 #[derive(Debug, Default)]
 pub struct Answer {
@@ -91,14 +100,16 @@ pub trait BlockingPieces: Send {
     fn close(&mut self);
 }
 
-/// A model runtime: one method per operation, as MLServer's `MLModel`. Only `predict`
-/// is required; the others default to an error saying the model lacks them (or, for
-/// `metadata` and `health_status`, to an answer that says nothing about the model).
+/// The core's contract with a model: tensors in, tensors out. A model answers a V2
+/// inference request (`infer`) and may stream its answer, give metadata and serve routes
+/// of its own. Seldon's message-level operations are an adapter
+/// above this (`SeldonOps`, reached through `seldon()`), beside the other ways a model is
+/// written (MLServer's `MLModel`, MLflow, the library runtimes, native trees), which the
+/// runtimes that build them adapt onto this same contract.
 ///
 /// The methods run on the I/O thread that received the request or on a model thread
 /// (see `runner`), never on two threads at once unless the runtime allows it. A new
-/// operation is one more method here with a default, and one more `Op` for the runner
-/// (as Seldon's graph component operations, `transform_input` to `aggregate`, are).
+/// operation is one more method here with a default, and one more `Op` for the runner.
 pub trait Model: Send + Sync + 'static {
     /// Whether this stands in for a default model the server does not have (it is then
     /// not listed among the models served).
@@ -106,20 +117,28 @@ pub trait Model: Send + Sync + 'static {
         false
     }
 
-    /// Seldon `predict` (or `predict_raw`) on one request.
-    fn predict(&self, msg: SeldonMessage) -> Result<Prediction, ModelError>;
-
-    /// `predict` on several requests' rows joined into one message (dynamic batching,
-    /// `batch::join`): the answer before it is shaped into a reply, which the batcher
-    /// cuts back into one reply per request. When it fails, each request runs alone
-    /// through `predict`.
-    fn predict_batch(&self, _msg: SeldonMessage) -> Result<Answer, ModelError> {
-        Err(ModelError::unsupported("batched predict"))
+    /// A V2 inference request: every output the model produced, in its order, and the
+    /// parameters the model gives the response itself (an MLServer model's
+    /// `InferenceResponse.parameters`).
+    fn infer(&self, _request: InferRequest) -> Result<Inferred, ModelError> {
+        Err(ModelError::unsupported("V2 inference"))
     }
 
-    /// A V2 inference request: every output the model produced, in its order.
-    fn infer(&self, _request: InferRequest) -> Result<Vec<InferOutput>, ModelError> {
-        Err(ModelError::unsupported("V2 inference"))
+    /// Whether the model answers in pieces (`infer_stream`); one that does not answers a
+    /// streamed request with one piece, its `infer`.
+    fn streams(&self) -> bool {
+        false
+    }
+
+    /// A V2 inference answered piece by piece: what produces the pieces. Called only
+    /// when `streams()`; runs no model code beyond starting the stream.
+    fn infer_stream(&self, _request: InferRequest) -> Result<Pieces, ModelError> {
+        Err(ModelError::unsupported("streamed inference"))
+    }
+
+    /// The model's metadata, as JSON (Seldon's `init_metadata()`).
+    fn metadata(&self) -> Result<Value, ModelError> {
+        Ok(Value::Object(Map::new()))
     }
 
     /// REST routes the model serves itself, as (method, path): MLServer's
@@ -138,30 +157,35 @@ pub trait Model: Send + Sync + 'static {
         Err(ModelError::unsupported("custom routes"))
     }
 
-    /// `infer`, with the parameters the model gives the response itself (an MLServer
-    /// model's `InferenceResponse.parameters`); what the server calls.
-    fn infer_with_parameters(&self, request: InferRequest) -> Result<Inferred, ModelError> {
-        self.infer(request).map(|outputs| Inferred {
-            outputs,
-            parameters: Parameters::new(),
-        })
+    /// Seldon's message-level operations, where the model has them; `None`: the Seldon
+    /// protocol's routes answer that it has no `predict` (and Seldon's defaults for the
+    /// rest).
+    fn seldon(&self) -> Option<&dyn SeldonOps> {
+        None
     }
 
-    /// Whether the model answers in pieces (`infer_stream`); one that does not answers a
-    /// streamed request with one piece, its `infer`.
-    fn streams(&self) -> bool {
-        false
-    }
+    /// Called on each server thread when it starts, before any operation on it. A Python
+    /// runtime creates the thread's interpreter state here, once, so that each call only
+    /// takes the GIL instead of creating and destroying a thread state.
+    fn thread_started(&self) {}
 
-    /// A V2 inference answered piece by piece: what produces the pieces. Called only
-    /// when `streams()`; runs no model code beyond starting the stream.
-    fn infer_stream(&self, _request: InferRequest) -> Result<Pieces, ModelError> {
-        Err(ModelError::unsupported("streamed inference"))
-    }
+    /// Called on each server thread when it stops.
+    fn thread_stopping(&self) {}
+}
 
-    /// The model's metadata, as JSON (Seldon's `init_metadata()`).
-    fn metadata(&self) -> Result<Value, ModelError> {
-        Ok(Value::Object(Map::new()))
+/// Seldon's message-level operations (the wrapper's component API), an adapter above
+/// the tensor contract: only `predict` is required; the others default to Seldon's own
+/// answers for a class that lacks them.
+pub trait SeldonOps: Send + Sync {
+    /// Seldon `predict` (or `predict_raw`) on one request.
+    fn predict(&self, msg: SeldonMessage) -> Result<Prediction, ModelError>;
+
+    /// `predict` on several requests' rows joined into one message (dynamic batching,
+    /// `batch::join`): the answer before it is shaped into a reply, which the batcher
+    /// cuts back into one reply per request. When it fails, each request runs alone
+    /// through `predict`.
+    fn predict_batch(&self, _msg: SeldonMessage) -> Result<Answer, ModelError> {
+        Err(ModelError::unsupported("batched predict"))
     }
 
     /// Seldon `transform_input` (a TRANSFORMER): without one, Seldon answers the input
@@ -198,12 +222,19 @@ pub trait Model: Send + Sync + 'static {
             ..SeldonMessage::default()
         })
     }
+}
 
-    /// Called on each server thread when it starts, before any operation on it. A Python
-    /// runtime creates the thread's interpreter state here, once, so that each call only
-    /// takes the GIL instead of creating and destroying a thread state.
-    fn thread_started(&self) {}
+/// The Seldon operations of a model that has none: no `predict`, Seldon's defaults for
+/// the rest.
+struct NoSeldon;
 
-    /// Called on each server thread when it stops.
-    fn thread_stopping(&self) {}
+impl SeldonOps for NoSeldon {
+    fn predict(&self, _msg: SeldonMessage) -> Result<Prediction, ModelError> {
+        Err(ModelError::unsupported("Seldon's predict"))
+    }
+}
+
+/// `model`'s Seldon operations, or Seldon's answers for a model without them.
+pub fn seldon_of(model: &dyn Model) -> &dyn SeldonOps {
+    model.seldon().unwrap_or(&NoSeldon)
 }

@@ -14,7 +14,7 @@ use inferwire_trees::format::Task;
 use inferwire_trees::Forest;
 use serde_json::{json, Map, Value};
 
-use crate::model::{Answer, Model, ModelError, Prediction};
+use crate::model::{Answer, Inferred, Model, ModelError, Prediction, SeldonOps};
 
 pub struct TreeModel {
     forest: Arc<Forest>,
@@ -397,44 +397,11 @@ fn json_column(name: &str, col: &Value) -> Result<Vec<f64>, ModelError> {
     }
 }
 
-impl Model for TreeModel {
-    fn predict(&self, msg: SeldonMessage) -> Result<Prediction, ModelError> {
-        let x = self.rows_of(&msg.payload)?;
-        let (values, rows) = self.score(&x)?;
-        if matches!(msg.payload, Payload::Json(_)) {
-            return Ok(Prediction::Message(SeldonMessage {
-                status: None,
-                meta: Meta {
-                    tags: msg.meta.tags,
-                    ..Meta::default()
-                },
-                payload: Payload::Json(self.columns(&values)),
-            }));
-        }
-        let answer = Answer {
-            output: Some(Output::Array(Array::Numeric(self.matrix(values, rows)))),
-            names: self.output_names.clone(),
-            ..Answer::default()
-        };
-        Ok(Prediction::Message(
-            answer.into_message(&msg.payload, &msg.meta.tags),
-        ))
-    }
-
-    fn predict_batch(&self, msg: SeldonMessage) -> Result<Answer, ModelError> {
-        let x = self.rows_of(&msg.payload)?;
-        let (values, rows) = self.score(&x)?;
-        Ok(Answer {
-            output: Some(Output::Array(Array::Numeric(self.matrix(values, rows)))),
-            names: self.output_names.clone(),
-            ..Answer::default()
-        })
-    }
-
+impl TreeModel {
     /// V2: one input of `[rows, features]`, or one 1-D input per feature, named by
     /// feature. Outputs: `predict_proba` and `predict` (class labels) for classifiers,
     /// `predict` for regressors.
-    fn infer(&self, req: InferRequest) -> Result<Vec<InferOutput>, ModelError> {
+    fn outputs(&self, req: InferRequest) -> Result<Vec<InferOutput>, ModelError> {
         let x = match &req.inputs[..] {
             [one] if one.tensor.shape.len() == 2 || self.n_features() == 1 => {
                 self.rows_from_tensor(&one.tensor, &[])?
@@ -484,7 +451,7 @@ impl Model for TreeModel {
         Ok(outputs)
     }
 
-    fn metadata(&self) -> Result<Value, ModelError> {
+    fn tree_metadata(&self) -> Result<Value, ModelError> {
         let info = &self.forest.info;
         let inputs: Vec<Value> = if info.feature_names.is_empty() {
             vec![json!({"name": "input-0", "datatype": "FP64", "shape": [-1, info.n_features]})]
@@ -533,11 +500,60 @@ impl Model for TreeModel {
     }
 
     // health_status: the default, `{"status": "ok"}`.
+}
+
+impl SeldonOps for TreeModel {
+    fn predict(&self, msg: SeldonMessage) -> Result<Prediction, ModelError> {
+        let x = self.rows_of(&msg.payload)?;
+        let (values, rows) = self.score(&x)?;
+        if matches!(msg.payload, Payload::Json(_)) {
+            return Ok(Prediction::Message(SeldonMessage {
+                status: None,
+                meta: Meta {
+                    tags: msg.meta.tags,
+                    ..Meta::default()
+                },
+                payload: Payload::Json(self.columns(&values)),
+            }));
+        }
+        let answer = Answer {
+            output: Some(Output::Array(Array::Numeric(self.matrix(values, rows)))),
+            names: self.output_names.clone(),
+            ..Answer::default()
+        };
+        Ok(Prediction::Message(
+            answer.into_message(&msg.payload, &msg.meta.tags),
+        ))
+    }
+
+    fn predict_batch(&self, msg: SeldonMessage) -> Result<Answer, ModelError> {
+        let x = self.rows_of(&msg.payload)?;
+        let (values, rows) = self.score(&x)?;
+        Ok(Answer {
+            output: Some(Output::Array(Array::Numeric(self.matrix(values, rows)))),
+            names: self.output_names.clone(),
+            ..Answer::default()
+        })
+    }
 
     fn send_feedback(&self, _feedback: Feedback) -> Result<SeldonMessage, ModelError> {
         Err(bad(
             "send_feedback is not supported by the native tree runtime",
         ))
+    }
+}
+
+impl Model for TreeModel {
+    fn infer(&self, req: InferRequest) -> Result<Inferred, ModelError> {
+        self.outputs(req).map(Inferred::from)
+    }
+
+    fn metadata(&self) -> Result<Value, ModelError> {
+        self.tree_metadata()
+    }
+
+    fn seldon(&self) -> Option<&dyn SeldonOps> {
+        Some(self)
     }
 }
 
@@ -561,15 +577,25 @@ impl Model for NoModel {
         true
     }
 
+    fn infer(&self, _request: InferRequest) -> Result<Inferred, ModelError> {
+        Err(Self::none())
+    }
+
+    fn metadata(&self) -> Result<Value, ModelError> {
+        Ok(json!({"platform": "inferwire"}))
+    }
+
+    fn seldon(&self) -> Option<&dyn SeldonOps> {
+        Some(self)
+    }
+}
+
+impl SeldonOps for NoModel {
     fn predict(&self, _msg: SeldonMessage) -> Result<Prediction, ModelError> {
         Err(Self::none())
     }
 
     fn predict_batch(&self, _msg: SeldonMessage) -> Result<Answer, ModelError> {
-        Err(Self::none())
-    }
-
-    fn infer(&self, _request: InferRequest) -> Result<Vec<InferOutput>, ModelError> {
         Err(Self::none())
     }
 
@@ -582,9 +608,5 @@ impl Model for NoModel {
             payload: Payload::Json(json!({"status": "ok", "models": 0})),
             ..SeldonMessage::default()
         })
-    }
-
-    fn metadata(&self) -> Result<Value, ModelError> {
-        Ok(json!({"platform": "inferwire"}))
     }
 }

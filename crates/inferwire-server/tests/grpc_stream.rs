@@ -68,13 +68,6 @@ impl BlockingPieces for Counting {
 }
 
 impl Model for Generator {
-    fn predict(
-        &self,
-        _: inferwire_codec::protocol::seldon::SeldonMessage,
-    ) -> Result<inferwire_server::Prediction, ModelError> {
-        Err(ModelError::bad_input("streams only"))
-    }
-
     fn streams(&self) -> bool {
         true
     }

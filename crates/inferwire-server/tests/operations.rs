@@ -44,6 +44,11 @@ async fn a_model_error_keeps_its_kind_and_message() {
     // answer for V2 inference.
     struct OnlyPredict;
     impl inferwire_server::Model for OnlyPredict {
+        fn seldon(&self) -> Option<&dyn inferwire_server::SeldonOps> {
+            Some(self)
+        }
+    }
+    impl inferwire_server::SeldonOps for OnlyPredict {
         fn predict(
             &self,
             _msg: inferwire_codec::protocol::seldon::SeldonMessage,

@@ -75,7 +75,7 @@ impl SeldonService {
                     .first()
                     .map_or(Encoding::None, |m| Encoding::of_payload(&m.payload)),
             };
-            reply_to_pb(app.component(call, deadline).await?)
+            reply_to_pb(crate::seldon::component(app, call, deadline).await?)
         };
         let result = run.await.map_err(|e: ServeError| e.to_status());
         obs.finish(app, Code::of_grpc(&result), rpc.name());

@@ -29,7 +29,7 @@ impl SeldonService {
         msg: SeldonMessage,
         deadline: Option<std::time::Instant>,
     ) -> std::result::Result<pb::SeldonMessage, Status> {
-        let run = async { reply_to_pb(self.0.predict(msg, deadline).await?) };
+        let run = async { reply_to_pb(crate::seldon::predict(&self.0, msg, deadline).await?) };
         run.await.map_err(|e: ServeError| e.to_status())
     }
 
@@ -81,10 +81,16 @@ impl SeldonService {
             };
             obs.encoding = Encoding::of_media(&media);
             let meta = std::mem::take(&mut msg.meta);
-            let (bytes, target, meta) = self
-                .0
-                .predict_media(None, &media, bin, meta, accept.as_deref(), deadline)
-                .await?;
+            let (bytes, target, meta) = crate::seldon::predict_media(
+                &self.0,
+                None,
+                &media,
+                bin,
+                meta,
+                accept.as_deref(),
+                deadline,
+            )
+            .await?;
             let reply = SeldonMessage {
                 status: None,
                 meta,
@@ -114,7 +120,7 @@ impl SeldonService {
         obs.model = app.default_slot();
         let run = async {
             let f = proto::feedback_from_pb(req.into_inner(), &app.config.limits)?;
-            let reply = app.feedback(f).await?;
+            let reply = crate::seldon::feedback(app, f).await?;
             Ok(proto::to_pb(reply)?)
         };
         let result = run.await.map_err(|e: ServeError| e.to_status());
@@ -127,7 +133,9 @@ impl SeldonService {
     async fn metadata_json(&self, rpc: &Rpc) -> std::result::Result<Value, Status> {
         let mut obs = rpc.observe();
         obs.model = self.0.default_slot();
-        let result = self.0.metadata().await.map_err(|e| e.to_status());
+        let result = crate::seldon::metadata(&self.0)
+            .await
+            .map_err(|e| e.to_status());
         obs.finish(&self.0, Code::of_grpc(&result), rpc.name());
         result
     }

@@ -31,14 +31,16 @@ pub async fn one(
         obs.id.clone_from(&msg.meta.puid);
     }
     let deadline = app.deadline(obs.start, None);
-    encode_reply(app.component(call(msg), deadline).await?)
+    encode_reply(crate::seldon::component(app, call(msg), deadline).await?)
 }
 
 /// `GET /send-feedback?json=...`: the Feedback in the query, as Seldon's wrapper takes it.
 pub async fn feedback_query(app: &App, req: Request<Incoming>) -> Result<Reply, ServeError> {
     let body = message_body(app, req).await?;
     let f = json::decode_feedback(&body, &app.config.limits)?;
-    encode_reply(crate::model::Prediction::Message(app.feedback(f).await?))
+    encode_reply(crate::model::Prediction::Message(
+        crate::seldon::feedback(app, f).await?,
+    ))
 }
 
 /// `aggregate` over a SeldonMessageList: a JSON list of messages, or
@@ -57,7 +59,7 @@ pub async fn aggregate(
         }
     }
     let deadline = app.deadline(obs.start, None);
-    encode_reply(app.component(Component::Aggregate(msgs), deadline).await?)
+    encode_reply(crate::seldon::component(app, Component::Aggregate(msgs), deadline).await?)
 }
 
 /// A SeldonMessageList in its JSON forms; every message decoded as a predict body is,

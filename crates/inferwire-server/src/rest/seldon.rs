@@ -106,7 +106,7 @@ async fn predict_message(
         obs.id.clone_from(&msg.meta.puid);
     }
     let deadline = app.deadline(obs.start, None);
-    let reply = app.predict_on(model, msg, deadline).await?;
+    let reply = crate::seldon::predict_on(app, model, msg, deadline).await?;
     // A Seldon client may ask for the array in another encoding (Accept:
     // application/x-npy); an Accept that fits nothing keeps the Seldon reply, as before.
     let wanted = match (&reply, accept) {
@@ -135,16 +135,16 @@ async fn predict_media(
 ) -> Result<Reply, ServeError> {
     obs.encoding = Encoding::of_media(&media);
     let deadline = app.deadline(obs.start, None);
-    let (bytes, target, _meta) = app
-        .predict_media(
-            model,
-            &media,
-            body,
-            Meta::default(),
-            accept.as_deref(),
-            deadline,
-        )
-        .await?;
+    let (bytes, target, _meta) = crate::seldon::predict_media(
+        app,
+        model,
+        &media,
+        body,
+        Meta::default(),
+        accept.as_deref(),
+        deadline,
+    )
+    .await?;
     Ok(body::with_media(
         StatusCode::OK,
         bytes,
@@ -171,12 +171,14 @@ fn header_str(req: &Request<Incoming>, name: header::HeaderName) -> Option<Strin
 pub async fn feedback(app: &App, req: Request<Incoming>) -> Result<Reply, ServeError> {
     let body = json_body(app, req).await?;
     let f = json::decode_feedback(&body, &app.config.limits)?;
-    let reply = app.feedback(f).await?;
+    let reply = crate::seldon::feedback(app, f).await?;
     encode_reply(Prediction::Message(reply))
 }
 
 pub async fn health_status(app: &App) -> Result<Reply, ServeError> {
-    encode_reply(Prediction::Message(app.health_status().await?))
+    encode_reply(Prediction::Message(
+        crate::seldon::health_status(app).await?,
+    ))
 }
 
 /// `/seldon.json`: an OpenAPI document of the Seldon routes inferwire serves, where
@@ -190,7 +192,7 @@ pub async fn openapi() -> Result<Reply, ServeError> {
 }
 
 pub async fn metadata(app: &App) -> Result<Reply, ServeError> {
-    let v = app.metadata().await?;
+    let v = crate::seldon::metadata(app).await?;
     Ok(body::json(
         StatusCode::OK,
         serde_json::to_vec(&v).unwrap_or_default(),

@@ -9,7 +9,7 @@ use inferwire_codec::protocol::v2::InferRequest;
 use serde_json::Value;
 
 use super::pool::{Queued, Work};
-use crate::model::{Answer, Inferred, Model, ModelError, Prediction};
+use crate::model::{seldon_of, Answer, Inferred, Model, ModelError, Prediction};
 
 /// One call of a model method.
 pub trait Op: Send + Sized + 'static {
@@ -54,7 +54,7 @@ impl Op for Predict {
     const INFERENCE: bool = true;
 
     fn run(self, model: &dyn Model) -> Result<Prediction, ModelError> {
-        model.predict(self.0)
+        seldon_of(model).predict(self.0)
     }
 
     fn custom(output: &Prediction) -> Cow<'_, [Metric]> {
@@ -74,7 +74,7 @@ impl Op for PredictBatch {
     const INFERENCE: bool = true;
 
     fn run(self, model: &dyn Model) -> Result<Answer, ModelError> {
-        model.predict_batch(self.0)
+        seldon_of(model).predict_batch(self.0)
     }
 
     fn custom(output: &Answer) -> Cow<'_, [Metric]> {
@@ -90,7 +90,7 @@ impl Op for Infer {
     const INFERENCE: bool = true;
 
     fn run(self, model: &dyn Model) -> Result<Inferred, ModelError> {
-        model.infer_with_parameters(self.0)
+        model.infer(self.0)
     }
 
     fn queued(work: Work<Self>) -> Queued {
@@ -130,7 +130,7 @@ impl Op for SendFeedback {
     type Output = SeldonMessage;
 
     fn run(self, model: &dyn Model) -> Result<SeldonMessage, ModelError> {
-        model.send_feedback(*self.0)
+        seldon_of(model).send_feedback(*self.0)
     }
 
     fn custom(output: &SeldonMessage) -> Cow<'_, [Metric]> {
@@ -144,7 +144,7 @@ impl Op for HealthStatus {
     type Output = SeldonMessage;
 
     fn run(self, model: &dyn Model) -> Result<SeldonMessage, ModelError> {
-        model.health_status()
+        seldon_of(model).health_status()
     }
 
     fn custom(output: &SeldonMessage) -> Cow<'_, [Metric]> {
@@ -162,7 +162,7 @@ macro_rules! component_op {
             type Output = Prediction;
 
             fn run(self, model: &dyn Model) -> Result<Prediction, ModelError> {
-                model.$method(self.0)
+                seldon_of(model).$method(self.0)
             }
 
             fn custom(output: &Prediction) -> Cow<'_, [Metric]> {

@@ -18,7 +18,8 @@ use inferwire_codec::protocol::v2::{InferInput, InferOutput, InferRequest};
 use inferwire_codec::{Tensor, TensorData};
 use inferwire_server::runner::{Runner, RunnerConfig};
 use inferwire_server::{
-    Answer, Bound, Metrics, Model, ModelError, Prediction, ServerConfig, Serving, StopHandle,
+    Answer, Bound, Inferred, Metrics, Model, ModelError, Prediction, SeldonOps, ServerConfig,
+    Serving, StopHandle,
 };
 
 /// How long any wait in a test may take before the test fails: far beyond what a
@@ -173,7 +174,7 @@ fn rows_of(payload: &Payload) -> usize {
     }
 }
 
-impl Model for Stub {
+impl SeldonOps for Stub {
     fn predict(&self, msg: SeldonMessage) -> Result<Prediction, ModelError> {
         self.inside(|| {
             self.predicts.fetch_add(1, Ordering::SeqCst);
@@ -218,8 +219,14 @@ impl Model for Stub {
             })
         })
     }
+}
 
-    fn infer(&self, request: InferRequest) -> Result<Vec<InferOutput>, ModelError> {
+impl Model for Stub {
+    fn seldon(&self) -> Option<&dyn SeldonOps> {
+        Some(self)
+    }
+
+    fn infer(&self, request: InferRequest) -> Result<Inferred, ModelError> {
         self.inside(|| {
             let x = &request.inputs[0].tensor;
             self.infers
@@ -230,7 +237,8 @@ impl Model for Stub {
                 name: "y".into(),
                 tensor: doubled(x),
                 parameters: Default::default(),
-            }])
+            }]
+            .into())
         })
     }
 
