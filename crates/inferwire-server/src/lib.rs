@@ -25,6 +25,7 @@ mod run;
 pub mod runner;
 mod seldon;
 mod sequences;
+pub mod settings;
 pub mod shared_memory;
 pub mod stream;
 pub mod tls;
