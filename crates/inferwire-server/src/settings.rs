@@ -180,7 +180,7 @@ impl Settings {
         let base = dialect::by_name(&v2_dialect, &identity.name).ok_or_else(|| {
             format!(
                 "v2_dialect: {v2_dialect:?} is not one of {}",
-                dialect::NAMES.join(", ")
+                dialect::names().collect::<Vec<_>>().join(", ")
             )
         })?;
         let cors = (!cors_allow_origins.trim().is_empty()).then(|| CorsConfig {

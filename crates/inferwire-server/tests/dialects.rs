@@ -142,7 +142,7 @@ async fn a_dialect_of_its_own_changes_what_clients_see_at_entry_and_exit() {
 
 #[test]
 fn the_registry_names_its_dialects() {
-    for name in dialect::NAMES {
+    for name in dialect::names() {
         let made = dialect::by_name(name, "inferwire").expect(name);
         assert_eq!(made.name(), name);
     }

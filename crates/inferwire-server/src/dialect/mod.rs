@@ -2,8 +2,8 @@
 //! a status code, an id made for a request without one, headers on a reply), whose
 //! answers inferwire gives. A dialect is one type implementing [`Dialect`]; the request
 //! path consults it at entry (model lookup, decoding, what the model is handed) and at
-//! exit (reply headers, error bodies, the shape of stream replies), and never asks which
-//! dialect it is. [`by_name`] is the registry the `v2_dialect` setting picks from:
+//! exit (reply headers, error wording, the shape of stream replies), and never asks which
+//! dialect it is. `DIALECTS` is the registry the `v2_dialect` setting picks from:
 //! adding a dialect is a module here and a row there.
 mod mlserver;
 
@@ -98,19 +98,26 @@ impl Dialect for Inferwire {
     }
 }
 
-/// The registry: a dialect by its setting's name, made for a server named `server`
-/// (what `GET /v2` says it is). `None` for a name no dialect has.
+/// The registry: each dialect's name (the `v2_dialect` setting's value) and how it is
+/// made for a server named `server` (what `GET /v2` says it is).
+type Make = fn(server: &str) -> Arc<dyn Dialect>;
+const DIALECTS: [(&str, Make); 2] = [
+    ("inferwire", |_| Arc::new(Inferwire)),
+    ("mlserver", |server| Arc::new(Mlserver::new(server))),
+];
+
+/// The dialect named `name`; `None` for a name the registry lacks.
 pub fn by_name(name: &str, server: &str) -> Option<Arc<dyn Dialect>> {
-    let made: Arc<dyn Dialect> = match name {
-        "inferwire" => Arc::new(Inferwire),
-        "mlserver" => Arc::new(Mlserver::new(server)),
-        _ => return None,
-    };
-    Some(made)
+    DIALECTS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, make)| make(server))
 }
 
-/// The names `by_name` knows, for error messages.
-pub const NAMES: [&str; 2] = ["inferwire", "mlserver"];
+/// The registry's names, for error messages.
+pub fn names() -> impl Iterator<Item = &'static str> {
+    DIALECTS.iter().map(|(n, _)| *n)
+}
 
 /// A dialect with the two rules a setting may change whatever the dialect
 /// (`v2_invalid_status`, `grpc_stream_reply`): everything else is the dialect's own.
