@@ -51,7 +51,7 @@ SERVER_KEYS: dict[str, str] = {
     "cors_settings": "mapped: cors_allow_origins, cors_allow_methods, cors_allow_headers, "
     "cors_allow_credentials, cors_expose_headers and cors_max_age (allow_origin_regex is "
     "ignored, with a warning)",
-    "metrics_endpoint": "mapped: metrics_endpoint",
+    "metrics_endpoint": "mapped: metrics_endpoint (null: no metrics port, as in MLServer)",
     "metrics_port": "mapped: metrics_port (MLServer's default, 8082)",
     "metrics_rest_server_prefix": "ignored: REST metrics keep inferwire's names (see the table)",
     "metrics_dir": "ignored: workers share their metrics in memory",
@@ -455,6 +455,11 @@ def server_settings(folder: Path) -> dict[str, Any]:
             out.update(_message_length(where, value))
         elif key == "model_repository_root":
             pass  # the folder given to `start` is the repository, as in MLServer
+    if "metrics_endpoint" in data and data["metrics_endpoint"] is None:
+        # MLServer's way to turn its metrics server off: no metrics-only port (the REST
+        # port's /metrics stays, behind the same access as before).
+        out["metrics_port"] = 0
+        out["metrics_endpoint"] = "/metrics"
     if data.get("kafka_enabled") in (True, "true", "True", "1"):
         log.warning("%s: kafka_enabled: inferwire serves no Kafka topics", where)
     return out

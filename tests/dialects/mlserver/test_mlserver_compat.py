@@ -454,6 +454,20 @@ def test_grpc_max_message_length_raises_the_body_limit(tmp_path: Path, folder: A
     assert "max_body_bytes" not in server_settings(tmp_path)
 
 
+def test_a_null_metrics_endpoint_turns_the_metrics_port_off(tmp_path: Path) -> None:
+    """MLServer's ``"metrics_endpoint": null`` starts no metrics server: no metrics-only
+    port, where a string names its path."""
+    from inferwire.mlserver.settings import server_settings
+
+    (tmp_path / "settings.json").write_text(json.dumps({"metrics_endpoint": None}))
+    got = server_settings(tmp_path)
+    assert got["metrics_port"] == 0
+    assert got["metrics_endpoint"] == "/metrics"
+    (tmp_path / "settings.json").write_text(json.dumps({"metrics_endpoint": "/prom"}))
+    got = server_settings(tmp_path)
+    assert (got["metrics_port"], got["metrics_endpoint"]) == (8082, "/prom")
+
+
 def test_a_key_with_no_effect_is_warned_about_once(server: Any) -> None:
     """A model-settings file is read at every load and index: its ignored keys are still
     one warning each (the folder's settings.json ones: test_settings_json_and_warnings)."""
