@@ -14,7 +14,8 @@ An MLModel imports mlserver, so inferwire's servers run with an interpreter that
 checkout's ``python/`` folder, where ``maturin develop`` put its extension, first on
 PYTHONPATH; the plain class runs the same way, so that only the model's class differs.
 inferwire's copy of the folder leaves out settings.json's ``"metrics_endpoint": null``
-(MLServer's "no metrics"), which inferwire refuses ("None is not a valid str").
+(MLServer's "no metrics"), which builds before 2026-11-27 refuse ("None is not a valid
+str"), so that every build reads the same settings.
 Every server is started afresh in each round, the rounds alternate the servers, and each
 figure is the median over rounds. Each cell is ``inferwire bench attack`` (this
 interpreter's), one client, closed loop, a 1 s warm-up, then ``--seconds``; server CPU per
@@ -242,8 +243,8 @@ def main() -> int:
         (work / "fp32.json").write_text(body(N))
         folder = work / "noop"
         shutil.copytree(FOLDER, folder, ignore=shutil.ignore_patterns("__pycache__"))
-        # inferwire refuses MLServer's `"metrics_endpoint": null` (metrics off), which
-        # the folder's settings.json has for MLServer's sake: inferwire's copy leaves it out.
+        # Builds before 2026-11-27 refuse MLServer's `"metrics_endpoint": null` (metrics
+        # off), which the folder's settings.json has: inferwire's copy leaves it out.
         settings = json.loads((folder / "settings.json").read_text())
         if settings.get("metrics_endpoint", "") is None:
             del settings["metrics_endpoint"]
