@@ -1,5 +1,5 @@
 //! V2's `ModelStreamInfer`, Triton's streaming: the client sends `ModelInferRequest`s on
-//! one call; each is decoded as `ModelInfer` decodes it, run through `App::infer_stream`,
+//! one call; each is decoded as `ModelInfer` decodes it, run through `dataplane::infer`,
 //! and answered, in order, by `ModelStreamInferResponse`s:
 //! - each piece of a streaming model, with `triton_final_response: false`, then, if the
 //!   request set `triton_enable_empty_final_response`, one reply without outputs and
