@@ -13,13 +13,26 @@ is no router or combiner, feedback is taken, and the model is healthy.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from . import content_types
 from .error_log import errors
 from .errors import error_reply
+
+
+class Request(NamedTuple):
+    """One V2 request as the core hands it to an adapter (``infer``, ``infer_stream``)."""
+
+    # Its inputs by name: numpy arrays that borrow the request's buffers.
+    inputs: dict[str, Any]
+    parameters: dict[str, Any]
+    # The outputs it asks for; empty: every one.
+    requested: list[str]
+    # Each input's own parameters, by input name (inputs without any are absent).
+    input_parameters: dict[str, dict[str, Any]]
+
 
 # What the core reads from a V2 request's outputs: (name, array) or (name, array,
 # parameters), or {"outputs": [...], "parameters": {...}} with the response's own.
@@ -42,6 +55,8 @@ class Adapter:
     wants_meta = False
     # Whether the model answers in pieces (``infer_stream``).
     streams = False
+    # What the glue builds each V2 request as, before ``infer`` or ``infer_stream``.
+    request_type = Request
     # Routes the model serves itself: (method, path), answered by ``custom``.
     custom_routes: tuple[tuple[str, str], ...] | list[tuple[str, str]] = ()
 
@@ -66,25 +81,12 @@ class Adapter:
 
     # -- tensors -----------------------------------------------------------------------
 
-    def infer(
-        self,
-        inputs: dict[str, Any],
-        parameters: dict[str, Any],
-        requested: list[str],
-        input_parameters: dict[str, dict[str, Any]],
-    ) -> Outputs | dict[str, Any]:
-        """One V2 request: its inputs by name (numpy arrays that borrow the request's
-        buffers), its parameters, the outputs it asks for (empty: every one), each
-        input's parameters."""
+    def infer(self, request: Request) -> Outputs | dict[str, Any]:
+        """One V2 request: its outputs, or ``{"outputs", "parameters"}`` with the
+        response's own parameters."""
         raise NotImplementedError(f"{type(self).__name__} answers no V2 requests")
 
-    def infer_stream(
-        self,
-        inputs: dict[str, Any],
-        parameters: dict[str, Any],
-        requested: list[str],
-        input_parameters: dict[str, dict[str, Any]],
-    ) -> tuple[Any, Any]:
+    def infer_stream(self, request: Request) -> tuple[Any, Any]:
         """A streamed V2 request, as ``infer``: ``(pieces, None)`` with an iterator of
         each piece's outputs, or ``(None, start)`` that the core starts with
         ``start(sink, patience)`` (``streaming.start_async``)."""
@@ -117,23 +119,21 @@ class Adapter:
                     input_parameters[name] = {**own, "content_type": kind}
         return parameters, input_parameters
 
-    def decode(
-        self,
-        inputs: dict[str, Any],
-        parameters: dict[str, Any],
-        input_parameters: dict[str, dict[str, Any]],
-    ) -> tuple[Any, dict[str, Any]]:
+    def decode(self, request: Request) -> tuple[Any, dict[str, Any]]:
         """A V2 request's ``X`` (``content_types.decode_request``) and its parameters, the
         settings' content types filling in what the request does not say."""
-        parameters, input_parameters = self.with_defaults(parameters, input_parameters)
-        return content_types.decode_request(inputs, parameters, input_parameters), parameters
+        parameters, input_parameters = self.with_defaults(
+            request.parameters, request.input_parameters
+        )
+        X = content_types.decode_request(request.inputs, parameters, input_parameters)
+        return X, parameters
 
     # -- Seldon's protocol on a tensor model ----------------------------------------------
 
     def seldon_predict(self, X: Any) -> Any:
         """The model's result for Seldon's one array: its one output, or a dict of them
         by name, for the array as input ``input-0``."""
-        out = self.infer({"input-0": np.asarray(X)}, {}, [], {})
+        out = self.infer(Request({"input-0": np.asarray(X)}, {}, [], {}))
         if isinstance(out, dict):
             out = out["outputs"]
         return out[0][1] if len(out) == 1 else {o[0]: o[1] for o in out}

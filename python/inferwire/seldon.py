@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from . import content_types, streaming
-from .contract import Adapter
+from .contract import Adapter, Request
 from .error_log import errors
 from .errors import ModelLoadError
 
@@ -142,21 +142,15 @@ class SeldonAdapter(Adapter):
             errors.error(f"{self.name}.predict", e)
             raise
 
-    def infer(
-        self,
-        inputs: dict[str, Any],
-        parameters: dict[str, Any],
-        requested: list[str],
-        input_parameters: dict[str, dict[str, Any]],
-    ) -> list[tuple[Any, ...]] | dict[str, Any]:
+    def infer(self, request: Request) -> list[tuple[Any, ...]] | dict[str, Any]:
         """A V2 request through the Seldon ``predict``: ``X`` is one input's value, a dict
         of them by name, or a DataFrame (content types: ``content_types``); ``names`` are
         the input names. A dict or DataFrame result gives one output per key or column;
         anything else is one output, named as the request's single requested output, else
         ``output-0``. (An adapter whose response has parameters of its own answers
         ``{"outputs": [...], "parameters": {...}}`` instead: ``mlserver.models``.)"""
-        X, parameters = self.decode(inputs, parameters, input_parameters)
-        names = list(inputs)
+        X, parameters = self.decode(request)
+        names = list(request.inputs)
         try:
             meta = {"parameters": parameters}
             out = _call(self._predict, self.wants_meta, self._positional, X, names, meta)
@@ -165,20 +159,14 @@ class SeldonAdapter(Adapter):
         except Exception as e:
             errors.error(f"{self.name}.predict", e)
             raise
-        return content_types.encode_outputs(out, requested)
+        return content_types.encode_outputs(out, request.requested)
 
-    def infer_stream(
-        self,
-        inputs: dict[str, Any],
-        parameters: dict[str, Any],
-        requested: list[str],
-        input_parameters: dict[str, dict[str, Any]],
-    ) -> tuple[Any, Any]:
+    def infer_stream(self, request: Request) -> tuple[Any, Any]:
         """Starts a streamed V2 request, as ``infer`` reads it: ``(pieces, None)`` for a
         plain generator, whose items are the outputs of each piece, or ``(None, start)``
         for an async one, which the core starts with ``start(sink, patience)``."""
-        X, parameters = self.decode(inputs, parameters, input_parameters)
-        names = list(inputs)
+        X, parameters = self.decode(request)
+        names = list(request.inputs)
         meta = {"parameters": parameters}
         try:
             out = _call(
@@ -191,8 +179,8 @@ class SeldonAdapter(Adapter):
             raise
         call = f"{self.name}.predict_stream"
         if hasattr(out, "__anext__"):
-            return None, functools.partial(streaming.start_async, out, requested, call)
-        return streaming.encoded(iter(out), requested, call), None
+            return None, functools.partial(streaming.start_async, out, request.requested, call)
+        return streaming.encoded(iter(out), request.requested, call), None
 
     def predict_raw(self, request: dict[str, Any]) -> Any:
         if "predict" in self._low:

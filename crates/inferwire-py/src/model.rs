@@ -34,6 +34,8 @@ pub struct PyModel {
     errors: Arc<Errors>,
     /// Whether the class yields its answers (`predict_stream`, or a generator `predict`).
     streams: bool,
+    /// What a V2 request is handed to the adapter as (`contract.Request`).
+    request_type: Py<PyAny>,
 }
 
 /// How a Python exception becomes a `ModelError`; shared with the streams' iterators.
@@ -58,6 +60,7 @@ impl PyModel {
             raw_ops: adapter.getattr("raw_ops")?.extract()?,
             raw_lists: adapter.getattr("raw_arrays_as_lists")?.extract()?,
             streams: adapter.getattr("streams")?.extract()?,
+            request_type: adapter.getattr("request_type")?.unbind(),
             errors: Arc::new(Errors {
                 bad_request: py
                     .import("inferwire.errors")?
@@ -473,7 +476,7 @@ impl Model for PyModel {
     /// where the response has parameters of its own (an MLServer model's).
     fn infer(&self, req: InferRequest) -> Result<Inferred, ModelError> {
         self.with_gil(|py| {
-            let args = infer_args(py, req)?;
+            let args = infer_args(py, &self.request_type, req)?;
             let out = self.adapter.bind(py).call_method1("infer", args)?;
             if let Ok(dict) = out.cast::<PyDict>() {
                 let outputs = match dict.get_item("outputs")? {
@@ -505,7 +508,7 @@ impl Model for PyModel {
 
     fn infer_stream(&self, req: InferRequest) -> Result<Pieces, ModelError> {
         self.with_gil(|py| {
-            let args = infer_args(py, req)?;
+            let args = infer_args(py, &self.request_type, req)?;
             let started = self.adapter.bind(py).call_method1("infer_stream", args)?;
             let (pieces, start): (Bound<'_, PyAny>, Bound<'_, PyAny>) = started.extract()?;
             Ok(if start.is_none() {
@@ -530,9 +533,14 @@ impl Model for PyModel {
     }
 }
 
-/// `infer`'s and `infer_stream`'s arguments: inputs (numpy arrays by name), the
-/// request's parameters, the outputs it asked for, and each input's parameters.
-fn infer_args(py: Python<'_>, req: InferRequest) -> PyResult<Bound<'_, PyTuple>> {
+/// `infer`'s and `infer_stream`'s argument, the adapter's `request_type`
+/// (`contract.Request`): inputs (numpy arrays by name), the request's parameters, the
+/// outputs it asked for, and each input's parameters.
+fn infer_args<'py>(
+    py: Python<'py>,
+    request_type: &Py<PyAny>,
+    req: InferRequest,
+) -> PyResult<Bound<'py, PyTuple>> {
     let requested: Vec<String> = req.outputs.iter().map(|o| o.name.clone()).collect();
     let inputs = PyDict::new(py);
     let input_parameters = PyDict::new(py);
@@ -544,7 +552,10 @@ fn infer_args(py: Python<'_>, req: InferRequest) -> PyResult<Bound<'_, PyTuple>>
         inputs.set_item(input.name, tensor_to_numpy(py, input.tensor)?)?;
     }
     let parameters = json_to_py(py, &serde_json::Value::Object(req.parameters))?;
-    (inputs, parameters, requested, input_parameters).into_pyobject(py)
+    let request = request_type
+        .bind(py)
+        .call1((inputs, parameters, requested, input_parameters))?;
+    PyTuple::new(py, [request])
 }
 
 /// The adapter's `[(name, value), ...]` as V2 outputs; a third item, a dict, is the

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from .. import content_types
-from ..contract import Adapter
+from ..contract import Adapter, Request
 from ..error_log import errors
 from ..errors import BadRequest, ModelLoadError
 from .settings import MLServerModel
@@ -133,14 +133,8 @@ class MLflowAdapter(Adapter):
         """Seldon's predict: the model's on the array as it came."""
         return self.mlflow_model.predict(X)
 
-    def infer(
-        self,
-        inputs: dict[str, Any],
-        parameters: dict[str, Any],
-        requested: list[str],
-        input_parameters: dict[str, dict[str, Any]],
-    ) -> list[tuple[Any, ...]]:
-        X, parameters = self.decode(inputs, parameters, input_parameters)
+    def infer(self, request: Request) -> list[tuple[Any, ...]]:
+        X, parameters = self.decode(request)
         # The request's own parameters (not its content type) are the model's params.
         params = {k: v for k, v in parameters.items() if k not in ("content_type", "headers")}
         try:

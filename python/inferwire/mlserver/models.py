@@ -22,7 +22,7 @@ from typing import Any, NoReturn
 import numpy as np
 
 from .. import streaming
-from ..contract import Adapter
+from ..contract import Adapter, Request
 from ..error_log import errors
 from ..errors import BadRequest, ModelLoadError
 from .settings import MLServerModel
@@ -181,13 +181,7 @@ class MLModelAdapter(Adapter):
         # Unloaded or reloaded: the model's unload() and the end of its loop's thread.
         weakref.finalize(self, loop.close, model).atexit = False
 
-    def _request(
-        self,
-        inputs: dict[str, Any],
-        parameters: dict[str, Any],
-        requested: list[str],
-        input_parameters: dict[str, dict[str, Any]],
-    ) -> Any:
+    def _request(self, request: Request) -> Any:
         """The V2 request as MLServer hands it to a model: an ``InferenceRequest`` with the
         request's and inputs' parameters (``parameters.headers``: its headers). The
         settings' content types are the model's own to apply (``MLModel.decode`` reads
@@ -202,9 +196,9 @@ class MLModelAdapter(Adapter):
         )
 
         request_inputs = []
-        for name, arr in inputs.items():
+        for name, arr in request.inputs.items():
             arr = np.asarray(arr)
-            own = input_parameters.get(name)
+            own = request.input_parameters.get(name)
             own_parameters = Parameters(**own) if own else None
             if arr.dtype == object:
                 request_inputs.append(
@@ -231,23 +225,17 @@ class MLModelAdapter(Adapter):
             )
         return InferenceRequest(
             inputs=request_inputs,
-            parameters=Parameters(**parameters) if parameters else None,
-            outputs=[RequestOutput(name=n) for n in requested] or None,
+            parameters=Parameters(**request.parameters) if request.parameters else None,
+            outputs=[RequestOutput(name=n) for n in request.requested] or None,
         )
 
-    def infer(
-        self,
-        inputs: dict[str, Any],
-        parameters: dict[str, Any],
-        requested: list[str],
-        input_parameters: dict[str, dict[str, Any]],
-    ) -> list[tuple[Any, ...]] | dict[str, Any]:
+    def infer(self, request: Request) -> list[tuple[Any, ...]] | dict[str, Any]:
         """The outputs; with the response's own parameters (``parameters.headers``: its
         reply's headers, as MLServer sends them) as ``{"outputs", "parameters"}``."""
-        request = self._request(inputs, parameters, requested, input_parameters)
+        payload = self._request(request)
         self._mlloop.serve()
         try:
-            response = self._mlloop.run(in_context(self.mlmodel, self.mlmodel.predict(request)))
+            response = self._mlloop.run(in_context(self.mlmodel, self.mlmodel.predict(payload)))
         except Exception as e:
             _raise_reported(self.name, "predict", e)
         if response.parameters is None:
@@ -255,23 +243,17 @@ class MLModelAdapter(Adapter):
         own = response.parameters.model_dump(exclude_none=True)
         return {"outputs": _outputs(response), "parameters": own}
 
-    def infer_stream(
-        self,
-        inputs: dict[str, Any],
-        parameters: dict[str, Any],
-        requested: list[str],
-        input_parameters: dict[str, dict[str, Any]],
-    ) -> tuple[Any, Any]:
+    def infer_stream(self, request: Request) -> tuple[Any, Any]:
         """``predict_stream`` (``infer_stream``, ``generate_stream``, ``ModelStreamInfer``):
         the request as its one payload, each ``InferenceResponse`` it yields a piece, on
         the model's own loop."""
-        request = self._request(inputs, parameters, requested, input_parameters)
+        payload = self._request(request)
         self._mlloop.serve()
-        pieces = _responses(self.mlmodel, self.name, request)
+        pieces = _responses(self.mlmodel, self.name, payload)
         start = functools.partial(
             streaming.start_async,
             pieces,
-            requested,
+            request.requested,
             f"{self.name}.predict_stream",
             loop=self._mlloop.loop,
             encode=lambda response, _requested: _outputs(response),

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from .. import modelfile
-from ..contract import Adapter
+from ..contract import Adapter, Request
 from ..error_log import errors
 from ..errors import BadRequest, ModelLoadError
 from .settings import MLServerModel, Runtime
@@ -109,16 +109,10 @@ class RuntimeAdapter(Adapter):
     def seldon_predict(self, X: Any) -> Any:
         return self.runtime.outputs(X, [])[0][1]
 
-    def infer(
-        self,
-        inputs: dict[str, Any],
-        parameters: dict[str, Any],
-        requested: list[str],
-        input_parameters: dict[str, dict[str, Any]],
-    ) -> list[tuple[Any, ...]]:
-        X, _ = self.decode(inputs, parameters, input_parameters)
+    def infer(self, request: Request) -> list[tuple[Any, ...]]:
+        X, _ = self.decode(request)
         try:
-            return self.runtime.outputs(X, requested)
+            return self.runtime.outputs(X, request.requested)
         except BadRequest:
             raise
         except Exception as e:
