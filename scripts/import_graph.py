@@ -21,8 +21,7 @@ _GROUP = re.compile(r"\bcrate::\{([^}]*)\}", re.S)
 
 
 def _code(text: str) -> str:
-    """The text without `//` comments (doc comments included) and string literals' lines
-    that only quote paths."""
+    """The text without `//` comments (doc comments included)."""
     return "\n".join(line.split("//", 1)[0] for line in text.splitlines())
 
 

@@ -21,8 +21,9 @@ use crate::shared_memory::SharedMemoryConfig;
 use crate::stream::StreamLimits;
 use crate::tls::TlsConfig;
 
-/// The core's settings, each as `settings.py` names and types it.
-#[derive(Debug, Clone, Deserialize)]
+/// The core's settings, each as `settings.py` names and types it. Not `Debug`: it holds
+/// the token signing key.
+#[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Settings {
     pub host: String,

@@ -61,44 +61,18 @@ impl Dialect for Own {
 const INFER: &str =
     r#"{"inputs": [{"name": "x", "shape": [1, 2], "datatype": "FP64", "data": [1, 2]}]}"#;
 
-/// One request; the status, the named reply header and the body.
+/// One request (with an `x-tenant` header); the status, the named reply header and the
+/// body.
 async fn call(
     server: &Server,
     path: &str,
     body: &str,
     header: &str,
 ) -> (StatusCode, Option<String>, Value) {
-    use http_body_util::{BodyExt, Full};
-    let stream = tokio::net::TcpStream::connect(server.http)
-        .await
-        .expect("connect");
-    let (mut send, conn) =
-        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
-            .await
-            .expect("an HTTP/1.1 connection");
-    tokio::spawn(conn);
-    let request = http::Request::builder()
-        .method("POST")
-        .uri(path)
-        .header(http::header::HOST, server.http.to_string())
-        .header(http::header::CONTENT_TYPE, "application/json")
-        .header("x-tenant", "t1")
-        .body(Full::new(bytes::Bytes::from(body.to_owned())))
-        .unwrap();
-    let response = send.send_request(request).await.expect("a response");
-    let status = response.status();
-    let value = response
-        .headers()
-        .get(header)
-        .map(|v| v.to_str().unwrap().to_owned());
-    let body = response
-        .into_body()
-        .collect()
-        .await
-        .expect("a body")
-        .to_bytes();
-    let parsed = serde_json::from_slice(&body)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&body)));
+    let (status, headers, body) =
+        common::http_with(server.http, "POST", path, body, &[("x-tenant", "t1")]).await;
+    let value = headers.get(header).map(|v| v.to_str().unwrap().to_owned());
+    let parsed = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
     (status, value, parsed)
 }
 

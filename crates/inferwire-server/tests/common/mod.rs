@@ -406,6 +406,18 @@ pub async fn http(
     path: &str,
     body: &str,
 ) -> (http::StatusCode, String) {
+    let (status, _, body) = http_with(addr, method, path, body, &[]).await;
+    (status, body)
+}
+
+/// `http` with request headers of its own, answering the reply's headers too.
+pub async fn http_with(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    body: &str,
+    headers: &[(&str, &str)],
+) -> (http::StatusCode, http::HeaderMap, String) {
     use http_body_util::{BodyExt, Full};
     let stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
     let (mut send, conn) =
@@ -413,18 +425,24 @@ pub async fn http(
             .await
             .expect("an HTTP/1.1 connection");
     tokio::spawn(conn);
-    let request = http::Request::builder()
+    let mut request = http::Request::builder()
         .method(method)
         .uri(path)
         .header(http::header::HOST, addr.to_string())
-        .header(http::header::CONTENT_TYPE, "application/json")
+        .header(http::header::CONTENT_TYPE, "application/json");
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let request = request
         .body(Full::new(bytes::Bytes::from(body.to_owned())))
         .unwrap();
     let response = send.send_request(request).await.expect("a response");
     let status = response.status();
+    let reply_headers = response.headers().clone();
     let body = response.into_body().collect().await.expect("a body");
     (
         status,
+        reply_headers,
         String::from_utf8_lossy(&body.to_bytes()).into_owned(),
     )
 }
