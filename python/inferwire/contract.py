@@ -32,6 +32,8 @@ class Request(NamedTuple):
     requested: list[str]
     # Each input's own parameters, by input name (inputs without any are absent).
     input_parameters: dict[str, dict[str, Any]]
+    # The request's id (empty: it gave none).
+    id: str = ""
 
 
 # What the core reads from a V2 request's outputs: (name, array) or (name, array,
@@ -57,6 +59,9 @@ class Adapter:
     streams = False
     # What the glue builds each V2 request as, before ``infer`` or ``infer_stream``.
     request_type = Request
+    # Whether a dynamic batch arrives as a list of requests (``infer_many``), not as one
+    # request holding every request's rows.
+    infers_many = False
     # Routes the model serves itself: (method, path), answered by ``custom``.
     custom_routes: tuple[tuple[str, str], ...] | list[tuple[str, str]] = ()
 
@@ -91,6 +96,16 @@ class Adapter:
         each piece's outputs, or ``(None, start)`` that the core starts with
         ``start(sink, patience)`` (``streaming.start_async``)."""
         raise NotImplementedError(f"{type(self).__name__} answers no streamed requests")
+
+    def infer_many(self, requests: list[Request]) -> list[Any]:
+        """A batch of requests (with ``infers_many``): for each, what ``infer`` gives, or
+        the exception it failed with."""
+        raise NotImplementedError(f"{type(self).__name__} answers no lists of requests")
+
+    def model_config(self) -> dict[str, Any] | None:
+        """The model's own configuration as Triton's JSON answers it (a Triton
+        repository's ``config.pbtxt``); None: the server describes it from the metadata."""
+        return None
 
     def metadata(self) -> dict[str, Any]:
         assert isinstance(self._metadata, dict)

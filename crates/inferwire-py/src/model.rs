@@ -36,6 +36,8 @@ pub struct PyModel {
     streams: bool,
     /// What a V2 request is handed to the adapter as (`contract.Request`).
     request_type: Py<PyAny>,
+    /// Whether a dynamic batch reaches the adapter as a list of requests (`infer_many`).
+    infers_many: bool,
 }
 
 /// How a Python exception becomes a `ModelError`; shared with the streams' iterators.
@@ -61,6 +63,7 @@ impl PyModel {
             raw_lists: adapter.getattr("raw_arrays_as_lists")?.extract()?,
             streams: adapter.getattr("streams")?.extract()?,
             request_type: adapter.getattr("request_type")?.unbind(),
+            infers_many: adapter.getattr("infers_many")?.extract()?,
             errors: Arc::new(Errors {
                 bad_request: py
                     .import("inferwire.errors")?
@@ -478,27 +481,48 @@ impl Model for PyModel {
         self.with_gil(|py| {
             let args = infer_args(py, &self.request_type, req)?;
             let out = self.adapter.bind(py).call_method1("infer", args)?;
-            if let Ok(dict) = out.cast::<PyDict>() {
-                let outputs = match dict.get_item("outputs")? {
-                    Some(o) => outputs_from(&o)?,
-                    None => Vec::new(),
-                };
-                let parameters = match dict.get_item("parameters")? {
-                    Some(p) => match crate::convert::py_to_json(&p)? {
-                        serde_json::Value::Object(m) => m,
-                        _ => Default::default(),
-                    },
-                    None => Default::default(),
-                };
-                return Ok(Inferred {
-                    outputs,
-                    parameters,
-                });
+            inferred(&out)
+        })
+    }
+
+    fn infers_many(&self) -> bool {
+        self.infers_many
+    }
+
+    /// The adapter's `infer_many(requests)`: one item per request, its outputs (as
+    /// `infer` gives them) or the exception it failed with.
+    fn infer_many(
+        &self,
+        reqs: Vec<InferRequest>,
+    ) -> Result<Vec<Result<Inferred, ModelError>>, ModelError> {
+        self.with_gil(|py| {
+            let mut args = Vec::with_capacity(reqs.len());
+            for req in reqs {
+                args.push(infer_args(py, &self.request_type, req)?.get_item(0)?);
             }
-            Ok(Inferred {
-                outputs: outputs_from(&out)?,
-                parameters: Default::default(),
-            })
+            let out = self
+                .adapter
+                .bind(py)
+                .call_method1("infer_many", (PyList::new(py, args)?,))?;
+            let mut answers = Vec::new();
+            for item in out.try_iter()? {
+                let item = item?;
+                answers.push(
+                    match item.cast_into::<pyo3::exceptions::PyBaseException>() {
+                        Ok(exc) => Err(self.error(py, PyErr::from_value(exc.into_any()))),
+                        Err(e) => inferred(&e.into_inner()).map_err(|err| self.error(py, err)),
+                    },
+                );
+            }
+            Ok(answers)
+        })
+    }
+
+    /// The adapter's `model_config()`: its configuration as Triton's JSON, or None.
+    fn config(&self) -> Option<serde_json::Value> {
+        Python::attach(|py| {
+            let own = self.adapter.bind(py).call_method0("model_config").ok()?;
+            (!own.is_none()).then(|| py_to_json(&own).ok()).flatten()
         })
     }
 
@@ -533,6 +557,32 @@ impl Model for PyModel {
     }
 }
 
+/// What `infer` gave: its outputs, or `{"outputs": ..., "parameters": ...}` with the
+/// response's own parameters.
+fn inferred(out: &Bound<'_, PyAny>) -> PyResult<Inferred> {
+    if let Ok(dict) = out.cast::<PyDict>() {
+        let outputs = match dict.get_item("outputs")? {
+            Some(o) => outputs_from(&o)?,
+            None => Vec::new(),
+        };
+        let parameters = match dict.get_item("parameters")? {
+            Some(p) => match crate::convert::py_to_json(&p)? {
+                serde_json::Value::Object(m) => m,
+                _ => Default::default(),
+            },
+            None => Default::default(),
+        };
+        return Ok(Inferred {
+            outputs,
+            parameters,
+        });
+    }
+    Ok(Inferred {
+        outputs: outputs_from(out)?,
+        parameters: Default::default(),
+    })
+}
+
 /// `infer`'s and `infer_stream`'s argument, the adapter's `request_type`
 /// (`contract.Request`): inputs (numpy arrays by name), the request's parameters, the
 /// outputs it asked for, and each input's parameters.
@@ -552,9 +602,11 @@ fn infer_args<'py>(
         inputs.set_item(input.name, tensor_to_numpy(py, input.tensor)?)?;
     }
     let parameters = json_to_py(py, &serde_json::Value::Object(req.parameters))?;
-    let request = request_type
-        .bind(py)
-        .call1((inputs, parameters, requested, input_parameters))?;
+    let id = req.id;
+    let request =
+        request_type
+            .bind(py)
+            .call1((inputs, parameters, requested, input_parameters, id))?;
     PyTuple::new(py, [request])
 }
 

@@ -136,6 +136,29 @@ pub trait Model: Send + Sync + 'static {
         Err(ModelError::unsupported("streamed inference"))
     }
 
+    /// Whether the model takes a dynamic batch as a list of requests (`infer_many`), as
+    /// Triton's Python backend hands `execute` its requests, instead of their rows joined
+    /// into one request.
+    fn infers_many(&self) -> bool {
+        false
+    }
+
+    /// A batch of V2 requests, each answered on its own (called only when
+    /// `infers_many()`): one result per request, in order. An `Err` fails them all.
+    fn infer_many(
+        &self,
+        _requests: Vec<InferRequest>,
+    ) -> Result<Vec<Result<Inferred, ModelError>>, ModelError> {
+        Err(ModelError::unsupported("batches of requests"))
+    }
+
+    /// The model's own configuration, in Triton's JSON form of `ModelConfig` (a Triton
+    /// repository's `config.pbtxt` as read); `None`: the server describes the model from
+    /// its metadata and batching settings.
+    fn config(&self) -> Option<Value> {
+        None
+    }
+
     /// The model's metadata, as JSON (Seldon's `init_metadata()`).
     fn metadata(&self) -> Result<Value, ModelError> {
         Ok(Value::Object(Map::new()))

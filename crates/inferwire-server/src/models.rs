@@ -43,6 +43,8 @@ pub struct Served {
     last_used: AtomicU64,
     /// The REST routes it serves itself, as (method, path).
     pub custom_routes: Vec<(String, String)>,
+    /// Its own configuration (`Model::config`: a Triton repository's `config.pbtxt`).
+    pub config: Option<serde_json::Value>,
 }
 
 /// Repository models loaded when a request first asks for one, and unloaded, least
@@ -191,6 +193,7 @@ impl Models {
         let slot = metrics.model_slot(&spec.name);
         Ok(Served {
             custom_routes: model.custom_routes(),
+            config: model.config(),
             runner: Runner::new(model, &spec.runner, metrics.for_model(slot))?,
             slot,
             name: spec.name,

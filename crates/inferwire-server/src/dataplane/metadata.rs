@@ -89,10 +89,14 @@ fn model_statistics(model: &Served) -> Value {
     })
 }
 
-/// Triton's model configuration extension, in its JSON shape: what the model's metadata
+/// Triton's model configuration extension, in its JSON shape: the model's own (a Triton
+/// repository's config), else what the model's metadata
 /// says of its tensors, and the server's batching settings (`max_batch_size` 0 when not
 /// batching, as Triton says of a model without a batch dimension).
 pub async fn model_config(model: &Served) -> Result<Value, ServeError> {
+    if let Some(own) = &model.config {
+        return Ok(own.clone());
+    }
     let meta = model_metadata(model).await?;
     let (max_batch, delay) = model.runner.batching();
     let batching = max_batch > 1;

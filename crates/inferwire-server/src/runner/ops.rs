@@ -98,6 +98,31 @@ impl Op for Infer {
     }
 }
 
+/// A batch of requests handed to the model as a list (`Model::infer_many`); only the
+/// batcher makes these.
+pub struct InferMany(pub Vec<InferRequest>);
+
+impl Op for InferMany {
+    type Output = Vec<Result<Inferred, ModelError>>;
+    const INFERENCE: bool = true;
+
+    fn run(self, model: &dyn Model) -> Result<Self::Output, ModelError> {
+        let n = self.0.len();
+        let answers = model.infer_many(self.0)?;
+        if answers.len() != n {
+            return Err(ModelError {
+                kind: crate::error::ModelErrorKind::Raised,
+                message: format!(
+                    "the model answered {} responses for a batch of {n} requests",
+                    answers.len()
+                ),
+                body: None,
+            });
+        }
+        Ok(answers)
+    }
+}
+
 pub struct Metadata;
 
 impl Op for Metadata {

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{oneshot, OwnedSemaphorePermit};
 
-use super::ops::{Infer, Op, Predict, PredictBatch};
+use super::ops::{Infer, InferMany, Op, Predict, PredictBatch};
 use super::queue::Queue;
 use super::slots::Slots;
 use super::{deadline_exceeded, RunnerConfig};
@@ -15,6 +15,8 @@ use crate::batch;
 use crate::error::{Kind, ServeError};
 use crate::metrics::stats::Handle as Stats;
 use crate::metrics::Metrics;
+use inferwire_codec::protocol::v2::InferRequest;
+
 use crate::model::{Inferred, Model, ModelError, Prediction};
 
 /// A call's result, and how long the model took when it ran alone.
@@ -332,6 +334,9 @@ impl Shared {
             reqs.push(work.op.0);
             waiters.push(work.waiter);
         }
+        if self.model.infers_many() {
+            return self.batch_many(reqs, waiters);
+        }
         let (joined, counts) = match batch::v2::join(&reqs) {
             Ok(j) => j,
             Err(e) => return fail_all(waiters, e),
@@ -364,6 +369,23 @@ impl Shared {
                     }
                 }
             }
+        }
+    }
+}
+
+impl Shared {
+    /// A model that takes its batch as a list: one call, each request answered by its
+    /// own result (a failed call fails them all, as Triton fails a batch whose
+    /// `execute` raised).
+    fn batch_many(&self, reqs: Vec<InferRequest>, waiters: Vec<Waiter<Inferred>>) {
+        let n = waiters.len();
+        match self.call(InferMany(reqs), n).0 {
+            Ok(answers) => {
+                for (w, answer) in waiters.into_iter().zip(answers) {
+                    w.reply((answer.map_err(ServeError::from), None));
+                }
+            }
+            Err(e) => fail_all(waiters, e.into()),
         }
     }
 }
