@@ -14,6 +14,29 @@ pub enum ErrorKind {
 pub struct CodecError {
     pub kind: ErrorKind,
     pub message: String,
+    /// What went wrong, as data, where a server may word it its own way (the message is
+    /// inferwire's words); `None` for most errors. Boxed: errors stay small.
+    pub cause: Option<Box<Cause>>,
+}
+
+/// The facts behind a few errors that other servers word differently (Triton's dialect
+/// rewords them; see `inferwire_server::dialect`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Cause {
+    /// The body is not JSON: the byte offset where the parser stopped, and serde_json's
+    /// words for what it found there (without the position).
+    Json { offset: usize, reason: String },
+    /// An input's binary data (raw, binary extension or shared memory) is not the size its
+    /// datatype and shape need. `input` is its name ("" until the decoder knows it).
+    DataSize {
+        input: String,
+        expected: usize,
+        got: usize,
+    },
+    /// An input's `binary_data_size` reaches past the end of the body by `missing` bytes.
+    BinaryShort { input: String, missing: usize },
+    /// Binary data after the inputs that no input's `binary_data_size` accounts for.
+    BinaryLeft,
 }
 
 impl CodecError {
@@ -22,6 +45,7 @@ impl CodecError {
         Self {
             kind: ErrorKind::BadRequest,
             message: message.into(),
+            cause: None,
         }
     }
 
@@ -30,7 +54,24 @@ impl CodecError {
         Self {
             kind: ErrorKind::BadOutput,
             message: message.into(),
+            cause: None,
         }
+    }
+
+    /// The same error, with the facts behind it.
+    #[cold]
+    pub fn because(mut self, cause: Cause) -> Self {
+        self.cause = Some(Box::new(cause));
+        self
+    }
+
+    /// Names the input a `Cause::DataSize` is about, once the decoder knows its name.
+    #[cold]
+    pub fn of_input(mut self, name: &str) -> Self {
+        if let Some(Cause::DataSize { input, .. }) = self.cause.as_deref_mut() {
+            name.clone_into(input);
+        }
+        self
     }
 
     /// Prefixes the message with the field it concerns, e.g. `data.tensor: ...`.

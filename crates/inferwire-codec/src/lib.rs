@@ -14,6 +14,6 @@ pub mod rows;
 pub mod stream_reply;
 pub mod tensor;
 
-pub use error::{CodecError, ErrorKind, Result};
+pub use error::{Cause, CodecError, ErrorKind, Result};
 pub use limits::Limits;
 pub use tensor::{DType, Tensor, TensorData};

@@ -7,7 +7,7 @@ pub mod write;
 
 use serde::Deserialize;
 
-use crate::error::{CodecError, Result};
+use crate::error::{Cause, CodecError, Result};
 
 /// Deserializes one JSON document with serde; an error names the offending field's path
 /// (`inputs[0].shape: ...`), or says the JSON itself is invalid.
@@ -16,13 +16,65 @@ pub fn deserialize<'a, T: Deserialize<'a>>(body: &'a [u8]) -> Result<T> {
     let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner();
-        if inner.is_syntax() || inner.is_eof() || path == "." || path == "?" {
+        if inner.is_syntax() || inner.is_eof() {
+            not_json(body, &inner)
+        } else if path == "." || path == "?" {
             CodecError::bad_request(format!("invalid JSON: {inner}"))
         } else {
             CodecError::bad_request(format!("{path}: {inner}"))
         }
     })?;
-    de.end()
-        .map_err(|e| CodecError::bad_request(format!("invalid JSON: {e}")))?;
+    de.end().map_err(|e| not_json(body, &e))?;
     Ok(value)
+}
+
+/// A body that is not JSON, with where the parser stopped (`Cause::Json`).
+#[cold]
+fn not_json(body: &[u8], e: &serde_json::Error) -> CodecError {
+    let offset = if e.is_eof() {
+        body.len()
+    } else {
+        // serde_json counts lines from 1 and columns (bytes) from 1 within the line.
+        let line_start: usize = body
+            .split(|&b| b == b'\n')
+            .take(e.line().saturating_sub(1))
+            .map(|l| l.len() + 1)
+            .sum();
+        (line_start + e.column().saturating_sub(1)).min(body.len())
+    };
+    let full = e.to_string();
+    let at = format!(" at line {} column {}", e.line(), e.column());
+    let reason = full.strip_suffix(&at).unwrap_or(&full).to_owned();
+    CodecError::bad_request(format!("invalid JSON: {full}")).because(Cause::Json { offset, reason })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cause(body: &str) -> Cause {
+        let e = deserialize::<serde_json::Value>(body.as_bytes()).unwrap_err();
+        assert!(e.message.starts_with("invalid JSON: "), "{}", e.message);
+        *e.cause.expect("a cause")
+    }
+
+    #[test]
+    fn a_body_that_is_not_json_says_where_the_parser_stopped() {
+        let offset = |body| match cause(body) {
+            Cause::Json { offset, .. } => offset,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(offset(""), 0);
+        assert_eq!(offset("{bad"), 1);
+        assert_eq!(offset("{\n  \"a\": x}"), 9);
+        assert_eq!(offset("{\"a\": 1"), 7);
+        assert_eq!(offset("{} x"), 3);
+        match cause("{bad") {
+            Cause::Json { reason, .. } => assert_eq!(reason, "key must be a string"),
+            other => panic!("{other:?}"),
+        }
+        // A well-formed document of the wrong shape is not a JSON error.
+        let e = deserialize::<Vec<u8>>(b"{}").unwrap_err();
+        assert_eq!(e.cause, None);
+    }
 }

@@ -1,7 +1,7 @@
 //! Tensor contents as raw bytes, as the HTTP binary extension and gRPC's
 //! `raw_input_contents` / `raw_output_contents` carry them: elements little-endian, BOOL
 //! one byte each, BYTES each as a 4-byte little-endian length and then its bytes.
-use crate::error::{CodecError, Result};
+use crate::error::{Cause, CodecError, Result};
 use crate::tensor::{DType, Tensor, TensorData};
 use bytes::Bytes;
 
@@ -77,7 +77,12 @@ pub fn from_bytes(raw: Bytes, dtype: DType, shape: Vec<usize>, field: &str) -> R
                     raw.len(),
                     datatype_name(dtype),
                     count * size
-                )));
+                ))
+                .because(Cause::DataSize {
+                    input: String::new(),
+                    expected: count * size,
+                    got: raw.len(),
+                }));
             }
             match TensorData::from_le_bytes(&raw, dtype) {
                 Some(data) => data.map_err(|e| e.in_field(field))?,

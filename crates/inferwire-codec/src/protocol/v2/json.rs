@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::binary;
 use super::message::*;
-use crate::error::{CodecError, Result};
+use crate::error::{Cause, CodecError, Result};
 use crate::json::{numbers, write};
 use crate::limits::Limits;
 use crate::tensor::{DType, Tensor, TensorData};
@@ -89,7 +89,8 @@ pub fn decode_request_with(
         return Err(CodecError::bad_request(format!(
             "the body has {} bytes of binary data that no input's binary_data_size accounts for",
             blobs.len()
-        )));
+        ))
+        .because(Cause::BinaryLeft));
     }
     Ok(InferRequest {
         id: top.id.unwrap_or_default(),
@@ -173,7 +174,8 @@ fn finish_input(
             )));
         }
         return Ok(InferInput {
-            tensor: shared_input(shm, &field, &at, dtype, shape)?,
+            tensor: shared_input(shm, &field, &at, dtype, shape)
+                .map_err(|e| e.of_input(&input.name))?,
             name: input.name,
             parameters,
         });
@@ -190,9 +192,14 @@ fn finish_input(
                     "{field}.parameters.binary_data_size: {size} bytes, but only {} bytes of \
                      binary data are left after the JSON header",
                     blobs.len()
-                )));
+                ))
+                .because(Cause::BinaryShort {
+                    input: input.name,
+                    missing: size - blobs.len(),
+                }));
             }
-            binary::from_bytes(blobs.split_to(size), dtype, shape, &field)?
+            binary::from_bytes(blobs.split_to(size), dtype, shape, &field)
+                .map_err(|e| e.of_input(&input.name))?
         }
         None => match input.data {
             None => {
@@ -767,10 +774,30 @@ mod tests {
             Some(header.len()),
             &Limits::default(),
         );
+        let e = e.unwrap_err();
         assert!(e
-            .unwrap_err()
             .message
             .contains("inputs[1].parameters.binary_data_size: 7 bytes"));
+        let short = Cause::BinaryShort {
+            input: "b".into(),
+            missing: 2,
+        };
+        assert_eq!(e.cause.as_deref(), Some(&short));
+        // The facts a dialect words its own way: data of the wrong size, data left over.
+        let mut extra = body.clone();
+        extra.push(0);
+        let e = decode_request(Bytes::from(extra), Some(header.len()), &Limits::default());
+        assert_eq!(e.unwrap_err().cause.as_deref(), Some(&Cause::BinaryLeft));
+        let wrong = header.replace("\"binary_data_size\":8", "\"binary_data_size\":6");
+        let mut body = wrong.as_bytes().to_vec();
+        body.extend_from_slice(&[0; 6 + 7]);
+        let e = decode_request(Bytes::from(body), Some(wrong.len()), &Limits::default());
+        let size = Cause::DataSize {
+            input: "a".into(),
+            expected: 8,
+            got: 6,
+        };
+        assert_eq!(e.unwrap_err().cause.as_deref(), Some(&size));
     }
 
     #[test]

@@ -124,10 +124,11 @@ pub fn from_pb_with(
                         "{field}: has contents and shared_memory_region; send one or the other"
                     )));
                 }
-                shared_input(shm, &field, &at, dtype, shape)?
+                shared_input(shm, &field, &at, dtype, shape).map_err(|e| e.of_input(&input.name))?
             }
             None => match raw.next() {
-                Some(bytes) => binary::from_bytes(bytes, dtype, shape, &field)?,
+                Some(bytes) => binary::from_bytes(bytes, dtype, shape, &field)
+                    .map_err(|e| e.of_input(&input.name))?,
                 None => typed(
                     input.contents.unwrap_or_default(),
                     dtype,
