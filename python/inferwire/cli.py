@@ -131,6 +131,11 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["bench"]:
         return _bench(argv[1:])
+    if argv[:1] == ["tritonserver"]:
+        # Triton's options are Triton's (--flag=value), parsed there.
+        from .triton import cli as triton_cli
+
+        return triton_cli.run(argv[1:])
     parser = argparse.ArgumentParser(prog="inferwire", description="A fast model server.")
     parser.add_argument("--version", action="version", version=f"inferwire {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -139,6 +144,11 @@ def main(argv: list[str] | None = None) -> int:
     authfiles.add_parser(sub)
     publishing.add_parser(sub)
     client.add_parser(sub)
+    sub.add_parser(
+        "tritonserver",
+        help="serve a Triton model repository as tritonserver does (inferwire tritonserver --help)",
+        add_help=False,
+    )
     sub.add_parser(
         "bench",
         help="load generator and benchmark suites (inferwire bench --help)",

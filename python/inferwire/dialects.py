@@ -25,6 +25,17 @@ class Dialect:
     def open_repository(self, root: Path) -> None:
         """A model repository at ``root`` is about to be read."""
 
+    def repository(self, root: str | Path) -> Any:
+        """The model repository at ``root``, read in this dialect's layout (inferwire's
+        and MLServer's: a settings file per model folder)."""
+        from .repository import Repository
+
+        return Repository(root, self)
+
+    def started(self, repository: Any) -> None:
+        """The models loaded at start are built (``repository``: None without one): the
+        dialect may refuse to go on (raise ``SettingsError``)."""
+
     def serves_env_model(self) -> bool:
         """Whether a repository without settings files serves the model the environment
         describes (``env_model_settings``)."""
@@ -42,8 +53,18 @@ def _mlserver() -> Dialect:
     return MLServerDialect()
 
 
+def _triton() -> Dialect:
+    from .triton.dialect import TritonDialect
+
+    return TritonDialect()
+
+
 # Name → the dialect (made when chosen: a dialect's package is imported only then).
-DIALECTS: dict[str, Callable[[], Dialect]] = {"inferwire": Dialect, "mlserver": _mlserver}
+DIALECTS: dict[str, Callable[[], Dialect]] = {
+    "inferwire": Dialect,
+    "mlserver": _mlserver,
+    "triton": _triton,
+}
 
 
 def chosen(name: str) -> Dialect:

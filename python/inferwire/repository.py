@@ -222,6 +222,15 @@ class Repository:
     def names(self) -> list[str]:
         return list(self.folders())
 
+    def failures(self) -> dict[str, str]:
+        """Why models the repository lists could not be built, by name (the index shows
+        them UNAVAILABLE with the reason); the core remembers its own loads' failures."""
+        return {}
+
+    def startup_names(self) -> list[str]:
+        """The models loaded at start (with ``load_models_at_startup``): every one."""
+        return self.names()
+
     def publish(self, name: str, version: str, data: bytes, filename: str) -> Any:
         return publish(self, name, version, data, filename)
 

@@ -37,7 +37,8 @@ class Source:
     (``search``: more folders holding modules, as ``mlserver start`` has its root on the
     path). ``serving``: its settings (the runtime choice, raw arrays, batching);
     ``parameters``: its constructor arguments, read only by a class's builder;
-    ``mlserver``: what an MLServer model-settings file says of it (``MLServerModel``)."""
+    ``mlserver``: what an MLServer model-settings file says of it (``MLServerModel``);
+    ``triton``: what a Triton repository says of it (``triton.repository.TritonModel``)."""
 
     spec: str
     serving: ModelServing
@@ -47,6 +48,7 @@ class Source:
     search: tuple[Path, ...] = ()
     parameters: Callable[[], dict[str, Any]] = dict
     mlserver: Any = None
+    triton: Any = None
 
     @property
     def path(self) -> str:
@@ -180,6 +182,34 @@ def _python_class(s: Source) -> Built:
     return Built(adapter, name, image=type(model).__name__, model=model)
 
 
+def _triton_python(s: Source) -> Built:
+    from .triton import bls, python_model
+
+    t = s.triton
+    module = python_model.import_model(Path(s.spec), t.config.name, t.version)
+    adapter = python_model.TritonPythonAdapter(
+        module.TritonPythonModel, t.config, t.version, t.folder
+    )
+    bls.register(adapter)
+    instances = max(t.config.instance_count, 1)
+    how = f"Triton Python backend, {instances} instance{'s' if instances > 1 else ''}"
+    return Built(adapter, t.config.name, how + (", decoupled" if adapter.streams else ""))
+
+
+def _triton_unavailable(s: Source) -> Built:
+    from .errors import ModelLoadError
+
+    backend = s.triton.backend or "(none)"
+    raise ModelLoadError(
+        f"backend {backend!r} is not available in inferwire: it serves Triton's Python "
+        'backend (backend: "python"); see docs/guides/migrating-from-triton.md'
+    )
+
+
+def _triton_backend(s: Source) -> str:
+    return str(s.triton.backend) if s.triton is not None else ""
+
+
 def _implementation(s: Source) -> str:
     return str(getattr(s.mlserver, "implementation", ""))
 
@@ -200,6 +230,8 @@ def _mlserver_runtimes() -> Any:
 
 ROWS: list[Row] = [
     Row("Python object", lambda s: s.model is not None, _python_class),
+    Row("Triton Python backend", lambda s: _triton_backend(s) == "python", _triton_python),
+    Row("Triton backend not served here", lambda s: s.triton is not None, _triton_unavailable),
     Row(
         "MLServer's MLflow runtime",
         lambda s: _implementation(s) == "mlserver_mlflow.MLflowRuntime",

@@ -10,7 +10,7 @@ from typing import Any
 from . import _core, dialects, graph, runtimes
 from .error_log import errors
 from .errors import SettingsError
-from .repository import ModelSettings, Repository
+from .repository import ModelSettings
 from .settings import Settings
 from .workers import run_workers
 
@@ -34,20 +34,22 @@ def serve(
     settings: Settings | None = None,
     *,
     spec: str | None = None,
+    dialect: dialects.Dialect | None = None,
 ) -> None:
     """Serves ``model`` (an instance, or a ``module:Class`` / file spec) and the models of
     ``settings.model_repository`` until SIGINT or SIGTERM. Blocks; the GIL is released
     while waiting. With ``settings.workers`` above 1 every model is loaded here once and
     the workers are forked from this process. The dialect ``settings.v2_dialect`` names
-    (MLServer's for ``inferwire start``) says how the repository is read."""
+    (MLServer's for ``inferwire start``; ``dialect``, one made with options of its own,
+    ``inferwire tritonserver``'s) says how the repository is read."""
     settings = settings or Settings()
     errors.configure(settings.log_repeats_every)
-    dialect = dialects.chosen(settings.v2_dialect)
+    dialect = dialect or dialects.chosen(settings.v2_dialect)
     dialect.prepare(settings)
-    repo = Repository(settings.model_repository, dialect) if settings.model_repository else None
+    repo = dialect.repository(settings.model_repository) if settings.model_repository else None
     others: list[tuple[Any, ModelSettings]] = []
     if repo is not None and settings.load_models_at_startup and not settings.model_memory_budget:
-        others = [built for n in repo.names() for built in repo.build_versions(n)]
+        others = [built for n in repo.startup_names() for built in repo.build_versions(n)]
     elif repo is not None and settings.model_memory_budget:
         log.info(
             "model_memory_budget %d MiB: the models of %s load when first asked for; past the "
@@ -61,6 +63,7 @@ def serve(
             settings.model_repository,
             "requests" if settings.load_models_on_request else "the repository API",
         )
+    dialect.started(repo)
     # What the server works out below, for the core's config (Settings.to_core).
     serving: ModelSettings | None = None
     version = settings.model_version

@@ -353,7 +353,7 @@ class Settings(BaseSettings, ModelServing):
         "HTTP status of a V2 REST inference request that is not valid: 400 (Triton's and "
         "KServe's) or 422 (MLServer's; inferwire start's default)",
     )
-    v2_dialect: Literal["inferwire", "mlserver"] = _opt(
+    v2_dialect: Literal["inferwire", "mlserver", "triton"] = _opt(
         "inferwire",
         "whose answers the V2 dataplane gives where servers differ: inferwire's (Triton's "
         "and KServe's) or MLServer's (inferwire start's default): its not-found messages and "

@@ -43,6 +43,17 @@ impl Repository for PyRepository {
         })
     }
 
+    fn failures(&self) -> Vec<(String, String)> {
+        Python::attach(|py| {
+            self.0
+                .bind(py)
+                .call_method0("failures")
+                .and_then(|f| f.extract::<std::collections::BTreeMap<String, String>>())
+                .map(|f| f.into_iter().collect())
+                .unwrap_or_default()
+        })
+    }
+
     fn publish(
         &self,
         name: &str,

@@ -45,6 +45,8 @@ pub struct Served {
     pub custom_routes: Vec<(String, String)>,
     /// Its own configuration (`Model::config`: a Triton repository's `config.pbtxt`).
     pub config: Option<serde_json::Value>,
+    /// What that configuration says a request must be, read once; `None`: no check.
+    pub contract: Option<crate::model_config::Contract>,
 }
 
 /// Repository models loaded when a request first asks for one, and unloaded, least
@@ -78,6 +80,11 @@ pub type Built = (Arc<dyn Model>, ModelSpec);
 pub trait Repository: Send + Sync + 'static {
     /// Every model the repository has, loaded or not.
     fn names(&self) -> Result<Vec<String>, String>;
+    /// Why models it lists could not be built, by name, as far as it knows (a Triton
+    /// repository's models that failed at start); the index shows them UNAVAILABLE.
+    fn failures(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
     /// Builds model `name` from its settings (its newest version).
     fn load(&self, name: &str) -> Result<(Arc<dyn Model>, ModelSpec), String>;
     /// Builds every version of model `name`, the newest first (a repository whose models
@@ -191,9 +198,13 @@ impl Models {
         metrics: Metrics,
     ) -> std::io::Result<Served> {
         let slot = metrics.model_slot(&spec.name);
+        let config = model.config();
         Ok(Served {
             custom_routes: model.custom_routes(),
-            config: model.config(),
+            contract: config
+                .as_ref()
+                .and_then(crate::model_config::Contract::read),
+            config,
             runner: Runner::new(model, &spec.runner, metrics.for_model(slot))?,
             slot,
             name: spec.name,
@@ -335,9 +346,19 @@ impl Models {
         Err(e)
     }
 
+    /// Whether `name` is the default model standing in for none (not listed).
+    pub fn is_placeholder(&self, name: &str) -> bool {
+        self.placeholder && name == self.default
+    }
+
+    /// Whether some version of model `name` is loaded.
+    pub fn is_loaded(&self, name: &str) -> bool {
+        self.read().contains_key(name)
+    }
+
     /// Whether the repository has a model `name` (its list read at most every
     /// `NAMES_TTL`).
-    async fn known(&self, name: &str) -> bool {
+    pub async fn known(&self, name: &str) -> bool {
         if let Some((at, set)) = &*self.names.lock().unwrap_or_else(|e| e.into_inner()) {
             if set.contains(name) || at.elapsed() < NAMES_TTL {
                 return set.contains(name);
@@ -698,12 +719,20 @@ impl Models {
     /// load failed), or UNLOADED.
     pub async fn index(&self) -> Result<Vec<Value>, ServeError> {
         let repo = self.repository()?;
-        let names = tokio::task::spawn_blocking(move || repo.names())
-            .await
-            .map_err(|e| ServeError::new(Kind::Internal, e.to_string()))?
-            .map_err(|e| ServeError::new(Kind::Internal, e))?;
+        let (names, known) =
+            tokio::task::spawn_blocking(move || repo.names().map(|names| (names, repo.failures())))
+                .await
+                .map_err(|e| ServeError::new(Kind::Internal, e.to_string()))?
+                .map_err(|e| ServeError::new(Kind::Internal, e))?;
         let loaded = self.read();
-        let failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
+        let mut failures = self
+            .failures
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        for (name, reason) in known {
+            failures.entry(name).or_insert(reason);
+        }
         let mut all: Vec<&str> = names.iter().map(String::as_str).collect();
         all.extend(self.listed(&loaded));
         all.sort_unstable();

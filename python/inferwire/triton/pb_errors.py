@@ -68,3 +68,14 @@ class TritonError:
 
     def __repr__(self) -> str:
         return f"TritonError({self._message!r}, TritonError.{self._code.name})"
+
+
+def _text(what: str, value: object) -> str:
+    """A string argument as Triton's bindings take it: ``str``, or ``bytes`` (pybind11
+    converts both to a C++ string; a BYTES tensor's element is bytes, and models pass
+    one as a model name)."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if not isinstance(value, str):
+        raise _ArgumentTypeError(f"{what} must be a str, got {type(value).__name__}")
+    return value

@@ -12,15 +12,14 @@ import numpy as np
 import numpy.typing as npt
 
 from inferwire.triton import pb_types
-from inferwire.triton.pb_errors import TritonModelException, _ArgumentTypeError
+from inferwire.triton.pb_errors import TritonModelException, _ArgumentTypeError, _text
 
 # DLDeviceType values (dlpack.h).
 _DL_CPU, _DL_CUDA, _DL_CUDA_HOST = 1, 2, 3
 
 
 def _check_name(name: object) -> str:
-    if not isinstance(name, str):
-        raise _ArgumentTypeError(f"Tensor name must be a str, got {type(name).__name__}")
+    name = _text("Tensor name", name)
     if not name:
         raise TritonModelException("Tensor name cannot be an empty string.")
     return name

@@ -42,6 +42,7 @@ from inferwire.triton.pb_errors import (
     TritonErrorCode,
     TritonModelException,
     _ArgumentTypeError,
+    _text,
 )
 from inferwire.triton.pb_metrics import Metric, MetricFamily, MetricKind, metrics_text
 from inferwire.triton.pb_tensor import Tensor
@@ -464,10 +465,8 @@ class InferenceRequest:
         ):
             if value is None:
                 raise TypeError(f"InferenceRequest() missing required argument '{arg}'")
-        if not isinstance(model_name, str):
-            raise _ArgumentTypeError(f"model_name must be a str, got {type(model_name).__name__}")
-        if not isinstance(request_id, str):
-            raise _ArgumentTypeError(f"request_id must be a str, got {type(request_id).__name__}")
+        model_name = _text("model_name", model_name)
+        request_id = _text("request_id", request_id)
         if isinstance(correlation_id, int) and not isinstance(correlation_id, bool):
             _integer("correlation_id", correlation_id)
         elif not isinstance(correlation_id, str):
@@ -709,9 +708,7 @@ def _model_version_number(model_version: Any) -> int:
 
 
 def _model_name_arg(model_name: Any) -> str:
-    if not isinstance(model_name, str):
-        raise _ArgumentTypeError(f"model_name must be a str, got {type(model_name).__name__}")
-    return model_name
+    return _text("model_name", model_name)
 
 
 def is_model_ready(model_name: str, model_version: str = "") -> bool:
