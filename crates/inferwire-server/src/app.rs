@@ -6,8 +6,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::config::ServerConfig;
-use crate::error::ServeError;
-use crate::metrics::Metrics;
+use crate::dialect::{Absent, Missing};
+use crate::error::{Kind, ServeError};
+use crate::metrics::{Metrics, ModelSeries};
 use crate::models::{Models, Served};
 
 pub struct App {
@@ -70,8 +71,30 @@ impl App {
     /// The model a V2 call names (loaded on request where the cache does that); a
     /// missing one in the dialect's words.
     pub async fn model(&self, name: &str, version: &str) -> Result<Arc<Served>, ServeError> {
-        let found = self.models.get_or_load(name, version).await;
-        found.map_err(|e| self.config.dialect.not_found(e, name, version))
+        match self.models.get_or_load(name, version).await {
+            Ok(model) => Ok(model),
+            Err(e) => Err(self.missing(e, name, version).await),
+        }
+    }
+
+    /// A failed lookup in the dialect's words, told what the server has of the model.
+    #[cold]
+    pub async fn missing(&self, e: ServeError, name: &str, version: &str) -> ServeError {
+        let absent = if e.kind != Kind::NotFound {
+            Absent::Model
+        } else if self.models.is_loaded(name) {
+            Absent::Version
+        } else if self.models.known(name).await {
+            Absent::NotLoaded
+        } else {
+            Absent::Model
+        };
+        let missing = Missing {
+            name,
+            version,
+            absent,
+        };
+        self.config.dialect.not_found(e, &missing)
     }
 
     /// A repository load; an unknown name in the dialect's words.
@@ -83,7 +106,7 @@ impl App {
             }
         }
         let done = self.models.load(name).await;
-        done.map_err(|e| dialect.not_found(e, name, ""))
+        done.map_err(|e| dialect.not_found(e, &Missing::model(name)))
     }
 
     /// A repository unload (the default model too where the dialect lets it go); an
@@ -91,7 +114,27 @@ impl App {
     pub async fn unload_model(&self, name: &str) -> Result<(), ServeError> {
         let dialect = &self.config.dialect;
         let done = self.models.unload(name, dialect.unloads_default()).await;
-        done.map_err(|e| dialect.not_found(e, name, ""))
+        done.map_err(|e| dialect.not_found(e, &Missing::model(name)))
+    }
+
+    /// The loaded models' series for the dialect's part of the metrics page.
+    pub fn model_series(&self) -> Vec<ModelSeries> {
+        let mut models = self.models.all();
+        models.retain(|m| !self.models.is_placeholder(&m.name));
+        models.sort_by(|a, b| a.name.cmp(&b.name).then(a.version.cmp(&b.version)));
+        models
+            .iter()
+            .map(|m| {
+                // Numbered as the statistics extension numbers a model without versions.
+                let version = if m.version.is_empty() {
+                    "1"
+                } else {
+                    &m.version
+                };
+                self.metrics
+                    .model_series(m.slot, &m.name, version, m.runner.stats())
+            })
+            .collect()
     }
 
     /// The default model's metrics slot (for requests on the Seldon protocol's routes).

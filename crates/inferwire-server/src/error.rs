@@ -43,6 +43,9 @@ pub enum Kind {
     ShuttingDown,
     Model,
     Internal,
+    /// A model that is there but cannot serve now (Triton's "not at ready state"): 503,
+    /// UNAVAILABLE.
+    Unavailable,
 }
 }
 
@@ -58,7 +61,7 @@ impl Kind {
             Kind::UnsupportedMedia => 415,
             Kind::Unprocessable => 422,
             Kind::NotAcceptable => 406,
-            Kind::Overloaded | Kind::ShuttingDown => 503,
+            Kind::Overloaded | Kind::ShuttingDown | Kind::Unavailable => 503,
             Kind::TooManyRequests => 429,
             Kind::Deadline => 504,
             Kind::BodyTimeout => 408,
@@ -78,7 +81,7 @@ impl Kind {
             Kind::Unauthenticated => tonic::Code::Unauthenticated,
             Kind::Forbidden => tonic::Code::PermissionDenied,
             Kind::Overloaded | Kind::TooManyRequests => tonic::Code::ResourceExhausted,
-            Kind::ShuttingDown => tonic::Code::Unavailable,
+            Kind::ShuttingDown | Kind::Unavailable => tonic::Code::Unavailable,
             Kind::Deadline | Kind::BodyTimeout => tonic::Code::DeadlineExceeded,
             Kind::Model | Kind::Internal => tonic::Code::Internal,
         }
@@ -101,6 +104,7 @@ impl Kind {
             Kind::Deadline => "DEADLINE_EXCEEDED",
             Kind::BodyTimeout => "REQUEST_TIMEOUT",
             Kind::ShuttingDown => "SHUTTING_DOWN",
+            Kind::Unavailable => "UNAVAILABLE",
             Kind::Model => "MODEL_ERROR",
             Kind::Internal => "INTERNAL_ERROR",
         }

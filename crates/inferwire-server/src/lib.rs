@@ -15,6 +15,7 @@ pub mod grpc;
 pub mod login_guard;
 pub mod metrics;
 pub mod model;
+pub mod model_config;
 pub mod models;
 pub mod native;
 mod observe;

@@ -2,9 +2,10 @@
 //! so one scrape of any worker shows the whole server. Every series has a fixed slot:
 //! recording is a few relaxed atomic adds, no locks and no allocation.
 mod custom;
+pub mod host;
 mod labels;
 mod region;
-pub(crate) mod stats;
+pub mod stats;
 
 use std::fmt::Write;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
@@ -182,6 +183,82 @@ struct Region {
     piece_bytes: [AtomicU64; MAX_MODELS * PROTOCOLS.len()],
     first_piece: [Durations; MAX_MODELS * PROTOCOLS.len()],
     cache: CacheCounts,
+    /// Requests waiting for admission, per worker and model (a worker's row is cleared
+    /// when it starts, so a dead worker's count goes with it).
+    pending: [AtomicI64; MAX_WORKERS * MAX_MODELS],
+    /// Failed inferences by why, per model (`Failure`; the rest of the statistics'
+    /// failures are `Failure::Other`).
+    failures: [AtomicU64; MAX_MODELS * FAILURES],
+}
+
+/// Why an inference failed, as Triton labels `nv_inference_request_failure` (`reason`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    /// Refused before the model ran: the queue was full, or the deadline passed.
+    Rejected,
+    /// The client went away, or the server was stopping.
+    Canceled,
+    /// The model raised.
+    Backend,
+    Other,
+}
+
+const FAILURES: usize = 3;
+
+impl Failure {
+    pub const ALL: [Failure; 4] = [
+        Failure::Rejected,
+        Failure::Canceled,
+        Failure::Backend,
+        Failure::Other,
+    ];
+
+    /// Triton's label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Failure::Rejected => "REJECTED",
+            Failure::Canceled => "CANCELED",
+            Failure::Backend => "BACKEND",
+            Failure::Other => "OTHER",
+        }
+    }
+
+    /// Why a request that got `kind` failed.
+    pub fn of(kind: crate::error::Kind) -> Self {
+        use crate::error::Kind;
+        match kind {
+            Kind::Overloaded | Kind::Deadline => Failure::Rejected,
+            Kind::ShuttingDown => Failure::Canceled,
+            Kind::Model => Failure::Backend,
+            _ => Failure::Other,
+        }
+    }
+
+    /// Its counter's index; `None`: not counted apart (the rest of the failures).
+    fn slot(self) -> Option<usize> {
+        match self {
+            Failure::Rejected => Some(0),
+            Failure::Canceled => Some(1),
+            Failure::Backend => Some(2),
+            Failure::Other => None,
+        }
+    }
+}
+
+/// One loaded model's counts, for a dialect's own series on the metrics page (Triton's
+/// `nv_inference_*`).
+#[derive(Debug, Clone)]
+pub struct ModelSeries {
+    pub name: String,
+    /// The version label ("1" for a model served without versions, as the statistics
+    /// extension numbers it).
+    pub version: String,
+    pub stats: stats::Snapshot,
+    /// Failures by `Failure::ALL`'s order; `Other` is the statistics' failures less the
+    /// others.
+    pub failures: [u64; 4],
+    /// Requests waiting for the model, over every worker.
+    pub pending: i64,
 }
 
 /// A handle on the shared counts, for one worker.
@@ -273,6 +350,10 @@ impl Metrics {
         slot.streams.store(0, Relaxed);
         slot.models_loaded.store(0, Relaxed);
         slot.model_bytes.store(0, Relaxed);
+        let row = self.worker * MAX_MODELS;
+        for pending in &self.region.pending[row..row + MAX_MODELS] {
+            pending.store(0, Relaxed);
+        }
         slot.pid.store(u64::from(pid), Relaxed);
     }
 
@@ -315,6 +396,50 @@ impl Metrics {
 
     pub fn add_queued(&self, delta: i64) {
         self.slot().queued.fetch_add(delta, Relaxed);
+        self.region.pending[self.worker * MAX_MODELS + self.model].fetch_add(delta, Relaxed);
+    }
+
+    /// A failed inference of the model in `slot`, by why (Triton's `reason` label).
+    pub fn inference_failed(&self, slot: usize, why: Failure) {
+        if let Some(i) = why.slot() {
+            self.region.failures[slot.min(MAX_MODELS - 1) * FAILURES + i].fetch_add(1, Relaxed);
+        }
+    }
+
+    /// The model in `slot`'s series, from its statistics (`stats`).
+    pub fn model_series(
+        &self,
+        slot: usize,
+        name: &str,
+        version: &str,
+        stats: stats::Snapshot,
+    ) -> ModelSeries {
+        let r = self.region;
+        let slot = slot.min(MAX_MODELS - 1);
+        let live = r
+            .workers
+            .iter()
+            .enumerate()
+            .filter(|(_, w)| w.pid.load(Relaxed) != 0);
+        let pending = live
+            .map(|(i, _)| r.pending[i * MAX_MODELS + slot].load(Relaxed))
+            .sum::<i64>()
+            .max(0);
+        let mut failures = [0u64; 4];
+        for (i, n) in failures.iter_mut().take(FAILURES).enumerate() {
+            *n = r.failures[slot * FAILURES + i].load(Relaxed);
+        }
+        failures[3] = stats
+            .fail
+            .0
+            .saturating_sub(failures[..FAILURES].iter().sum());
+        ModelSeries {
+            name: name.to_owned(),
+            version: version.to_owned(),
+            stats,
+            failures,
+            pending,
+        }
     }
 
     pub fn add_in_flight(&self, delta: i64) {

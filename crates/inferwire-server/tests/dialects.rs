@@ -33,8 +33,8 @@ impl Dialect for Own {
         "own"
     }
 
-    fn not_found(&self, e: ServeError, name: &str, _version: &str) -> ServeError {
-        ServeError::new(e.kind, format!("no model called {name} here"))
+    fn not_found(&self, e: ServeError, missing: &dialect::Missing<'_>) -> ServeError {
+        ServeError::new(e.kind, format!("no model called {} here", missing.name))
     }
 
     fn headers_for_model(&self, headers: &http::HeaderMap) -> Option<Value> {

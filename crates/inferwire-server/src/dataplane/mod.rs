@@ -1,9 +1,11 @@
 //! The V2 dataplane: the one way in for every V2 inference, whatever the transport (REST
 //! or gRPC) and the shape (unary, streamed, Triton's `generate`). Its steps, in order:
-//! outputs asked into shared memory get their regions checked (`shared_memory`); a
-//! request of a sequence another worker owns is run there (`sequences`, answered by
-//! `forwarded` on the owner); the model runs (`runner`); the outputs the request asked
-//! for are kept, in its order; shared-memory outputs are written. What a dialect adds
+//! the request is checked against the model's configuration where it has one
+//! (`model_config`; a mismatch in the dialect's words); outputs asked into shared memory
+//! get their regions checked (`shared_memory`); a request of a sequence another worker
+//! owns is run there (`sequences`, answered by `forwarded` on the owner); the model runs
+//! (`runner`; a failure counted by why); the outputs the request asked for are kept, in
+//! its order; shared-memory outputs are written. What a dialect adds
 //! happens before (decoding, `Dialect::prepare`) and after (`Dialect::reply_headers`),
 //! in the transports. Metadata, statistics and model configuration are in `metadata`.
 mod forwarded;
@@ -44,6 +46,11 @@ pub async fn infer(
     mut req: InferRequest,
     shape: Shape,
 ) -> Result<Answer, ServeError> {
+    if let Some(contract) = &model.contract {
+        contract
+            .check(&mut req)
+            .map_err(|m| app.config.dialect.mismatch(&m, &model.name, &req.id))?;
+    }
     let wanted: Vec<String> = req.outputs.iter().map(|o| o.name.clone()).collect();
     let deadline = match shape {
         Shape::Whole(deadline) => deadline,
@@ -62,7 +69,11 @@ pub async fn infer(
         }
         None => {
             let id = req.id.clone();
-            let inferred = model.runner.infer(req, deadline).await?;
+            let inferred = model
+                .runner
+                .infer(req, deadline)
+                .await
+                .inspect_err(|e| failed(app, model, e))?;
             InferResponse {
                 model_name: model.name.clone(),
                 model_version: model.version.clone(),
@@ -123,7 +134,8 @@ async fn stream(
     let rx = model
         .runner
         .stream(req, deadline, open, limits.idle)
-        .await?;
+        .await
+        .inspect_err(|e| failed(app, model, e))?;
     Ok(Answer::Pieces(PieceStream::new(
         rx,
         limits,
@@ -132,4 +144,11 @@ async fn stream(
         protocol,
         wanted,
     )))
+}
+
+/// A failed inference counted by why (Triton's `reason` label on its failure counter).
+#[cold]
+fn failed(app: &App, model: &Served, e: &ServeError) {
+    app.metrics
+        .inference_failed(model.slot, crate::metrics::Failure::of(e.kind));
 }

@@ -9,8 +9,9 @@ use http::HeaderMap;
 use serde_json::{json, Map, Value};
 
 use inferwire_codec::protocol::v2::{InferRequest, InferResponse};
+use inferwire_codec::CodecError;
 
-use super::Dialect;
+use super::{Dialect, Missing};
 use crate::error::{Kind, ServeError};
 
 /// MLServer's answers, with the CloudEvents headers of the server it is made for.
@@ -32,8 +33,8 @@ impl Dialect for Mlserver {
         "mlserver"
     }
 
-    fn not_found(&self, e: ServeError, name: &str, version: &str) -> ServeError {
-        model_not_found(e, name, version)
+    fn not_found(&self, e: ServeError, missing: &Missing<'_>) -> ServeError {
+        model_not_found(e, missing.name, missing.version)
     }
 
     /// MLServer's "Model NAME not found" (404, where Triton answers 400).
@@ -68,7 +69,8 @@ impl Dialect for Mlserver {
     }
 
     /// A bad datatype worded as MLServer words it; anything else as it is.
-    fn invalid_grpc(&self, e: ServeError) -> ServeError {
+    fn invalid_grpc(&self, e: CodecError, _model: &str) -> ServeError {
+        let e = ServeError::from(e);
         match grpc_validation_message(&e.message) {
             Some(message) => ServeError::new(e.kind, message),
             None => e,

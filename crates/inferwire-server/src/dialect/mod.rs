@@ -2,21 +2,57 @@
 //! a status code, an id made for a request without one, headers on a reply), whose
 //! answers inferwire gives. A dialect is one type implementing [`Dialect`]; the request
 //! path consults it at entry (model lookup, decoding, what the model is handed) and at
-//! exit (reply headers, error wording, the shape of stream replies), and never asks which
-//! dialect it is. `DIALECTS` is the registry the `v2_dialect` setting picks from:
+//! exit (reply headers, error wording, the shape of replies), the metrics page asks it for
+//! its own series, and nothing asks which dialect it is. `DIALECTS` is the registry the `v2_dialect` setting picks from:
 //! adding a dialect is a module here and a row there.
 mod mlserver;
+mod triton;
 
 use std::fmt::Debug;
 use std::sync::Arc;
 
 use http::HeaderMap;
 use inferwire_codec::protocol::v2::{InferRequest, InferResponse};
+use inferwire_codec::CodecError;
 use serde_json::Value;
 
 use crate::error::{Kind, ServeError};
+use crate::metrics::ModelSeries;
+use crate::model_config::Mismatch;
 
 pub use mlserver::{validation_body, Mlserver};
+pub use triton::Triton;
+
+/// What a model lookup that found nothing asked for, and what the server has of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Missing<'a> {
+    pub name: &'a str,
+    /// "" when the request named no version.
+    pub version: &'a str,
+    pub absent: Absent,
+}
+
+impl<'a> Missing<'a> {
+    /// A name the server has nothing of (a repository call's).
+    pub fn model(name: &'a str) -> Self {
+        Self {
+            name,
+            version: "",
+            absent: Absent::Model,
+        }
+    }
+}
+
+/// What the server has of a model it could not serve.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Absent {
+    /// Nothing by that name, loaded or in the repository.
+    Model,
+    /// The model is loaded, not at the version asked for.
+    Version,
+    /// The repository has it; it is not loaded (unloaded, or its load failed).
+    NotLoaded,
+}
 
 /// One server's answers where V2 servers differ. Every method has the default dialect's
 /// answer (Triton's and KServe's, with inferwire's own messages), so a dialect writes
@@ -25,8 +61,9 @@ pub trait Dialect: Send + Sync + Debug + 'static {
     /// The name the `v2_dialect` setting gives it.
     fn name(&self) -> &'static str;
 
-    /// A model lookup that failed (unknown model or version): the dialect's words for it.
-    fn not_found(&self, e: ServeError, _name: &str, _version: &str) -> ServeError {
+    /// A model lookup that failed (`e`, a 404 for an unknown model or version, or the
+    /// error of a load on request): the dialect's words for it.
+    fn not_found(&self, e: ServeError, _missing: &Missing<'_>) -> ServeError {
         e
     }
 
@@ -56,14 +93,26 @@ pub trait Dialect: Send + Sync + Debug + 'static {
         None
     }
 
-    /// A REST inference body that does not decode.
-    fn invalid_rest(&self, e: ServeError) -> ServeError {
-        e
+    /// A REST inference body for `model` that does not decode (`e.cause` has the facts
+    /// behind some errors, for a dialect that words them its own way).
+    fn invalid_rest(&self, e: CodecError, _model: &str) -> ServeError {
+        e.into()
     }
 
-    /// A gRPC inference message that does not decode.
-    fn invalid_grpc(&self, e: ServeError) -> ServeError {
-        e
+    /// A gRPC inference message for `model` that does not decode.
+    fn invalid_grpc(&self, e: CodecError, _model: &str) -> ServeError {
+        e.into()
+    }
+
+    /// A request that does not match its model's configuration (`model_config`).
+    fn mismatch(&self, m: &Mismatch, _model: &str, _request_id: &str) -> ServeError {
+        ServeError::new(Kind::BadRequest, m.to_string())
+    }
+
+    /// Whether a gRPC inference reply carries its outputs in `raw_output_contents`;
+    /// `asked`: whether the request sent raw contents (KServe answers in kind).
+    fn raw_grpc_reply(&self, asked: bool) -> bool {
+        asked
     }
 
     /// The headers (gRPC: trailing metadata) of an inference reply; the dialect may take
@@ -75,6 +124,12 @@ pub trait Dialect: Send + Sync + Debug + 'static {
     /// How gRPC `ModelStreamInfer` replies are shaped.
     fn stream_reply(&self) -> StreamReply {
         StreamReply::Triton
+    }
+
+    /// The dialect's own series at the top of the metrics page, from the loaded models'
+    /// counts; `None`: inferwire's alone.
+    fn metrics_text(&self, _models: &[ModelSeries]) -> Option<String> {
+        None
     }
 }
 
@@ -101,9 +156,10 @@ impl Dialect for Inferwire {
 /// The registry: each dialect's name (the `v2_dialect` setting's value) and how it is
 /// made for a server named `server` (what `GET /v2` says it is).
 type Make = fn(server: &str) -> Arc<dyn Dialect>;
-const DIALECTS: [(&str, Make); 2] = [
+const DIALECTS: [(&str, Make); 3] = [
     ("inferwire", |_| Arc::new(Inferwire)),
     ("mlserver", |server| Arc::new(Mlserver::new(server))),
+    ("triton", |_| Arc::new(Triton)),
 ];
 
 /// The dialect named `name`; `None` for a name the registry lacks.
@@ -133,8 +189,8 @@ impl Dialect for Tuned {
     fn name(&self) -> &'static str {
         self.base.name()
     }
-    fn not_found(&self, e: ServeError, name: &str, version: &str) -> ServeError {
-        self.base.not_found(e, name, version)
+    fn not_found(&self, e: ServeError, missing: &Missing<'_>) -> ServeError {
+        self.base.not_found(e, missing)
     }
     fn unknown_load(&self, name: &str) -> Option<ServeError> {
         self.base.unknown_load(name)
@@ -151,21 +207,30 @@ impl Dialect for Tuned {
     fn stream_request_id(&self) -> Option<String> {
         self.base.stream_request_id()
     }
-    fn invalid_rest(&self, e: ServeError) -> ServeError {
-        let mut e = self.base.invalid_rest(e);
+    fn invalid_rest(&self, e: CodecError, model: &str) -> ServeError {
+        let mut e = self.base.invalid_rest(e, model);
         if self.invalid_422 && e.kind == Kind::BadRequest {
             e.kind = Kind::Unprocessable;
         }
         e
     }
-    fn invalid_grpc(&self, e: ServeError) -> ServeError {
-        self.base.invalid_grpc(e)
+    fn invalid_grpc(&self, e: CodecError, model: &str) -> ServeError {
+        self.base.invalid_grpc(e, model)
+    }
+    fn mismatch(&self, m: &Mismatch, model: &str, request_id: &str) -> ServeError {
+        self.base.mismatch(m, model, request_id)
+    }
+    fn raw_grpc_reply(&self, asked: bool) -> bool {
+        self.base.raw_grpc_reply(asked)
     }
     fn reply_headers(&self, response: &mut InferResponse) -> Vec<(String, String)> {
         self.base.reply_headers(response)
     }
     fn stream_reply(&self) -> StreamReply {
         self.stream_reply
+    }
+    fn metrics_text(&self, models: &[ModelSeries]) -> Option<String> {
+        self.base.metrics_text(models)
     }
 }
 

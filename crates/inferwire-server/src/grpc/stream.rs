@@ -155,7 +155,7 @@ impl Replies {
             model_name: req.model_name.clone(),
             model_version: req.model_version.clone(),
             id: req.id.clone(),
-            raw: proto::reply_raw(&req),
+            raw: app.config.dialect.raw_grpc_reply(proto::reply_raw(&req)),
             streams: false,
             empty_final,
         });

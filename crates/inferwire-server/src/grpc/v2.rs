@@ -28,12 +28,13 @@ pub(super) fn decode(
     req: pb::ModelInferRequest,
     headers: Option<Value>,
 ) -> std::result::Result<InferRequest, ServeError> {
+    let model = req.model_name.clone();
     let mut request = proto::from_pb_with(
         req,
         &app.config.limits,
         &app.shared_memory.reader(app.config.max_body_bytes),
     )
-    .map_err(|e| app.config.dialect.invalid_grpc(e.into()))?;
+    .map_err(|e| app.config.dialect.invalid_grpc(e, &model))?;
     app.config.dialect.prepare(&mut request, headers);
     Ok(request)
 }
@@ -155,7 +156,7 @@ impl GrpcInferenceService for V2Service {
         } else {
             Encoding::Typed
         };
-        let raw = proto::reply_raw(&req);
+        let raw = app.config.dialect.raw_grpc_reply(proto::reply_raw(&req));
         let run = async {
             let model = app.model(&req.model_name, &req.model_version).await?;
             obs.model = model.slot;

@@ -32,9 +32,14 @@ pub async fn ready(app: &App) -> Result<Reply, ServeError> {
     })
 }
 
-/// Prometheus' scrape.
+/// Prometheus' scrape: the dialect's own series first (Triton's `nv_*`), then inferwire's.
 pub async fn metrics(app: &App) -> Result<Reply, ServeError> {
-    let mut text = app.metrics.render();
+    let mut text = app
+        .config
+        .dialect
+        .metrics_text(&app.model_series())
+        .unwrap_or_default();
+    text.push_str(&app.metrics.render());
     if let Some(extra) = app.extra_metrics.clone() {
         // It may wait for the GIL behind a model call: not on an I/O thread.
         if let Ok(more) = tokio::task::spawn_blocking(move || extra()).await {

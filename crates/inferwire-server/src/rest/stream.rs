@@ -43,7 +43,7 @@ pub async fn infer_stream(
 ) -> Result<Reply, ServeError> {
     let model = app.model(name, version).await?;
     obs.model = model.slot;
-    let request = super::v2::decode(app, req, obs).await?;
+    let request = super::v2::decode(app, req, &model.name, obs).await?;
     start(app, &model, request, Shape::V2).await
 }
 

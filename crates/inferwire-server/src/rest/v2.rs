@@ -174,7 +174,7 @@ pub async fn infer(
 ) -> Result<Reply, ServeError> {
     let model = app.model(name, version).await?;
     obs.model = model.slot;
-    let request = decode(app, req, obs).await?;
+    let request = decode(app, req, &model.name, obs).await?;
     let binary = request.binary_outputs();
     let deadline = app.deadline(obs.start, None);
     let mut response = crate::dataplane::infer_whole(app, &model, request, deadline).await?;
@@ -216,6 +216,7 @@ pub(super) fn add_headers(r: &mut Reply, headers: Vec<(String, String)>) {
 pub(super) async fn decode(
     app: &App,
     req: Request<Incoming>,
+    model: &str,
     obs: &mut Observed,
 ) -> Result<InferRequest, ServeError> {
     let headers = app.config.dialect.headers_for_model(req.headers());
@@ -245,7 +246,7 @@ pub(super) async fn decode(
         &app.config.limits,
         &app.shared_memory.reader(app.config.max_body_bytes),
     )
-    .map_err(|e| app.config.dialect.invalid_rest(e.into()))?;
+    .map_err(|e| app.config.dialect.invalid_rest(e, model))?;
     app.config.dialect.prepare(&mut request, headers);
     if obs.id.is_empty() {
         obs.id.clone_from(&request.id);
