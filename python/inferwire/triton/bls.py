@@ -46,6 +46,17 @@ def find(name: str, version: int) -> Any:
     return live[max(live, key=lambda v: int(v) if v.isdigit() else -1)]
 
 
+def call(target: Any, req: Request) -> Any:
+    """One request of ``target``'s: what its ``infer`` gives, or the exception it
+    raised (a Python-backend model takes it as a batch of one)."""
+    if target.infers_many:
+        return target.infer_many([req])[0]
+    try:
+        return target.infer(req)
+    except Exception as e:
+        return e
+
+
 def _error(message: str, code: str = "INTERNAL") -> Any:
     err = pb_utils.TritonError(message, getattr(pb_utils.TritonError, code))
     return pb_utils.InferenceResponse(output_tensors=[], error=err)
@@ -93,14 +104,14 @@ class Executor:
                 "models.'",
                 "INVALID_ARG",
             )
-        answer = target.infer_many([req])[0]
+        answer = call(target, req)
         if isinstance(answer, BaseException):
             return _error(str(answer))
         return _response(answer)
 
     def _stream(self, target: Any, req: Request) -> Iterator[Any]:
         if not target.streams:
-            answer = target.infer_many([req])[0]
+            answer = call(target, req)
             yield _error(str(answer)) if isinstance(answer, BaseException) else _response(answer)
             yield pb_utils.InferenceResponse(output_tensors=[])
             return

@@ -214,11 +214,14 @@ component_op!(
     Aggregate(Vec<SeldonMessage>) => aggregate
 );
 
-/// Starts a streamed inference: what will produce its pieces (no piece yet).
+/// Starts a streamed inference: what will produce its pieces (no piece yet). It counts
+/// as one inference in the statistics (as Triton counts a decoupled request; the time
+/// is its start's), so that perf_analyzer's `--streaming` finds the model's counts.
 pub struct StartStream(pub InferRequest);
 
 impl Op for StartStream {
     type Output = crate::model::Pieces;
+    const INFERENCE: bool = true;
 
     fn run(self, model: &dyn Model) -> Result<crate::model::Pieces, ModelError> {
         model.infer_stream(self.0)
