@@ -37,6 +37,8 @@ pub struct App {
     /// Text in Prometheus' format the scrape adds after inferwire's own (the models'
     /// metrics kept by the Python side: MLServer's `mlserver.log`).
     pub extra_metrics: Option<ExtraMetrics>,
+    /// Triton's trace and logging settings, as clients change them.
+    pub runtime: crate::runtime_settings::RuntimeSettings,
 }
 
 /// What `App::extra_metrics` calls, off the I/O threads, at each scrape.
@@ -64,6 +66,10 @@ impl App {
             limit_reached: Default::default(),
             sequences: std::sync::OnceLock::new(),
             extra_metrics: None,
+            runtime: crate::runtime_settings::RuntimeSettings::new(
+                config.trace.clone(),
+                config.log.clone(),
+            ),
             config,
         }
     }
@@ -115,6 +121,21 @@ impl App {
         let dialect = &self.config.dialect;
         let done = self.models.unload(name, dialect.unloads_default()).await;
         done.map_err(|e| dialect.not_found(e, &Missing::model(name)))
+    }
+
+    /// A model whose trace setting a client asks for: Triton answers only while the
+    /// server and the model are ready, in its words.
+    pub async fn trace_model(&self, name: &str) -> Result<(), ServeError> {
+        if !self.is_ready() {
+            return Err(ServeError::new(Kind::Unavailable, "Server not ready"));
+        }
+        if self.models.servable(name, "").await.is_err() {
+            return Err(ServeError::new(
+                Kind::BadRequest,
+                format!("Request for unknown model : {name}"),
+            ));
+        }
+        Ok(())
     }
 
     /// The loaded models' series for the dialect's part of the metrics page.

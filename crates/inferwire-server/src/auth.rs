@@ -58,7 +58,7 @@ pub enum Refusal {
 /// Answer to a repository route on a server without auth: says both ways to enable it.
 pub const REPOSITORY_OFF: &str = "the repository API (publish, delete, load, unload, index) \
     is off because this server runs without auth: anyone who can reach it could make it \
-    run code. Configure auth (--auth-tokens or --auth-users; the route then needs the \
+    run code (the same holds for changing the trace and logging settings). Configure auth (--auth-tokens or --auth-users; the route then needs the \
     publish scope) or, on a trusted network only, --allow-unauthenticated-repository";
 
 impl fmt::Display for Refusal {

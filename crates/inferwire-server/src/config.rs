@@ -94,6 +94,10 @@ pub struct ServerConfig {
     pub cors: Option<CorsConfig>,
     /// Repository models loaded on request and unloaded past a memory budget.
     pub model_cache: crate::models::CacheConfig,
+    /// The trace and logging settings the server starts with (Triton's trace and logging
+    /// extensions change them at runtime: `runtime_settings`).
+    pub trace: crate::runtime_settings::Trace,
+    pub log: crate::runtime_settings::Log,
 }
 
 /// Which pages of other origins may call the REST API from a browser, as Starlette's
@@ -220,6 +224,8 @@ impl Default for ServerConfig {
             identity: ServerIdentity::default(),
             cors: None,
             model_cache: crate::models::CacheConfig::default(),
+            trace: crate::runtime_settings::Trace::default(),
+            log: crate::runtime_settings::Log::default(),
         }
     }
 }

@@ -46,6 +46,9 @@ pub enum Kind {
     /// A model that is there but cannot serve now (Triton's "not at ready state"): 503,
     /// UNAVAILABLE.
     Unavailable,
+    /// A request for something the server does not do (Triton's UNSUPPORTED): 501,
+    /// UNIMPLEMENTED.
+    Unsupported,
 }
 }
 
@@ -66,6 +69,7 @@ impl Kind {
             Kind::Deadline => 504,
             Kind::BodyTimeout => 408,
             Kind::Model | Kind::Internal => 500,
+            Kind::Unsupported => 501,
         }
     }
 
@@ -74,7 +78,7 @@ impl Kind {
             Kind::BadRequest => tonic::Code::InvalidArgument,
             Kind::TooLarge => tonic::Code::ResourceExhausted,
             Kind::NotFound => tonic::Code::NotFound,
-            Kind::MethodNotAllowed => tonic::Code::Unimplemented,
+            Kind::MethodNotAllowed | Kind::Unsupported => tonic::Code::Unimplemented,
             Kind::UnsupportedMedia | Kind::NotAcceptable | Kind::Unprocessable => {
                 tonic::Code::InvalidArgument
             }
@@ -105,6 +109,7 @@ impl Kind {
             Kind::BodyTimeout => "REQUEST_TIMEOUT",
             Kind::ShuttingDown => "SHUTTING_DOWN",
             Kind::Unavailable => "UNAVAILABLE",
+            Kind::Unsupported => "NOT_IMPLEMENTED",
             Kind::Model => "MODEL_ERROR",
             Kind::Internal => "INTERNAL_ERROR",
         }

@@ -24,6 +24,7 @@ pub mod repository_sync;
 pub mod rest;
 mod run;
 pub mod runner;
+pub mod runtime_settings;
 mod seldon;
 mod sequences;
 pub mod settings;

@@ -228,6 +228,9 @@ impl Settings {
             }),
             identity,
             cors,
+            // Triton's defaults: no setting gives others yet.
+            trace: Default::default(),
+            log: Default::default(),
             // MiB; a budget implies loading on request (nothing else would load models
             // back after they were unloaded to make room).
             model_cache: crate::models::CacheConfig {

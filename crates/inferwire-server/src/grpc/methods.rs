@@ -16,6 +16,10 @@ pub struct Rpc {
     /// The route it is counted under in the request metrics; `None`: not counted.
     pub metric: Option<Route>,
     pub handler: Handler,
+    /// What a call that changes something needs, where it differs from `access`: one
+    /// method both reads and changes Triton's trace and logging settings, so its handler
+    /// checks this once the message says it changes them (`grpc::auth::admit_change`).
+    pub change_access: Option<Access>,
 }
 
 /// What serves a method.
@@ -52,6 +56,7 @@ const fn rpc(path: &'static str, access: Access, metric: Option<Route>, handler:
         access,
         metric,
         handler,
+        change_access: None,
     }
 }
 
@@ -142,6 +147,27 @@ pub const V2_STREAM_INFER: Rpc = rpc(
     Some(Route::InferStream),
     V2,
 );
+
+/// Triton's trace and logging settings: read with the predict scope, changed as the
+/// repository API is.
+pub const TRACE_SETTING: Rpc = Rpc {
+    change_access: Some(Access::REPOSITORY_WRITE),
+    ..rpc(
+        "/inference.GRPCInferenceService/TraceSetting",
+        Access::PREDICT,
+        None,
+        V2,
+    )
+};
+pub const LOG_SETTINGS: Rpc = Rpc {
+    change_access: Some(Access::REPOSITORY_WRITE),
+    ..rpc(
+        "/inference.GRPCInferenceService/LogSettings",
+        Access::PREDICT,
+        None,
+        V2,
+    )
+};
 
 /// The table.
 pub static METHODS: &[Rpc] = &[
@@ -279,6 +305,8 @@ pub static METHODS: &[Rpc] = &[
         None,
         V2,
     ),
+    TRACE_SETTING,
+    LOG_SETTINGS,
     rpc("/grpc.health.v1.Health/Check", Access::OPEN, None, Health),
     rpc("/grpc.health.v1.Health/Watch", Access::OPEN, None, Health),
     rpc(
@@ -319,7 +347,11 @@ mod tests {
             .iter()
             .map(|m| {
                 let metric = m.metric.map_or("-", Route::label);
-                format!("{} {} {metric} {:?}", m.path, m.access.name(), m.handler)
+                let access = match m.change_access {
+                    Some(change) => format!("{} change:{}", m.access.name(), change.name()),
+                    None => m.access.name().to_owned(),
+                };
+                format!("{} {access} {metric} {:?}", m.path, m.handler)
             })
             .collect();
         let expected = [
@@ -361,6 +393,8 @@ mod tests {
             "/inference.GRPCInferenceService/CudaSharedMemoryStatus predict - V2",
             "/inference.GRPCInferenceService/CudaSharedMemoryRegister publish - V2",
             "/inference.GRPCInferenceService/CudaSharedMemoryUnregister publish - V2",
+            "/inference.GRPCInferenceService/TraceSetting predict change:repository-write - V2",
+            "/inference.GRPCInferenceService/LogSettings predict change:repository-write - V2",
             "/grpc.health.v1.Health/Check open - Health",
             "/grpc.health.v1.Health/Watch open - Health",
             "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo open - Reflection",

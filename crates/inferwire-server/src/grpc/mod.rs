@@ -8,6 +8,7 @@ mod health;
 mod incoming;
 pub(crate) mod methods;
 mod predict;
+mod runtime_settings;
 mod seldon;
 mod serve;
 mod stream;

@@ -387,6 +387,34 @@ impl GrpcInferenceService for V2Service {
         Ok(Response::new(pb::CudaSharedMemoryUnregisterResponse {}))
     }
 
+    /// Triton's trace extension: a request with settings changes them (the repository
+    /// API's access), one without reads them.
+    async fn trace_setting(
+        &self,
+        req: Request<pb::TraceSettingRequest>,
+    ) -> Result<pb::TraceSettingResponse> {
+        if !req.get_ref().settings.is_empty() {
+            super::auth::admit_change(&self.0, &methods::TRACE_SETTING, req.metadata())?;
+        }
+        super::runtime_settings::trace(&self.0, req.into_inner())
+            .await
+            .map(Response::new)
+            .map_err(|e| e.to_status())
+    }
+
+    /// Triton's logging extension, as `trace_setting`.
+    async fn log_settings(
+        &self,
+        req: Request<pb::LogSettingsRequest>,
+    ) -> Result<pb::LogSettingsResponse> {
+        if !req.get_ref().settings.is_empty() {
+            super::auth::admit_change(&self.0, &methods::LOG_SETTINGS, req.metadata())?;
+        }
+        super::runtime_settings::log(&self.0, req.get_ref())
+            .map(Response::new)
+            .map_err(|e| e.to_status())
+    }
+
     async fn repository_index(
         &self,
         req: Request<pb::RepositoryIndexRequest>,

@@ -121,12 +121,12 @@ pub enum Code {
 
 /// Every HTTP status a REST reply carries: success, a handler's own (201 for a publish,
 /// 503 from a readiness probe) and each error kind's (checked below, at compile time).
-const HTTP: [u16; 16] = [
-    200, 201, 400, 401, 403, 404, 405, 406, 408, 413, 415, 422, 429, 500, 503, 504,
+const HTTP: [u16; 17] = [
+    200, 201, 400, 401, 403, 404, 405, 406, 408, 413, 415, 422, 429, 500, 501, 503, 504,
 ];
 const HTTP_LABELS: [&str; HTTP.len()] = [
     "200", "201", "400", "401", "403", "404", "405", "406", "408", "413", "415", "422", "429",
-    "500", "503", "504",
+    "500", "501", "503", "504",
 ];
 
 const fn http_slot(status: u16) -> Option<usize> {

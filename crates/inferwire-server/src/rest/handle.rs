@@ -36,7 +36,7 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>, peer: IpAddr) -> Repl
     let refused = crate::auth::admit(
         app.config.auth.as_deref(),
         app.config.allow_unauthenticated_repository,
-        routes::access(found.as_ref()),
+        routes::access(found.as_ref(), &method),
         req.headers()
             .get(http::header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok()),

@@ -10,6 +10,7 @@ mod login;
 pub mod metrics_port;
 mod publish;
 mod routes;
+mod runtime_settings;
 mod seldon;
 mod serve;
 mod shared_memory;

@@ -17,7 +17,9 @@ use http::{Method, Request};
 use hyper::body::Incoming;
 
 use super::body::Reply;
-use super::{components, health, login, publish, seldon, shared_memory, stream, v2};
+use super::{
+    components, health, login, publish, runtime_settings, seldon, shared_memory, stream, v2,
+};
 use crate::app::App;
 use crate::auth::Access;
 use crate::error::{Kind, ServeError};
@@ -77,6 +79,9 @@ pub(super) enum WrongMethod {
 pub(super) struct Route {
     pub paths: &'static [&'static str],
     pub access: Access,
+    /// What a POST needs where it differs from `access`: a route whose GET reads a
+    /// setting and whose POST changes the server (Triton's trace and logging settings).
+    pub post_access: Option<Access>,
     pub metric: metrics::Route,
     /// Counted under the default model's series, as the Seldon protocol's routes, which
     /// serve it (others count under the model their handler finds, or none).
@@ -113,6 +118,7 @@ const fn route(
     Route {
         paths,
         access,
+        post_access: None,
         metric,
         default_model: false,
         methods,
@@ -551,6 +557,36 @@ pub(super) static ROUTES: &[Route] = &[
         M::Other,
         &[(Post, |_| Box::pin(shared_memory::cuda_unregister()))],
     ),
+    // Triton's trace and logging extensions: GET reads, POST changes the server (as the
+    // repository API does: a token with the publish scope, or the explicit opt-in).
+    Route {
+        post_access: Some(A::REPOSITORY_WRITE),
+        ..route(
+            &["/v2/trace/setting", "/v2/models/{name}/trace/setting"],
+            A::PREDICT,
+            M::Other,
+            &[
+                (Get, |c| {
+                    Box::pin(runtime_settings::trace(c.app, c.req, c.name))
+                }),
+                (Post, |c| {
+                    Box::pin(runtime_settings::trace(c.app, c.req, c.name))
+                }),
+            ],
+        )
+    },
+    Route {
+        post_access: Some(A::REPOSITORY_WRITE),
+        ..route(
+            &["/v2/logging"],
+            A::PREDICT,
+            M::Other,
+            &[
+                (Get, |c| Box::pin(runtime_settings::logging(c.app, c.req))),
+                (Post, |c| Box::pin(runtime_settings::logging(c.app, c.req))),
+            ],
+        )
+    },
 ];
 
 /// 404 for a path no route serves.
@@ -596,10 +632,13 @@ pub(super) fn find(path: &str) -> Option<Found<'_>> {
     })
 }
 
-/// What a request needs: its route's access, or the predict scope for a path no route
-/// serves.
-pub(super) fn access(found: Option<&Found<'_>>) -> Access {
-    found.map_or(Access::PREDICT, |f| f.route.access)
+/// What a request needs: its route's access (a POST's where the route says), or the
+/// predict scope for a path no route serves.
+pub(super) fn access(found: Option<&Found<'_>>, method: &Method) -> Access {
+    found.map_or(Access::PREDICT, |f| match f.route.post_access {
+        Some(post) if method == Method::POST => post,
+        _ => f.route.access,
+    })
 }
 
 #[cfg(test)]
@@ -607,7 +646,7 @@ mod tests {
     use super::*;
 
     fn access(path: &str) -> Access {
-        super::access(find(path).as_ref())
+        super::access(find(path).as_ref(), &Method::GET)
     }
 
     /// Every route with its methods, access and metrics route: a route cannot be added,
@@ -621,11 +660,14 @@ mod tests {
                 .iter()
                 .map(|(v, _)| format!("{v:?}").to_uppercase())
                 .collect();
+            let access = match r.post_access {
+                Some(post) => format!("{} post:{}", r.access.name(), post.name()),
+                None => r.access.name().to_owned(),
+            };
             for path in r.paths {
                 listed.push(format!(
-                    "{} {path} {} {}{}",
+                    "{} {path} {access} {}{}",
                     verbs.join(","),
-                    r.access.name(),
                     r.metric.label(),
                     if r.default_model {
                         " default-model"
@@ -711,6 +753,9 @@ mod tests {
             "POST /v2/cudasharedmemory/region/{name}/register publish other",
             "POST /v2/cudasharedmemory/unregister publish other",
             "POST /v2/cudasharedmemory/region/{name}/unregister publish other",
+            "GET,POST /v2/trace/setting predict post:repository-write other",
+            "GET,POST /v2/models/{name}/trace/setting predict post:repository-write other",
+            "GET,POST /v2/logging predict post:repository-write other",
         ];
         assert_eq!(listed, expected);
     }
@@ -846,6 +891,22 @@ mod tests {
             assert_eq!(access(p), Access::REPOSITORY_WRITE, "{p}");
         }
         assert_eq!(access("/v2/repository/index"), Access::REPOSITORY_READ);
+    }
+
+    #[test]
+    fn settings_are_read_with_predict_and_changed_as_the_repository_is() {
+        for p in [
+            "/v2/trace/setting",
+            "/v2/models/m/trace/setting",
+            "/v2/logging",
+        ] {
+            let found = find(p);
+            assert_eq!(super::access(found.as_ref(), &Method::GET), Access::PREDICT);
+            assert_eq!(
+                super::access(found.as_ref(), &Method::POST),
+                Access::REPOSITORY_WRITE
+            );
+        }
     }
 
     #[test]
