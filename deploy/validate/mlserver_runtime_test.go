@@ -2,16 +2,13 @@ package validate
 
 import (
 	"bytes"
-	"encoding/json"
 	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/moby/buildkit/frontend/dockerfile/instructions"
-	"sigs.k8s.io/yaml"
 )
 
 // KServe's own kserve-mlserver runtime, with deploy/kserve/kserve-mlserver-image.json
@@ -19,55 +16,7 @@ import (
 // nothing else, the result is a valid ClusterServingRuntime, and the variables KServe
 // gives the container are ones `inferwire start` reads.
 func TestKServeMLServerRuntimeWithOnlyTheImageChanged(t *testing.T) {
-	dir, err := kserveDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	text, err := os.ReadFile(filepath.Join(dir, "config/runtimes/kserve-mlserver.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	patchText, err := os.ReadFile("../kserve/kserve-mlserver-image.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ops []struct {
-		Op, Path string
-		Value    any
-	}
-	if err := json.Unmarshal(patchText, &ops); err != nil {
-		t.Fatal(err)
-	}
-	if len(ops) != 1 || ops[0].Op != "replace" || ops[0].Path != "/spec/containers/0/image" {
-		t.Fatalf("the patch must replace the image and nothing else: %+v", ops)
-	}
-	original, err := unstructured(text)
-	if err != nil {
-		t.Fatal(err)
-	}
-	patched, _ := unstructured(text)
-	container := patched["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)
-	if container["image"] != "mlserver:replace" {
-		t.Fatalf("KServe's runtime names image %v: the patch's path no longer points at it", container["image"])
-	}
-	image, _ := ops[0].Value.(string)
-	container["image"] = image
-	if image != "inferwire-mlserver:0.1.0" {
-		t.Errorf("image %q: want inferwire-mlserver:0.1.0, the tag deploy/docker/Dockerfile.mlserver documents", image)
-	}
-	// Only the image differs.
-	container["image"] = "mlserver:replace"
-	if !reflect.DeepEqual(original, patched) {
-		t.Error("the patched runtime differs from KServe's beyond its image")
-	}
-	container["image"] = image
-	doc, err := yaml.Marshal(patched)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Decode(doc, kserveCRDs(t)); err != nil {
-		t.Fatal(err)
-	}
+	_, container := patchedKServeRuntime(t, "kserve-mlserver", "mlserver:replace", "inferwire-mlserver:0.1.0")
 	var env []string
 	for _, e := range container["env"].([]any) {
 		env = append(env, e.(map[string]any)["name"].(string))

@@ -36,6 +36,7 @@ GO_TESTS = (
     "TestKServeRuntimeServesV2",
     "TestKServeMLServerRuntimeWithOnlyTheImageChanged",
     "TestMLServerDockerfile",
+    "TestKServeTritonRuntimeWithOnlyTheImageChanged",
     "TestTyposFail",
     "TestTypoFixturesAreOtherwiseValid",
 )
