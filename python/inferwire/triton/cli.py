@@ -227,6 +227,16 @@ def usage() -> str:
     )
 
 
+def markdown_table() -> str:
+    """Every tritonserver option and what inferwire does with it: ``OPTIONS`` as the
+    migration guide's table (tests/docs/test_docs.py checks the guide holds it)."""
+    rows = ["| tritonserver option | inferwire |", "|---|---|"]
+    for name, how in OPTIONS.items():
+        status, _, what = how.partition(": ")
+        rows.append(f"| `--{name}` | **{status}**{': ' + what if what else ''} |")
+    return "\n".join(rows) + "\n"
+
+
 def run(argv: list[str]) -> int:
     from .. import settings as inferwire_settings
     from ..server import serve

@@ -677,6 +677,16 @@ FIELDS: dict[str, str] = {
 }
 
 
+def markdown_table() -> str:
+    """Every ModelConfig field and what inferwire does with it: ``FIELDS`` as the
+    migration guide's table (tests/docs/test_docs.py checks the guide holds it)."""
+    rows = ["| config.pbtxt field | inferwire |", "|---|---|"]
+    for field, how in FIELDS.items():
+        status, _, what = how.partition(": ")
+        rows.append(f"| `{field}` | **{status}**{': ' + what if what else ''} |")
+    return "\n".join(rows) + "\n"
+
+
 def warnings(config: ModelConfig) -> list[str]:
     """One line per setting in this config that inferwire does not act on."""
     raw, lines = config.raw, []
