@@ -1,7 +1,8 @@
 """inferwire on a real Kubernetes node (deploy/e2e): the Helm chart serving through a
 Service, a rolling update and a deleted pod under load with no accepted request lost,
 readiness during start and drain, the HPA, KServe's controller with the ServingRuntime
-and an InferenceService, Seldon Core's operator with a SeldonDeployment.
+and an InferenceService, KServe's own MLServer and Triton runtimes with only their image
+changed, Seldon Core's operator with a SeldonDeployment.
 
 Opt-in: runs only while the cluster is up (``bash deploy/e2e/run.sh``, or
 ``deploy/e2e/cluster.sh up`` and ``deploy/e2e/image.sh`` first); everywhere else, CI
@@ -444,14 +445,15 @@ def load_manifest(path: str) -> dict[str, Any]:
     return doc
 
 
-def model_volume(namespace: str, name: str, source: Path) -> None:
-    """A PersistentVolume on the node (hostPath) holding `source`, claimed as `name`."""
+def model_volume(namespace: str, name: str, source: Path, under: str = "iris") -> None:
+    """A PersistentVolume on the node (hostPath) holding `source` in its folder `under`
+    (a storageUri's path: pvc://NAME/UNDER), claimed as `name`."""
     folder = CLUSTER_DIR / "state" / "volumes" / namespace / name
     # A volume an earlier run released keeps that claim's UID: made anew.
     kubectl("delete", "pv", f"{namespace}-{name}", "--ignore-not-found", "--wait=true")
     if folder.exists():
         shutil.rmtree(folder)
-    shutil.copytree(source, folder / "iris")
+    shutil.copytree(source, folder / under)
     for p in [folder, *folder.rglob("*")]:
         p.chmod(0o755 if p.is_dir() else 0o644)
     pv = {
@@ -678,6 +680,152 @@ def test_kserve_mlserver_runtime_with_only_its_image_changed(kserve_mlserver: st
     asked = dict(body, outputs=[{"name": "predict_proba"}])
     proba = httpx.post(f"http://{ip}/v2/models/sklearn-iris/infer", json=asked, timeout=10)
     assert proba.json()["outputs"][0]["shape"] == [2, 3], proba.text
+
+
+TRITON_NS = "kserve-triton-e2e"
+ADD_SUB = ROOT / "tests" / "vendor" / "triton_python_backend" / "repository" / "add_sub"
+# add_sub's two FP32 [4] inputs; it answers their sum (OUTPUT0) and difference (OUTPUT1).
+ADD_SUB_INPUTS = {
+    "INPUT0": np.array([1.0, 2.0, 3.0, 4.0], dtype=np.float32),
+    "INPUT1": np.array([0.5, 0.25, 2.0, -1.0], dtype=np.float32),
+}
+
+
+@pytest.fixture(scope="module")
+def kserve_tritonserver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """KServe's kserve-tritonserver ClusterServingRuntime with deploy/kserve's patch
+    applied (Triton's image replaced by inferwire's, here by the node's local name for
+    it; the args, `tritonserver --model-store=/mnt/models --grpc-port=9000
+    --http-port=8080 ...`, unchanged), and an InferenceService of modelFormat triton whose
+    storageUri holds a Triton model repository with Triton's add_sub example, as KServe's
+    Triton examples deploy one. The InferenceService names the runtime's two ports (http1
+    8080 first, which the Service's port 80 and the readiness probe take; h2c 9000 for
+    gRPC), as KServe's docs do for Triton's gRPC."""
+    if not crd_installed("clusterservingruntimes.serving.kserve.io"):
+        pytest.skip("KServe is not installed (deploy/e2e/kserve.py up)")
+    runtime = kserve_runtime("kserve-tritonserver")
+    (patch,) = json.loads((ROOT / "deploy/kserve/kserve-tritonserver-image.json").read_text())
+    assert patch["path"] == "/spec/containers/0/image"
+    runtime["spec"]["containers"][0]["image"] = f"localhost/{patch['value']}"
+    fresh_namespace(TRITON_NS)
+    source = tmp_path_factory.mktemp("triton-repository")
+    shutil.copytree(ADD_SUB, source / "add_sub", ignore=shutil.ignore_patterns("__pycache__"))
+    model_volume(TRITON_NS, "models", source, under="repository")
+    isvc = {
+        "apiVersion": "serving.kserve.io/v1beta1",
+        "kind": "InferenceService",
+        "metadata": {"name": "add-sub", "namespace": TRITON_NS},
+        "spec": {
+            "predictor": {
+                "model": {
+                    "modelFormat": {"name": "triton"},
+                    "protocolVersion": "v2",
+                    "runtime": "kserve-tritonserver",
+                    "storageUri": "pvc://models/repository",
+                    "ports": [
+                        {"name": "http1", "containerPort": 8080, "protocol": "TCP"},
+                        {"name": "h2c", "containerPort": 9000, "protocol": "TCP"},
+                    ],
+                    # The runtime asks for a whole core and 2 GiB; a 2-core node's share.
+                    "resources": {
+                        "requests": {"cpu": "100m", "memory": "256Mi"},
+                        "limits": {"cpu": "1", "memory": "2Gi"},
+                    },
+                }
+            }
+        },
+    }
+    kubectl("apply", "-f", "-", stdin=json.dumps(runtime))
+    apply(isvc, TRITON_NS)
+    kubectl(
+        "wait",
+        "inferenceservice/add-sub",
+        "-n",
+        TRITON_NS,
+        "--for=condition=Ready",
+        "--timeout=300s",
+    )
+    yield runtime
+    kubectl("delete", "namespace", TRITON_NS, "--wait=true", "--timeout=180s", check=False)
+    kubectl("delete", "clusterservingruntime", "kserve-tritonserver", check=False)
+
+
+def test_kserve_tritonserver_runtime_with_only_its_image_changed(
+    kserve_tritonserver: dict[str, Any],
+) -> None:
+    """KServe runs the image with Triton's command line (`tritonserver ...` after the
+    image's ENTRYPOINT, `inferwire`) as Triton's user (runAsUser 1000): add_sub answers
+    V2 over REST and gRPC through the predictor's Service as under Triton, and the
+    metrics port KServe's annotation names serves Triton's series."""
+    (want,) = kserve_tritonserver["spec"]["containers"]
+    deployment = json.loads(
+        kubectl("get", "deployment", "add-sub-predictor", "-n", TRITON_NS, "-o", "json")
+    )
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert container["image"] == f"localhost/inferwire:{VERSION}", container["image"]
+    assert container["args"] == want["args"] and "command" not in container, container
+    assert container["securityContext"]["runAsUser"] == 1000, container["securityContext"]
+    service = json.loads(
+        kubectl("get", "service", "add-sub-predictor", "-n", TRITON_NS, "-o", "json")
+    )
+    ip = service["spec"]["clusterIP"]
+    ports = {p["targetPort"]: p["port"] for p in service["spec"]["ports"]}
+    rest, grpc = f"http://{ip}:{ports[8080]}", f"{ip}:{ports[9000]}"
+    wait_until(
+        "the predictor's Service to answer",
+        lambda: httpx.get(f"{rest}/v2/health/ready", timeout=2).status_code == 200,
+        60,
+    )
+    assert httpx.get(f"{rest}/v2").json()["name"] == "triton"
+    total = ADD_SUB_INPUTS["INPUT0"] + ADD_SUB_INPUTS["INPUT1"]
+    difference = ADD_SUB_INPUTS["INPUT0"] - ADD_SUB_INPUTS["INPUT1"]
+    body = {
+        "inputs": [
+            {"name": k, "shape": [4], "datatype": "FP32", "data": v.tolist()}
+            for k, v in ADD_SUB_INPUTS.items()
+        ]
+    }
+    r = httpx.post(f"{rest}/v2/models/add_sub/infer", json=body, timeout=10)
+    assert r.status_code == 200, r.text
+    outputs = {o["name"]: o for o in r.json()["outputs"]}
+    assert outputs["OUTPUT0"]["data"] == total.tolist(), outputs
+    assert outputs["OUTPUT1"]["data"] == difference.tolist(), outputs
+    assert (outputs["OUTPUT0"]["datatype"], outputs["OUTPUT0"]["shape"]) == ("FP32", [4])
+
+    import tritonclient.grpc as tc
+
+    client = tc.InferenceServerClient(grpc)
+    assert client.is_server_ready() and client.is_model_ready("add_sub")
+    inputs = []
+    for name, value in ADD_SUB_INPUTS.items():
+        tensor = tc.InferInput(name, [4], "FP32")
+        tensor.set_data_from_numpy(value)
+        inputs.append(tensor)
+    result = client.infer("add_sub", inputs)
+    assert np.array_equal(result.as_numpy("OUTPUT0"), total)
+    assert np.array_equal(result.as_numpy("OUTPUT1"), difference)
+
+    # prometheus.kserve.io/port: the pod's metrics, not behind the Service.
+    annotations = kserve_tritonserver["spec"]["annotations"]
+    (pod,) = json.loads(
+        kubectl(
+            "get",
+            "pods",
+            "-n",
+            TRITON_NS,
+            "-l",
+            "serving.kserve.io/inferenceservice=add-sub",
+            "--field-selector=status.phase=Running",
+            "-o",
+            "json",
+        )
+    )["items"]
+    metrics = httpx.get(
+        f"http://{pod['status']['podIP']}:{annotations['prometheus.kserve.io/port']}"
+        f"{annotations['prometheus.kserve.io/path']}",
+        timeout=5,
+    ).text
+    assert 'nv_inference_request_success{model="add_sub",version="1"} 2' in metrics, metrics
 
 
 SELDON_NS = "seldon-e2e"
