@@ -196,18 +196,58 @@ def _triton_python(s: Source) -> Built:
     return Built(adapter, t.config.name, how + (", decoupled" if adapter.streams else ""))
 
 
+def _triton_onnx(s: Source) -> Built:
+    from .triton import onnx_model
+
+    return _triton_built(s, onnx_model.build(s.triton, Path(s.spec)), "ONNX Runtime (CPU)")
+
+
+def _triton_torch(s: Source) -> Built:
+    from .triton import torch_model
+
+    return _triton_built(s, torch_model.build(s.triton, Path(s.spec)), "TorchScript (CPU)")
+
+
+def _triton_ensemble(s: Source) -> Built:
+    from .triton import ensemble
+
+    adapter = ensemble.build(s.triton)
+    steps = " -> ".join(step.model for step in adapter.steps)
+    return _triton_built(s, adapter, f"ensemble of {steps}", threads=adapter.concurrency)
+
+
+def _triton_built(s: Source, adapter: Any, how: str, threads: int = 0) -> Built:
+    """A Triton model built: served with its completed config's settings (a backend's
+    auto-complete may turn batching on), and reachable from BLS and ensembles."""
+    from .triton import bls
+    from .triton import config as triton_config
+
+    for key, value in triton_config.serving(adapter.config).items():
+        setattr(s.serving, key, value)
+    if threads:
+        s.serving.model_threads = threads
+    bls.register(adapter)
+    return Built(adapter, adapter.name, f"Triton {how}")
+
+
 def _triton_unavailable(s: Source) -> Built:
     from .errors import ModelLoadError
 
-    backend = s.triton.backend or "(none)"
+    t = s.triton
+    backend = t.config.platform if t.config.backend == "pytorch" else t.backend or "(none)"
     raise ModelLoadError(
         f"backend {backend!r} is not available in inferwire: it serves Triton's Python "
-        'backend (backend: "python"); see docs/guides/migrating-from-triton.md'
+        'backend, ONNX Runtime (platform "onnxruntime_onnx"), TorchScript (platform '
+        '"pytorch_libtorch") and ensembles; see docs/guides/migrating-from-triton.md'
     )
 
 
 def _triton_backend(s: Source) -> str:
     return str(s.triton.backend) if s.triton is not None else ""
+
+
+def _triton_platform(s: Source) -> str:
+    return str(s.triton.config.platform) if s.triton is not None else ""
 
 
 def _implementation(s: Source) -> str:
@@ -231,6 +271,9 @@ def _mlserver_runtimes() -> Any:
 ROWS: list[Row] = [
     Row("Python object", lambda s: s.model is not None, _python_class),
     Row("Triton Python backend", lambda s: _triton_backend(s) == "python", _triton_python),
+    Row("Triton ONNX Runtime", lambda s: _triton_platform(s) == "onnxruntime_onnx", _triton_onnx),
+    Row("Triton TorchScript", lambda s: _triton_platform(s) == "pytorch_libtorch", _triton_torch),
+    Row("Triton ensemble", lambda s: _triton_platform(s) == "ensemble", _triton_ensemble),
     Row("Triton backend not served here", lambda s: s.triton is not None, _triton_unavailable),
     Row(
         "MLServer's MLflow runtime",

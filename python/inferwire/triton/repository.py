@@ -116,13 +116,20 @@ class TritonRepository(Repository):
         return served + sorted(n for n in self._failures if n not in served)
 
     def startup_names(self) -> list[str]:
-        names = self.names()
-        if not self.options.explicit or "*" in self.options.load:
-            return names
-        for name in self.options.load:
-            if name not in names:
-                self._failed(name, ModelLoadError(f"failed to load '{name}': no such model"))
-        return [n for n in self.options.load if n in names]
+        from . import ensemble
+
+        names = chosen = self.names()
+        if self.options.explicit and "*" not in self.options.load:
+            for name in self.options.load:
+                if name not in names:
+                    self._failed(name, ModelLoadError(f"failed to load '{name}': no such model"))
+            chosen = [n for n in self.options.load if n in names]
+
+        def steps(name: str) -> list[str]:
+            return ensemble.step_models(self.config_of(self.root / name))
+
+        # An ensemble loads with the models it names, after them.
+        return ensemble.load_order(chosen, names, steps)
 
     def load_versions(self, name: str) -> list[tuple[Any, Any]]:
         if not self.options.explicit:
