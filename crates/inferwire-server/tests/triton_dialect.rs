@@ -124,7 +124,7 @@ async fn errors_as_triton_words_them_over_rest() {
 
     assert_eq!(
         refused(&server, "/v2/models/nope/infer", &good).await,
-        (400, "Request for unknown model: 'nope' is not found".into())
+        (404, "Request for unknown model: 'nope' is not found".into())
     );
     assert_eq!(
         refused(&server, "/v2/models/simple/versions/2/infer", &good).await,
@@ -286,7 +286,7 @@ async fn grpc_replies_raw_and_errors_in_tritons_words() {
     assert_eq!(
         (e.code(), e.message()),
         (
-            tonic::Code::InvalidArgument,
+            tonic::Code::NotFound,
             "Request for unknown model: 'nope' is not found"
         )
     );

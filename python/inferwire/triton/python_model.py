@@ -14,7 +14,6 @@ import importlib.util
 import inspect
 import json
 import logging
-import queue
 import sys
 import threading
 from collections.abc import Callable
@@ -27,9 +26,10 @@ import numpy as np
 from .. import streaming
 from ..contract import Adapter, Request
 from ..error_log import errors
-from ..errors import BadRequest, ModelLoadError
+from ..errors import ModelLoadError
 from . import pb_utils
 from .config import ModelConfig, to_json, v2_datatype
+from .sequences import Controls, Instances
 
 log = logging.getLogger("inferwire")
 
@@ -123,8 +123,8 @@ class TritonPythonAdapter(Adapter):
             "outputs": [_tensor(t, batch) for t in config.outputs],
         }
         self._output_names = [t.name for t in config.outputs]
-        self._free: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._all: list[Any] = []
+        self._controls = Controls(config)
         count = max(config.instance_count, 1)
         for i in range(count):
             instance = cls()
@@ -147,7 +147,8 @@ class TritonPythonAdapter(Adapter):
                         f"{config.name}: initialize() failed: {type(e).__name__}: {e}"
                     ) from e
             self._all.append(instance)
-            self._free.put(instance)
+        idle_us = (config.sequence_batching or {}).get("max_sequence_idle_microseconds")
+        self._instances = Instances(self._all, (idle_us or 1_000_000) / 1e6)
 
     def model_config(self) -> dict[str, Any]:
         return self._json
@@ -162,25 +163,28 @@ class TritonPythonAdapter(Adapter):
 
     def infer_many(self, requests: list[Request]) -> list[Any]:
         if self.streams:
-            # Triton's words: a decoupled model answers on streams only.
-            err = BadRequest(
-                "doesn't support models with decoupled transaction policy: ask "
-                "generate_stream or ModelStreamInfer"
+            # Triton's answer: a decoupled model answers on streams only (501).
+            err = Refused(
+                501, "HTTP end point doesn't support models with decoupled transaction policy"
             )
             return [err for _ in requests]
         # A model in the default mode may answer through the sender instead of returning
         # its responses (Triton 24.06 on): one response each, collected here.
         sent: list[list[Any]] = [[] for _ in requests]
         incoming = [self._incoming(r, _Collected(sent[i])) for i, r in enumerate(requests)]
-        instance = self._free.get()
+        # One request of a sequence runs on the sequence's instance (a sequence model is
+        # never batched: one request per call).
+        one = incoming[0] if len(incoming) == 1 else None
+        sequence, flags = (one.correlation_id(), one.flags()) if one else (0, 0)
         try:
-            with pb_utils._model_scope(self.name):
+            with (
+                self._instances.take(sequence, flags) as instance,
+                pb_utils._model_scope(self.name),
+            ):
                 responses = _run(instance.execute(incoming))
         except Exception as e:
             errors.error(f"{self.name}.execute", e)
             return [_failed(self.name, e) for _ in requests]
-        finally:
-            self._free.put(instance)
         if responses is None and all(sent):
             responses = [got[0] for got in sent]
         if not isinstance(responses, (list, tuple)) or len(responses) != len(requests):
@@ -228,16 +232,17 @@ class TritonPythonAdapter(Adapter):
     def _start(self, request: Request, sink: Any, patience: float) -> None:
         sender = _Sender(sink, patience)
         incoming = self._incoming(request, sender)
-        instance = self._free.get()
+        sequence, flags = incoming.correlation_id(), incoming.flags()
         try:
-            with pb_utils._model_scope(self.name):
+            with (
+                self._instances.take(sequence, flags) as instance,
+                pb_utils._model_scope(self.name),
+            ):
                 out = _run(instance.execute([incoming]))
         except Exception as e:
             errors.error(f"{self.name}.execute", e)
             sender.fail(_failed(self.name, e))
             return
-        finally:
-            self._free.put(instance)
         if out:  # a decoupled model returns None; anything else is Triton's error too
             sender.fail(
                 ModelError(
@@ -258,6 +263,11 @@ class TritonPythonAdapter(Adapter):
             flags |= pb_utils.TRITONSERVER_REQUEST_FLAG_SEQUENCE_END
         parameters.pop("headers", None)
         tensors = [pb_utils.Tensor(name, _as_triton(a)) for name, a in request.inputs.items()]
+        # Triton's sequence batcher adds the control inputs the config names.
+        controls = self._controls.tensors(
+            flags, correlation, model=self.name, request_id=request.id
+        )
+        tensors += [pb_utils.Tensor(name, a) for name, a in controls]
         # As Triton's core fills it in: no outputs asked for means every output.
         requested = list(request.requested) or self._output_names
         response_sender = pb_utils.InferenceResponseSender(
@@ -298,7 +308,7 @@ class TritonPythonAdapter(Adapter):
         self.close()
 
     def error_reply(self, exc: BaseException) -> tuple[int, str, str | None] | None:  # type: ignore[override]
-        if isinstance(exc, TritonErrorReply):
+        if isinstance(exc, (TritonErrorReply, Refused)):
             return exc.status, str(exc), json.dumps({"error": str(exc)})
         return super().error_reply(exc)
 
@@ -357,6 +367,14 @@ STATUS_OF_CODE = {
     "ALREADY_EXISTS": 409,
     "CANCELLED": 499,
 }
+
+
+class Refused(Exception):
+    """A request the model cannot take, with Triton's status for it."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class TritonErrorReply(Exception):

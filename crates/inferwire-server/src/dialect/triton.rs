@@ -99,9 +99,10 @@ fn unknown_model(m: &Missing<'_>) -> ServeError {
     }
     let prefix = "Request for unknown model";
     match (m.absent, version.is_empty()) {
-        // Triton does not know the name at all: INVALID_ARG.
+        // Triton 2.51 does not know the name at all: NOT_FOUND (404), as tritonserver
+        // answers over both transports.
         (Absent::Model, _) => {
-            ServeError::new(Kind::BadRequest, format!("{prefix}: '{name}' is not found"))
+            ServeError::new(Kind::NotFound, format!("{prefix}: '{name}' is not found"))
         }
         (Absent::Version, false) => ServeError::new(
             Kind::NotFound,
@@ -438,9 +439,10 @@ mod tests {
     fn an_unknown_model_as_triton_words_it() {
         let e = missing("foo", "", Absent::Model);
         assert_eq!(
-            (e.kind, e.message.as_str()),
+            (e.http_status(), e.grpc_code(), e.message.as_str()),
             (
-                Kind::BadRequest,
+                404,
+                tonic::Code::NotFound,
                 "Request for unknown model: 'foo' is not found"
             )
         );
