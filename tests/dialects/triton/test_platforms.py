@@ -6,6 +6,7 @@ tritonserver` and called with tritonclient over HTTP and gRPC."""
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -121,6 +122,57 @@ output [ { name: "Y" data_type: TYPE_FP32 dims: [ 3 ] } ]
 """
 
 
+# The graph's S [batch] of strings is a scalar per row: dims [1] and an empty reshape; Y
+# [batch, 3] is shown as [3, 1] (Triton reshapes outputs too). The file is a folder holding
+# model.onnx, as large models are laid out.
+ONNX_TEXT = """
+platform: "onnxruntime_onnx"
+max_batch_size: 8
+input [
+  { name: "X" data_type: TYPE_FP32 dims: [ 3 ] },
+  { name: "S" data_type: TYPE_STRING dims: [ 1 ] reshape { shape: [ ] } }
+]
+output [
+  { name: "Y" data_type: TYPE_FP32 dims: [ 3, 1 ] reshape { shape: [ 3 ] } },
+  { name: "SO" data_type: TYPE_STRING dims: [ 1 ] reshape { shape: [ ] } }
+]
+dynamic_batching { max_queue_delay_microseconds: 20000 }
+"""
+
+DECOUPLED_MODEL = """
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def execute(self, requests):
+        for r in requests:
+            sender = r.get_response_sender()
+            sender.send(pb_utils.InferenceResponse([pb_utils.get_input_tensor_by_name(r, "IN")]))
+            sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+"""
+
+DECOUPLED_CONFIG = PYTHON_CONFIG + "model_transaction_policy { decoupled: true }\n"
+
+DECOUPLED_STEP = MISSING_STEP.replace('"nope"', '"echo_stream"')
+
+
+def onnx_text(path: Path) -> None:
+    """A graph SO = S (strings, [batch]) and Y = relu(X) ([batch, 3]), saved as
+    ``path/model.onnx``."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("X", TensorProto.FLOAT, ["b", 3])
+    y = helper.make_tensor_value_info("Y", TensorProto.FLOAT, ["b", 3])
+    s = helper.make_tensor_value_info("S", TensorProto.STRING, ["b"])
+    so = helper.make_tensor_value_info("SO", TensorProto.STRING, ["b"])
+    nodes = [helper.make_node("Relu", ["X"], ["Y"]), helper.make_node("Identity", ["S"], ["SO"])]
+    graph = helper.make_graph(nodes, "text", [x, s], [y, so])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    path.mkdir(parents=True)
+    onnx.save(model, str(path / "model.onnx"))
+
+
 def onnx_double(path: Path) -> None:
     """A graph Y = X * 2, X and Y float [batch, 3] (the first dimension named, open)."""
     import onnx
@@ -173,6 +225,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tritonserver]:
         "py_onnx": model_folder(src, "py_onnx", PY_ONNX, {}),
         "nested": model_folder(src, "nested", NESTED, {}),
         "missing_step": model_folder(src, "missing_step", MISSING_STEP, {}),
+        "text": model_folder(src, "text", ONNX_TEXT, {"model.onnx": onnx_text}),
+        "echo_stream": model_folder(
+            src, "echo_stream", DECOUPLED_CONFIG, {"model.py": DECOUPLED_MODEL}
+        ),
+        "decoupled_step": model_folder(src, "decoupled_step", DECOUPLED_STEP, {}),
     }
     # Explicit mode opens the repository index (where the reasons are) to the test.
     s = Tritonserver(
@@ -198,7 +255,9 @@ def infer(request: pytest.FixtureRequest, server: Tritonserver) -> Any:
     def call(model: str, inputs: dict[str, np.ndarray], outputs: list[str] | None = None) -> Any:
         given = []
         for name, array in inputs.items():
-            i = lib.InferInput(name, list(array.shape), "FP32")
+            i = lib.InferInput(
+                name, list(array.shape), "BYTES" if array.dtype == object else "FP32"
+            )
             i.set_data_from_numpy(array)
             given.append(i)
         asked = [lib.InferRequestedOutput(n) for n in outputs] if outputs else None
@@ -224,6 +283,13 @@ def test_an_onnx_model_without_a_config_answers(infer: Any) -> None:
 def test_an_onnx_model_with_a_config_answers(infer: Any) -> None:
     out = infer("double_configured", {"X": X})
     np.testing.assert_array_equal(out["Y"], X * 2)
+
+
+def test_onnx_strings_reshapes_and_a_model_folder(infer: Any) -> None:
+    text = np.array([["a"], ["bé"]], dtype=object)
+    out = infer("text", {"X": X - 3, "S": text})
+    np.testing.assert_array_equal(out["Y"], np.maximum(X - 3, 0).reshape(2, 3, 1))
+    assert out["SO"].tolist() == [[b"a"], ["bé".encode()]]
 
 
 def test_an_ensemble_of_two_python_models(infer: Any) -> None:
@@ -310,6 +376,8 @@ def test_models_that_cannot_load_are_unavailable_with_tritons_reason(
     assert index["missing_step"]["reason"] == (
         "ensemble missing_step contains models that are not available or ambiguous: nope"
     )
+    assert index["decoupled_step"]["state"] == "UNAVAILABLE"
+    assert "step model 'echo_stream' is decoupled" in index["decoupled_step"]["reason"]
     assert index["wrong_type"]["state"] == "UNAVAILABLE"
     assert index["wrong_type"]["reason"] == (
         "unable to load model 'wrong_type', configuration expects datatype TYPE_INT32 for "
@@ -337,9 +405,18 @@ def test_an_ensemble_whose_step_is_unloaded_fails_with_tritons_words(tmp_path: P
         client.unload_model("times_ten")
         i = httpclient.InferInput("IN", [1, 3], "FP32")
         i.set_data_from_numpy(np.ones((1, 3), np.float32))
-        with pytest.raises(InferenceServerException) as e:
-            client.infer("py_chain", [i])
-        assert str(e.value.message()) == (
+        # The model is gone once Python has freed it (BLS and ensembles find models by
+        # weak reference), which may take a moment after the unload.
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                client.infer("py_chain", [i])
+            except InferenceServerException as e:
+                message = str(e.message())
+                break
+            assert time.monotonic() < deadline, "the unloaded step model still answers"
+            time.sleep(0.1)
+        assert message == (
             "in ensemble 'py_chain', Request for unknown model: 'times_ten' has no available "
             "versions"
         )
