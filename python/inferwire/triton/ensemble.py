@@ -206,11 +206,12 @@ class EnsembleAdapter(TritonAdapter):
         self.steps = [Step.of(s) for s in config.ensemble_steps]
         self._outputs = [t.name for t in config.outputs]
         self._optional = {t.name for t in config.inputs if t.optional}
+        self._every_step = self._needed(self._outputs)
         self.concurrency = 1
 
     def infer(self, request: Request) -> Any:
         wanted = [n for n in self._outputs if n in request.requested] or self._outputs
-        pending = self._needed(wanted)
+        pending = list(self._every_step) if wanted == self._outputs else self._needed(wanted)
         tensors: dict[str, Any] = dict(request.inputs)
         # An optional ensemble input left out is left out of the steps that read it too.
         absent = self._optional - set(tensors)
@@ -223,8 +224,7 @@ class EnsembleAdapter(TritonAdapter):
             for step in ready:
                 pending.remove(step)
                 tensors.update(self._run(step, tensors, request))
-        missing = [n for n in wanted if n not in tensors]
-        if missing:
+        if any(n not in tensors for n in wanted):
             raise TritonFailure(
                 f"in ensemble '{self.name}', unexpected deadlock, at least one output is not set "
                 "while no more ensemble steps can be made",
@@ -234,7 +234,8 @@ class EnsembleAdapter(TritonAdapter):
 
     def _needed(self, wanted: list[str]) -> list[Step]:
         """The steps the outputs asked for need (Triton prunes the others), in order."""
-        needed, tensors = set(), set(wanted)
+        needed: set[int] = set()
+        tensors = set(wanted)
         changed = True
         while changed:
             changed = False
