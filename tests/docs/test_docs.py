@@ -238,3 +238,93 @@ def test_mlserver_settings_table_matches_the_code() -> None:
     assert mlserver_table() in doc, (
         "regenerate the table with inferwire.mlserver.settings.markdown_table()"
     )
+
+
+# -- The Triton guide's tables, generated from the code -----------------------------------
+
+TRITON_GUIDE = ROOT / "docs/guides/migrating-from-triton.md"
+
+
+def test_tritonserver_options_table_matches_the_code() -> None:
+    from inferwire.triton.cli import markdown_table as options_table
+
+    assert options_table() in TRITON_GUIDE.read_text(), (
+        "regenerate the table with inferwire.triton.cli.markdown_table()"
+    )
+
+
+def test_triton_config_fields_table_matches_the_code() -> None:
+    from inferwire.triton.config import markdown_table as fields_table
+
+    assert fields_table() in TRITON_GUIDE.read_text(), (
+        "regenerate the table with inferwire.triton.config.markdown_table()"
+    )
+
+
+def test_pb_utils_names_table_matches_the_code() -> None:
+    from inferwire.triton.pb_names import markdown_table as names_table
+
+    assert names_table() in TRITON_GUIDE.read_text(), (
+        "regenerate the table with inferwire.triton.pb_names.markdown_table()"
+    )
+
+
+def test_every_public_name_of_pb_utils_is_in_the_names_table() -> None:
+    """What a Triton model can reach in ``pb_utils``: ``__all__``, and anything public
+    that inferwire's modules define there without listing it; each entry of ``NAMES``
+    is a name ``pb_utils`` has (a dotted one, a method of its class)."""
+    import inspect
+
+    from inferwire.triton import pb_names, pb_utils
+
+    public = set(pb_utils.__all__) | {
+        name
+        for name, value in vars(pb_utils).items()
+        if not name.startswith("_")
+        and not inspect.ismodule(value)
+        and str(getattr(value, "__module__", "") or "").startswith("inferwire.")
+    }
+    missing = sorted(public - set(pb_names.NAMES))
+    assert not missing, f"say what inferwire does with these in pb_names.NAMES: {missing}"
+    for name, how in pb_names.NAMES.items():
+        found: Any = pb_utils
+        for part in name.split("."):
+            assert hasattr(found, part), f"NAMES[{name!r}]: pb_utils has no such name"
+            found = getattr(found, part)
+        assert how.partition(": ")[0] in pb_names.STATUSES, f"NAMES[{name!r}]: {how!r}"
+
+
+def test_the_triton_walk_through_serves_tritons_own_add_sub() -> None:
+    """The guide's add_sub is Triton's example as vendored: the same configuration, and
+    the same model.py but for its comments and docstrings."""
+    import ast
+
+    from inferwire.triton.config_schema import parse
+
+    files = {
+        s.file: s.code
+        for s in doc_samples.page_samples(TRITON_GUIDE, "guides/migrating-from-triton.md")
+        if s.file
+    }
+    vendored = ROOT / "tests/vendor/triton_python_backend/repository/add_sub"
+    config = "models/add_sub/config.pbtxt"
+    assert parse(files[config], config) == parse(
+        (vendored / "config.pbtxt").read_text(), "config.pbtxt"
+    )
+
+    def code(source: str) -> str:
+        tree = ast.parse(source)
+        for node in ast.walk(tree):
+            body = getattr(node, "body", None)
+            if (
+                isinstance(body, list)
+                and body
+                and isinstance(body[0], ast.Expr)
+                and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)
+            ):
+                node.body = body[1:] or [ast.Pass()]  # type: ignore[attr-defined]
+        return ast.dump(tree)
+
+    model = "models/add_sub/1/model.py"
+    assert code(files[model]) == code((vendored / "1/model.py").read_text())

@@ -55,15 +55,15 @@ NAMES: dict[str, str] = {
     "TRITONSERVER_MEMORY_CPU": "accepted: see PreferredMemory",
     "TRITONSERVER_MEMORY_GPU": "accepted: see PreferredMemory",
     # -- tensors and data types -------------------------------------------------------
-    "Tensor": "as in Triton, in CPU memory: Tensor(name, array) holds the numpy array "
+    "Tensor": "as in Triton: Tensor(name, array), in CPU memory, holds the numpy array "
     "without a copy (as_numpy() returns that very array; one not C-contiguous is copied "
     "once); an input is the array the server decoded the request into; BYTES is an "
     "object array of bytes; is_cpu() is always true",
-    "Tensor.from_dlpack": "as in Triton for a CPU tensor (torch, JAX, numpy: no copy); a "
-    "CUDA tensor is refused with what to do (.cpu() first), and BF16, which numpy cannot "
-    "hold, is refused",
-    "Tensor.to_dlpack": "as in Triton (torch.utils.dlpack.from_dlpack takes it, sharing "
-    "memory), except that a read-only array is copied first, as DLPack cannot mark "
+    "Tensor.from_dlpack": "differs: a CPU tensor (torch, JAX, numpy) is taken without a "
+    "copy, as in Triton; a CUDA tensor is refused with what to do (.cpu() first), and "
+    "BF16, which numpy cannot hold, is refused",
+    "Tensor.to_dlpack": "as in Triton: torch.utils.dlpack.from_dlpack takes it, sharing "
+    "memory, except that a read-only array is copied first, as DLPack cannot mark "
     "memory read-only; BYTES is refused, as in Triton",
     "triton_to_numpy_type": "as in Triton: a TRITONSERVER_DataType code's numpy type "
     "(None for BF16)",
