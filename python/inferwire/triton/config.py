@@ -654,8 +654,11 @@ FIELDS: dict[str, str] = {
     "grow to max_batch_size); priority levels, queue timeouts and ordering options ignored "
     "with a warning; with max_batch_size 0 it batches nothing, as in Triton",
     "sequence_batching": "accepted: checked as Triton checks it, and requests carry their "
-    "sequence_id, sequence_start and sequence_end to the model; the direct/oldest strategy, "
-    "the idle timeout and implicit state ignored with a warning",
+    "sequence_id, sequence_start and sequence_end to the model; a Python model gets the "
+    "control_input tensors as Triton adds them, and each sequence's requests run on the "
+    "instance that ran its first (until its end, or max_sequence_idle_microseconds without "
+    "a request); the direct/oldest strategy, the idle timeout's other effects and implicit "
+    "state ignored with a warning",
     "ensemble_scheduling": "accepted: checked as Triton checks it (each step names a model "
     "and both maps; every tensor is written once and read); ensemble_steps gives the steps",
     "instance_group": "honoured: the instances' counts add up to model_threads; KIND_CPU, "
