@@ -23,9 +23,16 @@ pub struct CodecError {
 /// rewords them; see `inferwire_server::dialect`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Cause {
-    /// The body is not JSON: the byte offset where the parser stopped, and serde_json's
-    /// words for what it found there (without the position).
-    Json { offset: usize, reason: String },
+    /// The body is not JSON: the byte offset where the parser stopped, serde_json's words
+    /// for what it found there (without the position), and the last byte before it that
+    /// is not white space (`None` at the start).
+    Json {
+        offset: usize,
+        reason: String,
+        after: Option<u8>,
+    },
+    /// A field the request must have is missing (`field`: its name, not its path).
+    MissingField { field: String },
     /// An input's binary data (raw, binary extension or shared memory) is not the size its
     /// datatype and shape need. `input` is its name ("" until the decoder knows it).
     DataSize {

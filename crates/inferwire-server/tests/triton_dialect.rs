@@ -213,6 +213,32 @@ async fn errors_as_triton_words_them_over_rest() {
             "failed to parse the request JSON buffer: Invalid value. at 0".into()
         )
     );
+    // What tritonserver 2.51 answers to each of these (checked side by side).
+    for (body, message) in [
+        (
+            "{\"inputs\": [",
+            "failed to parse the request JSON buffer: Invalid value. at 12",
+        ),
+        (
+            "{} x",
+            "failed to parse the request JSON buffer: The document root must not be followed \
+             by other values. at 3",
+        ),
+        (
+            "{bad",
+            "failed to parse the request JSON buffer: Missing a name for object member. at 1",
+        ),
+        (
+            "{}",
+            "Unable to parse 'inputs': attempt to access non-existing object member 'inputs'",
+        ),
+    ] {
+        assert_eq!(
+            refused(&server, "/v2/models/simple/infer", body).await,
+            (500, message.to_owned()),
+            "{body}"
+        );
+    }
     assert_eq!(
         refused(&server, "/v2/models/simple/infer", "").await,
         (

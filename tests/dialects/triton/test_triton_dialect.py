@@ -103,13 +103,14 @@ def ident_input(mod: Any) -> Any:
 
 
 def test_an_unknown_model_as_triton_answers(srv: Served) -> None:
+    # 404 / NOT_FOUND, as tritonserver 2.51 answers over both transports.
     message = "Request for unknown model: 'nope' is not found"
     with pytest.raises(InferenceServerException) as e:
         http(srv).infer("nope", [ident_input(httpclient)])
-    assert (e.value.status(), e.value.message()) == ("400", message)
+    assert (e.value.status(), e.value.message()) == ("404", message)
     with pytest.raises(InferenceServerException) as e:
         grpcc(srv).infer("nope", [ident_input(grpcclient)])
-    assert e.value.status() == "StatusCode.INVALID_ARGUMENT"
+    assert e.value.status() == "StatusCode.NOT_FOUND"
     assert e.value.message() == message
     with pytest.raises(InferenceServerException) as e:
         http(srv).infer(MODEL, [ident_input(httpclient)], model_version="2")

@@ -17,11 +17,22 @@ pub fn deserialize<'a, T: Deserialize<'a>>(body: &'a [u8]) -> Result<T> {
         let path = e.path().to_string();
         let inner = e.into_inner();
         if inner.is_syntax() || inner.is_eof() {
-            not_json(body, &inner)
-        } else if path == "." || path == "?" {
+            return not_json(body, &inner);
+        }
+        // A document of the wrong shape that is not JSON either: the JSON error first.
+        if let Err(syntax) = serde_json::from_slice::<serde::de::IgnoredAny>(body) {
+            if syntax.is_syntax() || syntax.is_eof() {
+                return not_json(body, &syntax);
+            }
+        }
+        let e = if path == "." || path == "?" {
             CodecError::bad_request(format!("invalid JSON: {inner}"))
         } else {
             CodecError::bad_request(format!("{path}: {inner}"))
+        };
+        match missing_field(&inner) {
+            Some(field) => e.because(Cause::MissingField { field }),
+            None => e,
         }
     })?;
     de.end().map_err(|e| not_json(body, &e))?;
@@ -42,10 +53,30 @@ fn not_json(body: &[u8], e: &serde_json::Error) -> CodecError {
             .sum();
         (line_start + e.column().saturating_sub(1)).min(body.len())
     };
+    let after = body[..offset]
+        .iter()
+        .rev()
+        .find(|b| !b.is_ascii_whitespace())
+        .copied();
+    CodecError::bad_request(format!("invalid JSON: {e}")).because(Cause::Json {
+        offset,
+        reason: bare(e),
+        after,
+    })
+}
+
+/// serde_json's words without the position it appends.
+fn bare(e: &serde_json::Error) -> String {
     let full = e.to_string();
     let at = format!(" at line {} column {}", e.line(), e.column());
-    let reason = full.strip_suffix(&at).unwrap_or(&full).to_owned();
-    CodecError::bad_request(format!("invalid JSON: {full}")).because(Cause::Json { offset, reason })
+    full.strip_suffix(&at).unwrap_or(&full).to_owned()
+}
+
+/// The name in serde's "missing field `name`".
+fn missing_field(e: &serde_json::Error) -> Option<String> {
+    let reason = bare(e);
+    let name = reason.strip_prefix("missing field `")?.strip_suffix('`')?;
+    Some(name.to_owned())
 }
 
 #[cfg(test)]
@@ -70,11 +101,40 @@ mod tests {
         assert_eq!(offset("{\"a\": 1"), 7);
         assert_eq!(offset("{} x"), 3);
         match cause("{bad") {
-            Cause::Json { reason, .. } => assert_eq!(reason, "key must be a string"),
+            Cause::Json { reason, after, .. } => {
+                assert_eq!(
+                    (reason.as_str(), after),
+                    ("key must be a string", Some(b'{'))
+                )
+            }
             other => panic!("{other:?}"),
         }
         // A well-formed document of the wrong shape is not a JSON error.
         let e = deserialize::<Vec<u8>>(b"{}").unwrap_err();
         assert_eq!(e.cause, None);
+        // One of the wrong shape that is not JSON either: the JSON error.
+        let e = deserialize::<Vec<u8>>(b"{} x").unwrap_err();
+        assert!(matches!(
+            e.cause.as_deref(),
+            Some(Cause::Json { offset: 3, .. })
+        ));
+    }
+
+    #[test]
+    fn a_missing_field_is_named() {
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct Needs {
+            inputs: Vec<u8>,
+        }
+        let e = deserialize::<Needs>(b"{}").unwrap_err();
+        let missing = Cause::MissingField {
+            field: "inputs".into(),
+        };
+        assert_eq!(e.cause.as_deref(), Some(&missing));
+        assert_eq!(
+            e.message,
+            "invalid JSON: missing field `inputs` at line 1 column 2"
+        );
     }
 }

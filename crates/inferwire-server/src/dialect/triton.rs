@@ -126,11 +126,23 @@ fn reworded(e: CodecError, model: &str) -> ServeError {
     };
     match cause {
         // Triton's JSON parser reports through its internal-error status: 500.
-        Cause::Json { offset, reason } => ServeError::new(
+        Cause::Json {
+            offset,
+            reason,
+            after,
+        } => ServeError::new(
             Kind::Internal,
             format!(
                 "failed to parse the request JSON buffer: {} at {offset}",
-                rapidjson_words(reason, *offset)
+                rapidjson_words(reason, *offset, *after)
+            ),
+        ),
+        // TritonJson's internal error, with the field Triton was reading: 500.
+        Cause::MissingField { field } => ServeError::new(
+            Kind::Internal,
+            format!(
+                "Unable to parse '{field}': attempt to access non-existing object member \
+                 '{field}'"
             ),
         ),
         Cause::DataSize {
@@ -159,10 +171,18 @@ fn reworded(e: CodecError, model: &str) -> ServeError {
     }
 }
 
-/// What rapidjson (Triton's parser) says where serde_json says `reason`.
-fn rapidjson_words(reason: &str, offset: usize) -> &'static str {
+/// What rapidjson (Triton's parser) says where serde_json says `reason`, after the byte
+/// `after` (at the end of the body, rapidjson's words depend on what it read last: a
+/// value is still owed after `[`, `,` or `:`).
+fn rapidjson_words(reason: &str, offset: usize, after: Option<u8>) -> &'static str {
+    let owes_value = matches!(after, Some(b'[' | b',' | b':'));
     match reason {
         "EOF while parsing a value" if offset == 0 => "The document is empty.",
+        "EOF while parsing an object" if after == Some(b',') => "Missing a name for object member.",
+        "EOF while parsing a list" | "EOF while parsing an object" if owes_value => {
+            "Invalid value."
+        }
+        "EOF while parsing an object" if after == Some(b'{') => "Missing a name for object member.",
         "EOF while parsing a list" | "expected `,` or `]`" => {
             "Missing a comma or ']' after an array element."
         }
@@ -371,7 +391,8 @@ fn render_models(models: &[ModelSeries], out: &mut String) {
         "Number of failed inference requests, all batch sizes",
     );
     for m in models {
-        for (why, n) in Failure::ALL.iter().zip(m.failures) {
+        // In the order tritonserver 2.51 lists them.
+        for (why, n) in Failure::ALL.iter().zip(m.failures).rev() {
             let _ = writeln!(
                 out,
                 "{failure}{{model=\"{}\",reason=\"{}\",version=\"{}\"}} {n}",
@@ -393,8 +414,22 @@ fn render_models(models: &[ModelSeries], out: &mut String) {
     );
 }
 
-/// Triton's CPU gauges (no labels).
+/// Triton's pinned-memory and CPU gauges (no labels). There is no pinned-memory pool
+/// (nothing is copied to a GPU): 0, where dashboards expect the series.
 fn render_host(host: crate::metrics::host::HostUse, out: &mut String) {
+    for (name, help) in [
+        (
+            "nv_pinned_memory_pool_total_bytes",
+            "Pinned memory pool total memory size, in bytes",
+        ),
+        (
+            "nv_pinned_memory_pool_used_bytes",
+            "Pinned memory pool used memory size, in bytes",
+        ),
+    ] {
+        family(out, name, "gauge", help);
+        let _ = writeln!(out, "{name} 0");
+    }
     family(
         out,
         "nv_cpu_utilization",
@@ -495,6 +530,7 @@ mod tests {
         let json = CodecError::bad_request("invalid JSON: ...").because(Cause::Json {
             offset: 0,
             reason: "EOF while parsing a value".into(),
+            after: None,
         });
         let e = Triton.invalid_rest(json, "m");
         assert_eq!(
@@ -504,7 +540,32 @@ mod tests {
                 "failed to parse the request JSON buffer: The document is empty. at 0"
             )
         );
-        assert_eq!(rapidjson_words("expected value", 3), "Invalid value.");
+        assert_eq!(rapidjson_words("expected value", 3, None), "Invalid value.");
+        // At the end of the body: what rapidjson owed next.
+        let eof_list = "EOF while parsing a list";
+        assert_eq!(rapidjson_words(eof_list, 12, Some(b'[')), "Invalid value.");
+        assert_eq!(
+            rapidjson_words(eof_list, 13, Some(b'1')),
+            "Missing a comma or ']' after an array element."
+        );
+        let eof_object = "EOF while parsing an object";
+        assert_eq!(
+            rapidjson_words(eof_object, 1, Some(b'{')),
+            "Missing a name for object member."
+        );
+        assert_eq!(rapidjson_words(eof_object, 6, Some(b':')), "Invalid value.");
+        let missing = CodecError::bad_request("...").because(Cause::MissingField {
+            field: "inputs".into(),
+        });
+        let e = Triton.invalid_rest(missing, "m");
+        assert_eq!(
+            (e.http_status(), e.message.as_str()),
+            (
+                500,
+                "Unable to parse 'inputs': attempt to access non-existing object member \
+                 'inputs'"
+            )
+        );
         let size = CodecError::bad_request("...").because(Cause::DataSize {
             input: "INPUT0".into(),
             expected: 64,
