@@ -15,8 +15,10 @@ import weakref
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
+
 from ..contract import Request
-from . import pb_utils
+from . import pb_types, pb_utils
 
 _lock = threading.Lock()
 # Name → version → the adapter, for every Triton model this process has built.
@@ -36,13 +38,18 @@ def register(adapter: Any) -> None:
 
 def find(name: str, version: int) -> Any:
     """The served adapter of ``name`` at ``version`` (-1: the newest), or None."""
+    versions = _models.get(name)
+    if not versions:
+        return None
+    if version >= 0:
+        ref = versions.get(str(version))
+        return ref() if ref is not None else None
+    if len(versions) == 1:  # the usual case: one version, no sorting
+        return next(iter(versions.values()))()
     with _lock:
-        versions = _models.get(name, {})
         live = {v: a for v, ref in versions.items() if (a := ref()) is not None}
     if not live:
         return None
-    if version >= 0:
-        return live.get(str(version))
     return live[max(live, key=lambda v: int(v) if v.isdigit() else -1)]
 
 
@@ -64,7 +71,7 @@ def _error(message: str, code: str = "INTERNAL") -> Any:
 
 def _request(r: Any) -> Request:
     raw = r.parameters()
-    parameters = json.loads(raw) if isinstance(raw, str) and raw else dict(raw or {})
+    parameters = json.loads(raw) if raw and raw != "{}" else {}
     if r.correlation_id():
         parameters["sequence_id"] = r.correlation_id()
     flags = r.flags()
@@ -79,7 +86,16 @@ def _request(r: Any) -> Request:
 def _response(outputs: Any) -> Any:
     if isinstance(outputs, dict):
         outputs = outputs.get("outputs", [])
-    return pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor(o[0], o[1]) for o in outputs])
+    return pb_utils.InferenceResponse(output_tensors=[_tensor(o[0], o[1]) for o in outputs])
+
+
+def _tensor(name: str, value: Any) -> Any:
+    """An output handed back to the caller: the array itself when it is one."""
+    array = value if isinstance(value, np.ndarray) else np.asarray(value)
+    code = None if array.dtype.kind == "U" else pb_types.triton_code(array.dtype)
+    if code is not None and array.flags.c_contiguous:
+        return pb_utils.Tensor._trusted(name, array, code)
+    return pb_utils.Tensor(name, array)
 
 
 class Executor:

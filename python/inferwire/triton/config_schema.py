@@ -436,7 +436,8 @@ class _Reader:
             self.fail(path, f"more than {MAX_VALUES} values in one model configuration")
 
     def message(self, type_name: str, path: str, close: str) -> dict[str, Any]:
-        fields, out = MESSAGES[type_name], {}
+        fields = MESSAGES[type_name]
+        out: dict[str, Any] = {}
         self.depth += 1
         if self.depth > MAX_DEPTH:
             self.fail(path, f"messages nested deeper than {MAX_DEPTH} levels")
@@ -633,7 +634,8 @@ def _from_json(type_name: str, obj: Any, where: str, path: str) -> dict[str, Any
 
     if not isinstance(obj, dict):
         fail(path, f"expected an object, got {type(obj).__name__}")
-    fields, out = MESSAGES[type_name], {}
+    fields = MESSAGES[type_name]
+    out: dict[str, Any] = {}
     for name, value in obj.items():
         at, field = f"{path}.{name}" if path else name, fields.get(name)
         if field is None:

@@ -22,13 +22,12 @@ and the BYTES encoding (``pb_types``), errors (``pb_errors``), the model configu
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
 import enum
 import json
 import logging
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal, Protocol, overload
 
 from inferwire.triton.pb_config import (
@@ -231,6 +230,8 @@ class InferenceResponse:
 
     def parameters(self) -> str:
         """The parameters as a JSON string (``json.loads`` it)."""
+        if not isinstance(self._parameters, str):
+            self._parameters = json.dumps(self._parameters)
         return self._parameters
 
     def __repr__(self) -> str:
@@ -518,8 +519,9 @@ class InferenceRequest:
         self._flags = _integer("flags", flags, maximum=2**32 - 1)
         self._timeout = _integer("timeout", timeout)
         self._trace = trace if trace is not None else InferenceTrace()
-        self._parameters = _parameters_json(parameters)
-        self._sender: InferenceResponseSender | None = None
+        # JSON text, or (a request the server made) the mapping, written when asked.
+        self._parameters: str | dict[str, Any] = _parameters_json(parameters)
+        self._sender: InferenceResponseSender | Callable[[], InferenceResponseSender] | None = None
         self._cancelled: Callable[[], bool] = _never_cancelled
         self._incoming_request = False
 
@@ -536,7 +538,7 @@ class InferenceRequest:
         model_name: str,
         model_version: int,
         timeout: int,
-        sender: InferenceResponseSender | None,
+        sender: InferenceResponseSender | Callable[[], InferenceResponseSender] | None,
         cancelled: Callable[[], bool],
     ) -> InferenceRequest:
         """A request the server hands to ``execute`` (trusted: not checked again).
@@ -553,7 +555,8 @@ class InferenceRequest:
         request._flags = flags
         request._timeout = timeout
         request._trace = InferenceTrace()
-        request._parameters = json.dumps(parameters)
+        # Written as JSON when the model asks (most never do).
+        request._parameters = parameters if parameters else "{}"
         request._sender = sender
         request._cancelled = cancelled
         request._incoming_request = True
@@ -580,6 +583,8 @@ class InferenceRequest:
 
     def parameters(self) -> str:
         """The parameters as a JSON string (``json.loads`` it)."""
+        if not isinstance(self._parameters, str):
+            self._parameters = json.dumps(self._parameters)
         return self._parameters
 
     def trace(self) -> InferenceTrace:
@@ -598,10 +603,14 @@ class InferenceRequest:
 
     def get_response_sender(self) -> InferenceResponseSender:
         """The request's sender. A request the model built has none that can send: its
-        ``send`` refuses, as Triton's does."""
-        if self._sender is None:
-            self._sender = InferenceResponseSender(None, self._cancelled)
-        return self._sender
+        ``send`` refuses, as Triton's does. The server may give a maker of the sender
+        instead (made when asked: most models in the default mode never ask)."""
+        sender = self._sender
+        if sender is None:
+            sender = self._sender = InferenceResponseSender(None, self._cancelled)
+        elif not isinstance(sender, InferenceResponseSender):
+            sender = self._sender = sender()
+        return sender
 
     def is_cancelled(self) -> bool:
         return bool(self._cancelled())
@@ -777,15 +786,21 @@ _current_model: contextvars.ContextVar[str | None] = contextvars.ContextVar(
 )
 
 
-@contextlib.contextmanager
-def _model_scope(model_name: str) -> Iterator[None]:
+class _model_scope:
     """Names ``model_name`` in the log records of what runs inside (threads the model
-    starts itself do not inherit it)."""
-    token = _current_model.set(model_name)
-    try:
-        yield
-    finally:
-        _current_model.reset(token)
+    starts itself do not inherit it). A class, not a generator: it wraps every
+    ``execute``, and costs less so."""
+
+    __slots__ = ("_name", "_token")
+
+    def __init__(self, model_name: str) -> None:
+        self._name = model_name
+
+    def __enter__(self) -> None:
+        self._token = _current_model.set(self._name)
+
+    def __exit__(self, *exc: object) -> None:
+        _current_model.reset(self._token)
 
 
 def _emit(message: Any, level: Any) -> None:

@@ -14,6 +14,7 @@ import importlib.util
 import inspect
 import json
 import logging
+import queue
 import sys
 import threading
 from collections.abc import Callable
@@ -27,7 +28,7 @@ from .. import streaming
 from ..contract import Adapter, Request
 from ..error_log import errors
 from ..errors import ModelLoadError
-from . import pb_utils
+from . import pb_types, pb_utils
 from .config import ModelConfig, to_json, v2_datatype
 from .sequences import Controls, Instances
 
@@ -149,6 +150,13 @@ class TritonPythonAdapter(Adapter):
             self._all.append(instance)
         idle_us = (config.sequence_batching or {}).get("max_sequence_idle_microseconds")
         self._instances = Instances(self._all, (idle_us or 1_000_000) / 1e6)
+        # Without sequence batching any free instance serves: a queue of them is the
+        # cheapest way to wait for one.
+        self._sequences = config.sequence_batching is not None
+        self._free: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        for instance in self._all:
+            self._free.put(instance)
+        self._version_number = int(version) if version.isdigit() else -1
 
     def model_config(self) -> dict[str, Any]:
         return self._json
@@ -172,16 +180,24 @@ class TritonPythonAdapter(Adapter):
         # its responses (Triton 24.06 on): one response each, collected here.
         sent: list[list[Any]] = [[] for _ in requests]
         incoming = [self._incoming(r, _Collected(sent[i])) for i, r in enumerate(requests)]
-        # One request of a sequence runs on the sequence's instance (a sequence model is
-        # never batched: one request per call).
-        one = incoming[0] if len(incoming) == 1 else None
-        sequence, flags = (one.correlation_id(), one.flags()) if one else (0, 0)
         try:
-            with (
-                self._instances.take(sequence, flags) as instance,
-                pb_utils._model_scope(self.name),
-            ):
-                responses = _run(instance.execute(incoming))
+            if self._sequences:
+                # One request of a sequence runs on the sequence's instance (a sequence
+                # model is never batched: one request per call).
+                one = incoming[0] if len(incoming) == 1 else None
+                sequence, flags = (one.correlation_id(), one.flags()) if one else (0, 0)
+                with (
+                    self._instances.take(sequence, flags) as instance,
+                    pb_utils._model_scope(self.name),
+                ):
+                    responses = _run(instance.execute(incoming))
+            else:
+                instance = self._free.get()
+                try:
+                    with pb_utils._model_scope(self.name):
+                        responses = _run(instance.execute(incoming))
+                finally:
+                    self._free.put(instance)
         except Exception as e:
             errors.error(f"{self.name}.execute", e)
             return [_failed(self.name, e) for _ in requests]
@@ -254,28 +270,35 @@ class TritonPythonAdapter(Adapter):
     # -- what execute is handed ------------------------------------------------------------
 
     def _incoming(self, request: Request, sender: _Sender | _Collected) -> Any:
-        parameters = dict(request.parameters)
-        correlation = parameters.pop("sequence_id", 0)
+        parameters: Any = request.parameters
+        correlation: int | str = 0
         flags = 0
-        if parameters.pop("sequence_start", False):
-            flags |= pb_utils.TRITONSERVER_REQUEST_FLAG_SEQUENCE_START
-        if parameters.pop("sequence_end", False):
-            flags |= pb_utils.TRITONSERVER_REQUEST_FLAG_SEQUENCE_END
-        parameters.pop("headers", None)
-        tensors = [pb_utils.Tensor(name, _as_triton(a)) for name, a in request.inputs.items()]
-        # Triton's sequence batcher adds the control inputs the config names.
-        controls = self._controls.tensors(
-            flags, correlation, model=self.name, request_id=request.id
-        )
-        tensors += [pb_utils.Tensor(name, a) for name, a in controls]
+        if parameters:
+            parameters = dict(parameters)
+            correlation = parameters.pop("sequence_id", 0)
+            if parameters.pop("sequence_start", False):
+                flags |= pb_utils.TRITONSERVER_REQUEST_FLAG_SEQUENCE_START
+            if parameters.pop("sequence_end", False):
+                flags |= pb_utils.TRITONSERVER_REQUEST_FLAG_SEQUENCE_END
+            parameters.pop("headers", None)
+        tensors = [_input(name, a) for name, a in request.inputs.items()]
+        if self._sequences:
+            # Triton's sequence batcher adds the control inputs the config names.
+            controls = self._controls.tensors(
+                flags, correlation, model=self.name, request_id=request.id
+            )
+            tensors += [pb_utils.Tensor(name, a) for name, a in controls]
         # As Triton's core fills it in: no outputs asked for means every output.
-        requested = list(request.requested) or self._output_names
-        response_sender = pb_utils.InferenceResponseSender(
-            sender.sink,
-            sender.cancelled,
-            decoupled=self.streams,
-            requested_output_names=requested,
-        )
+        requested = request.requested or self._output_names
+
+        def response_sender() -> Any:
+            return pb_utils.InferenceResponseSender(
+                sender.sink,
+                sender.cancelled,
+                decoupled=self.streams,
+                requested_output_names=requested,
+            )
+
         return pb_utils.InferenceRequest._incoming(
             inputs=tensors,
             requested_output_names=requested,
@@ -284,9 +307,10 @@ class TritonPythonAdapter(Adapter):
             flags=flags,
             parameters=parameters,
             model_name=self.name,
-            model_version=int(self.version) if self.version.isdigit() else -1,
+            model_version=self._version_number,
             timeout=0,
-            sender=response_sender,
+            # A decoupled model always sends; one in the default mode rarely asks.
+            sender=response_sender() if self.streams else response_sender,
             cancelled=sender.cancelled,
         )
 
@@ -319,6 +343,14 @@ def _run(out: Any) -> Any:
     if inspect.iscoroutine(out):
         return asyncio.run_coroutine_threadsafe(out, streaming.event_loop()).result()
     return out
+
+
+def _input(name: str, array: Any) -> Any:
+    """A request's input as the tensor ``execute`` reads: the core's array itself."""
+    code = None if array.dtype.kind in ("S", "U") else pb_types.triton_code(array.dtype)
+    if code is not None and array.flags.c_contiguous:
+        return pb_utils.Tensor._trusted(name, array, code)
+    return pb_utils.Tensor(name, _as_triton(array))
 
 
 def _as_triton(array: Any) -> Any:

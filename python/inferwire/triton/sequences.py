@@ -123,11 +123,11 @@ class Controls:
                         f"'{'BYTES' if isinstance(correlation_id, str) else 'UINT64'}', but "
                         f"model '{model}' expects '{_PROTOCOL[spec]}'"
                     )
-                value: Any = correlation_id.encode() if spec is np.object_ else correlation_id
+                value: Any = str(correlation_id).encode() if spec is np.object_ else correlation_id
                 array = np.full(self._shape, value, dtype=spec)
             else:
                 false, true = spec
-                value = true if _BOOLEAN[kind](flags) else false
+                value = true if _BOOLEAN[kind](flags) else false  # type: ignore[no-untyped-call]
                 array = np.full(self._shape, value, dtype=type(value))
             out.append((name, array))
         return out

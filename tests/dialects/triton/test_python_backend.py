@@ -5,6 +5,7 @@ listens on those ports, so this module needs them free."""
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -26,6 +27,10 @@ MODELS = (
     "bls_decoupled_sync",
     "bls_decoupled_async",
 )
+# The PyTorch example (and the BLS examples that call it) need torch, which the test
+# environment has with requirements-torch.txt (CI's INFERWIRE_TEST_TORCH=1).
+HAS_TORCH = importlib.util.find_spec("torch") is not None
+TORCH_MODELS = ("pytorch", "bls_async") if HAS_TORCH else ()
 TRITON_PORTS = (8000, 8001, 8002)
 
 
@@ -34,7 +39,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tritonserver]:
     busy = [p for p in TRITON_PORTS if not port_is_free(p)]
     if busy:
         pytest.fail(f"Triton's ports {busy} are taken: the examples' clients dial them")
-    root = repository(tmp_path_factory.mktemp("triton"), *MODELS)
+    root = repository(tmp_path_factory.mktemp("triton"), *MODELS, *TORCH_MODELS)
     s = Tritonserver(root, ports=TRITON_PORTS)
     yield s
     s.stop()
@@ -65,13 +70,23 @@ def test_the_examples_own_clients_pass(server: Tritonserver, client: str, passed
     assert passed in out.stdout
 
 
-def test_bls_sync_client_with_torch(server: Tritonserver) -> None:
-    """The BLS example's client calls add_sub and then the PyTorch example through BLS;
-    the latter needs torch, which the test environment has only with
-    requirements-torch.txt."""
-    pytest.importorskip("torch", reason="the pytorch example model imports torch")
-    out = run_client("bls/sync_client.py")
-    assert out.returncode == 0, out.stdout + out.stderr
+@pytest.mark.parametrize(
+    ("client", "passed"),
+    [
+        ("pytorch/client.py", "PASS: pytorch"),
+        ("bls/sync_client.py", "PASS: BLS Sync"),
+        ("bls/async_client.py", "PASS: BLS Async"),
+    ],
+)
+def test_the_torch_examples_own_clients_pass(
+    server: Tritonserver, client: str, passed: str
+) -> None:
+    """The PyTorch example, and the BLS examples' clients, which call it through BLS."""
+    if not HAS_TORCH:
+        pytest.skip("the pytorch example model imports torch (requirements-torch.txt)")
+    out = run_client(client)
+    assert out.returncode == 0, out.stdout + out.stderr + server.log()[-3000:]
+    assert passed in out.stdout
 
 
 def test_bls_to_add_sub_answers_its_sum_and_difference(server: Tritonserver) -> None:
