@@ -14,6 +14,11 @@ class Dialect:
     """inferwire's own dialect, and every hook's default: nothing to add."""
 
     name = "inferwire"
+    # The REST route the start's log shows first.
+    entry = "/api/v1.0/predictions"
+    # Whether a repository's first model is the one Seldon's routes answer (and the log
+    # says the server serves it).
+    default_model = True
 
     def prepare(self, settings: Any) -> None:
         """Before any model loads (``settings``: the server's)."""

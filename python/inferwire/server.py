@@ -17,11 +17,14 @@ from .workers import run_workers
 log = logging.getLogger("inferwire")
 
 
-def _describe(host: str, http_port: int, grpc_port: int, tls: bool = False) -> str:
+def _describe(
+    host: str, http_port: int, grpc_port: int, tls: bool = False, entry: str = ""
+) -> str:
     shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
     scheme, http2 = ("https", "h2") if tls else ("http", "h2c")
+    entry = entry or "/api/v1.0/predictions"
     return (
-        f"REST  {scheme}://{shown}:{http_port}/api/v1.0/predictions  (HTTP/1.1 and {http2})\n"
+        f"REST  {scheme}://{shown}:{http_port}{entry}  (HTTP/1.1 and {http2})\n"
         f"gRPC  {shown}:{grpc_port}{' (TLS)' if tls else ''}  "
         "(seldon.protos.Seldon, seldon.protos.Model, the Seldon graph component services, "
         "inference.GRPCInferenceService, inference.model_repository.ModelRepositoryService, "
@@ -157,24 +160,34 @@ def serve(
     more = f" and {len(others)} more from {settings.model_repository}" if others else ""
     # The server holds the models now: one unloaded later is then freed (and an MLModel's
     # unload() runs) once it has finished its requests.
-    del built, others
     if isinstance(model, graph.Graph):
         more = f" with its {len(model.nodes)} nodes each on its own routes"
 
+    serving_what = (
+        f"serving {spec or type(model).__name__ if model is not None else 'the repository'} "
+        f"as {name!r}{more}"
+    )
+    if not dialect.default_model and model is None:
+        # A repository with no model of its own for Seldon's routes (Triton's).
+        count = len(built) + (adapter is not None)
+        serving_what = f"serving {count} models of {settings.model_repository}"
+
+    del built, others
+
     def on_bound(http_port: int, grpc_port: int) -> None:
         log.info(
-            "serving %s as %r%s%s%s\n%s",
-            spec or type(model).__name__ if model is not None else "the repository",
-            name,
-            more,
+            "%s%s%s\n%s",
+            serving_what,
             workers,
             batching,
-            _describe(settings.host, http_port, grpc_port, bool(settings.tls_cert)),
+            _describe(
+                settings.host, http_port, grpc_port, bool(settings.tls_cert), dialect.entry
+            ),
         )
         if settings.metrics_port:
             shown = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host
             log.info(
-                "metrics http://%s:%d%s  (that path only, as Seldon's wrapper serves them)",
+                "metrics http://%s:%d%s  (that path only)",
                 shown,
                 settings.metrics_port,
                 settings.metrics_endpoint,

@@ -355,10 +355,12 @@ class Settings(BaseSettings, ModelServing):
     )
     v2_dialect: Literal["inferwire", "mlserver", "triton"] = _opt(
         "inferwire",
-        "whose answers the V2 dataplane gives where servers differ: inferwire's (Triton's "
-        "and KServe's) or MLServer's (inferwire start's default): its not-found messages and "
-        "422 bodies, a uuid for a request without an id, CloudEvents headers on inference "
-        "replies, and the request's headers passed to the model as parameters.headers",
+        "whose answers the V2 dataplane gives where servers differ: inferwire's (KServe's "
+        "protocol in inferwire's words), MLServer's (inferwire start's default: its "
+        "not-found messages and 422 bodies, a uuid for a request without an id, CloudEvents "
+        "headers on inference replies, the request's headers passed to the model as "
+        "parameters.headers) or Triton's (inferwire tritonserver's default: its error words "
+        "and statuses, raw gRPC replies, its nv_* metrics)",
     )
     server_name: Str = _opt("inferwire", "the server's name in GET /v2 and ServerMetadata")
     server_version: Str = _opt(

@@ -4,10 +4,10 @@ accepted with one warning saying why it changes nothing here (``OPTIONS``, also 
 migration guide's table); an option Triton does not have is refused.
 
 Triton's flags are values (``--strict-model-config=false``, ``--allow-grpc true``), given
-as ``--flag=value`` or ``--flag value``; inferwire's own settings come from ``INFERWIRE_*``
-variables and ``--settings FILE`` underneath them (``INFERWIRE_SYSTEM_SHARED_MEMORY=true``
-turns on the shared-memory extension, which Triton serves by default and inferwire
-only when asked)."""
+as ``--flag=value`` or ``--flag value``; inferwire's own settings come from
+``INFERWIRE_*`` variables and the ``INFERWIRE_SETTINGS`` file underneath them
+(``INFERWIRE_SYSTEM_SHARED_MEMORY=true`` turns on the shared-memory extension, which
+Triton serves by default and inferwire only when asked)."""
 
 from __future__ import annotations
 

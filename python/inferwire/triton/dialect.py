@@ -16,6 +16,8 @@ from .repository import Options, TritonRepository
 
 class TritonDialect(Dialect):
     name = "triton"
+    entry = "/v2/models/MODEL/infer"
+    default_model = False
 
     def __init__(self, options: Options | None = None) -> None:
         self.options = options or Options()

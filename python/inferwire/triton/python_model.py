@@ -388,16 +388,17 @@ class ModelError(Exception):
     """A model's answer inferwire cannot send (500, with its message)."""
 
 
-# Triton's error codes as HTTP statuses (Triton's http_server mapping).
+# Triton's error codes as HTTP statuses (tritonserver's HTTP front end: the codes it has
+# no status of its own for are 400).
 STATUS_OF_CODE = {
-    "UNKNOWN": 500,
+    "UNKNOWN": 400,
     "INTERNAL": 500,
     "NOT_FOUND": 404,
     "INVALID_ARG": 400,
     "UNAVAILABLE": 503,
-    "UNSUPPORTED": 400,
-    "ALREADY_EXISTS": 409,
-    "CANCELLED": 499,
+    "UNSUPPORTED": 501,
+    "ALREADY_EXISTS": 400,
+    "CANCELLED": 400,
 }
 
 
