@@ -44,6 +44,9 @@ pub enum Cause {
     BinaryShort { input: String, missing: usize },
     /// Binary data after the inputs that no input's `binary_data_size` accounts for.
     BinaryLeft,
+    /// A gRPC request with `raw_input_contents` whose input `input` also has typed
+    /// `contents`.
+    ContentsWithRaw { input: String },
 }
 
 impl CodecError {

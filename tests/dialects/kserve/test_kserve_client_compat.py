@@ -183,7 +183,10 @@ def test_mixed_raw_and_list_inputs(calls: dict[str, Any]) -> None:
     # is at fault, and the refusal says what is wrong.
     e = failed(calls, "grpc-infer-mixed")
     assert e["status"] == "INVALID_ARGUMENT"
-    assert e["message"] == "raw_input_contents: 1 entries for 2 inputs (one each, in order)"
+    assert e["message"] == (
+        "inputs[1]: has typed contents while the request has raw_input_contents; send every "
+        "input one way"
+    )
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)

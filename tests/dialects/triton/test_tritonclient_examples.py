@@ -80,14 +80,6 @@ GRPC = "grpc"
 
 # Differences in the Rust core that stop a script (crates/, another engineer's part):
 # strict, so a fix there shows up as XPASS and its mark comes off.
-RAW_AND_CONTENTS = pytest.mark.xfail(
-    strict=True,
-    reason="ModelInfer with raw_input_contents and an input's contents: Triton answers "
-    'INVALID_ARGUMENT "contents field must not be specified when using raw_input_contents '
-    "for 'INPUT0' for model 'simple'\" (server src/grpc/infer_handler.cc); inferwire "
-    'INVALID_ARGUMENT "raw_input_contents: 1 entries for 2 inputs (one each, in order)" '
-    "(crates/inferwire-codec/src/protocol/v2/proto.rs, from_pb_with)",
-)
 LOAD_PARAMETERS = pytest.mark.xfail(
     strict=True,
     reason="a load's parameters are dropped (crates/inferwire-server/src/rest/v2.rs load, "
@@ -141,7 +133,6 @@ CLIENTS = [
         "grpc_explicit_int_content_client.py",
         GRPC,
         prints=("15 - 1 = 14", "PASS: explicit int"),
-        marks=RAW_AND_CONTENTS,
     ),
     client("grpc_explicit_int8_content_client.py", GRPC, prints=("PASS: explicit int8",)),
     client("grpc_explicit_byte_content_client.py", GRPC, prints=("PASS: explicit string",)),

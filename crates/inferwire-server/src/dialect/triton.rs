@@ -168,6 +168,13 @@ fn reworded(e: CodecError, model: &str) -> ServeError {
             Kind::BadRequest,
             format!("unexpected additional input data for model '{model}'"),
         ),
+        Cause::ContentsWithRaw { input } => ServeError::new(
+            Kind::BadRequest,
+            format!(
+                "contents field must not be specified when using raw_input_contents for \
+                 '{input}' for model '{model}'"
+            ),
+        ),
     }
 }
 

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::binary;
 use super::message::*;
-use crate::error::{CodecError, Result};
+use crate::error::{Cause, CodecError, Result};
 use crate::limits::Limits;
 use crate::pb::inference as pb;
 use crate::pb::inference::infer_parameter::ParameterChoice;
@@ -102,6 +102,23 @@ pub fn from_pb_with(
     }
     let by_value = refs.iter().filter(|r| r.is_none()).count();
     let raw = req.raw_input_contents;
+    if !raw.is_empty() {
+        // The protocol takes an input's data in one place: raw for all, or typed.
+        if let Some((i, input)) = req
+            .inputs
+            .iter()
+            .enumerate()
+            .find(|(_, input)| input.contents.as_ref().is_some_and(has_values))
+        {
+            return Err(CodecError::bad_request(format!(
+                "inputs[{i}]: has typed contents while the request has raw_input_contents; \
+                 send every input one way"
+            ))
+            .because(Cause::ContentsWithRaw {
+                input: input.name.clone(),
+            }));
+        }
+    }
     if !raw.is_empty() && raw.len() != by_value {
         return Err(CodecError::bad_request(format!(
             "raw_input_contents: {} entries for {by_value} inputs (one each, in order{})",
@@ -157,6 +174,18 @@ pub fn from_pb_with(
             })
             .collect(),
     })
+}
+
+/// Whether typed `contents` hold any value (an empty message is no data).
+fn has_values(c: &pb::InferTensorContents) -> bool {
+    !(c.bool_contents.is_empty()
+        && c.int_contents.is_empty()
+        && c.int64_contents.is_empty()
+        && c.uint_contents.is_empty()
+        && c.uint64_contents.is_empty()
+        && c.fp32_contents.is_empty()
+        && c.fp64_contents.is_empty()
+        && c.bytes_contents.is_empty())
 }
 
 /// An input's typed `contents`: the field for its datatype (narrow integers travel
@@ -413,6 +442,21 @@ mod tests {
             &Limits::default(),
         );
         assert!(e.unwrap_err().message.contains("raw_input_contents"));
+        // Raw data for one input and typed values for another: refused, naming it.
+        let mut req = input(
+            "INT32",
+            vec![1],
+            pb::InferTensorContents {
+                int_contents: vec![7],
+                ..Default::default()
+            },
+        );
+        req.raw_input_contents = vec![Bytes::from(vec![0, 0, 0, 0])];
+        let e = from_pb(req, &Limits::default()).unwrap_err();
+        assert_eq!(
+            e.cause.as_deref(),
+            Some(&Cause::ContentsWithRaw { input: "x".into() })
+        );
     }
 
     /// A registry that holds 8 bytes, 1.0 and 2.0 as FP32, in region "r".
