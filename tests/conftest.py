@@ -54,6 +54,38 @@ def reset_peak_rss(pid: int) -> None:
         f.write("5")
 
 
+def wait_ready(proc: subprocess.Popen[Any], url: str, log: Any, timeout: float) -> bool:
+    """Whether GET ``url`` answered 200 within ``timeout`` seconds; raises with the
+    server's ``log()`` if its process exits first."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode}:\n{log()}")
+        try:
+            if httpx.get(url, timeout=1).status_code == 200:
+                return True
+        except httpx.TransportError:
+            pass
+        time.sleep(0.05)
+    return False
+
+
+@pytest.fixture(scope="session")
+def perf_analyzer() -> str:
+    """Triton's perf_analyzer (tritonclient 2.41's binary, in its own cached virtualenv,
+    installed by scripts/install-perf-analyzer.sh): its path."""
+    out = subprocess.run(
+        ["bash", str(ROOT / "scripts/install-perf-analyzer.sh")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert out.returncode == 0, out.stderr
+    path = out.stdout.strip().splitlines()[-1]
+    assert Path(path).is_file(), out
+    return path
+
+
 class Served:
     """One `inferwire serve` subprocess on 127.0.0.1."""
 
@@ -95,18 +127,9 @@ class Served:
         self._wait_ready()
 
     def _wait_ready(self, timeout: float = 30.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"server exited with {self.proc.returncode}:\n{self.log()}")
-            try:
-                if httpx.get(f"{self.url}/health/ping", timeout=1).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.05)
-        self.stop()
-        raise RuntimeError(f"server did not start within {timeout}s:\n{self.log()}")
+        if not wait_ready(self.proc, f"{self.url}/health/ping", self.log, timeout):
+            self.stop()
+            raise RuntimeError(f"server did not start within {timeout}s:\n{self.log()}")
 
     def log(self) -> str:
         self._log.flush()

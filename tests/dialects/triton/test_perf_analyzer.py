@@ -9,25 +9,10 @@ from __future__ import annotations
 
 import re
 import subprocess
-from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, Served
-
-
-@pytest.fixture(scope="module")
-def perf_analyzer() -> str:
-    out = subprocess.run(
-        ["bash", str(ROOT / "scripts/install-perf-analyzer.sh")],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert out.returncode == 0, out.stderr
-    path = out.stdout.strip().splitlines()[-1]
-    assert Path(path).is_file(), out
-    return path
+from conftest import Served
 
 
 @pytest.fixture(scope="module")

@@ -12,22 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
 from triton_server import Tritonserver, repository
-
-
-@pytest.fixture(scope="module")
-def perf_analyzer() -> str:
-    out = subprocess.run(
-        ["bash", str(ROOT / "scripts/install-perf-analyzer.sh")],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert out.returncode == 0, out.stderr
-    path = out.stdout.strip().splitlines()[-1]
-    assert Path(path).is_file(), out
-    return path
 
 
 @pytest.fixture(scope="module")

@@ -8,19 +8,11 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import httpx
+from conftest import TESTS, free_port, wait_ready
 
-TESTS = Path(__file__).resolve().parents[2]
 VENDOR = TESTS / "vendor" / "triton_python_backend"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def port_is_free(port: int) -> bool:
@@ -91,18 +83,9 @@ class Tritonserver:
             self.wait_ready()
 
     def wait_ready(self, timeout: float = 60.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"server exited with {self.proc.returncode}:\n{self.log()}")
-            try:
-                if httpx.get(f"{self.url}/v2/health/ready", timeout=1).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.05)
-        self.stop()
-        raise RuntimeError(f"server did not start within {timeout}s:\n{self.log()}")
+        if not wait_ready(self.proc, f"{self.url}/v2/health/ready", self.log, timeout):
+            self.stop()
+            raise RuntimeError(f"server did not start within {timeout}s:\n{self.log()}")
 
     def wait_exit(self, timeout: float = 60.0) -> int:
         try:
