@@ -41,6 +41,10 @@ class Dialect:
         """The models loaded at start are built (``repository``: None without one): the
         dialect may refuse to go on (raise ``SettingsError``)."""
 
+    def stopped(self) -> None:
+        """The server has drained (in each worker): what the dialect's models do at
+        shutdown."""
+
     def serves_env_model(self) -> bool:
         """Whether a repository without settings files serves the model the environment
         describes (``env_model_settings``)."""

@@ -17,9 +17,7 @@ from .workers import run_workers
 log = logging.getLogger("inferwire")
 
 
-def _describe(
-    host: str, http_port: int, grpc_port: int, tls: bool = False, entry: str = ""
-) -> str:
+def _describe(host: str, http_port: int, grpc_port: int, tls: bool = False, entry: str = "") -> str:
     shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
     scheme, http2 = ("https", "h2") if tls else ("http", "h2c")
     entry = entry or "/api/v1.0/predictions"
@@ -180,9 +178,7 @@ def serve(
             serving_what,
             workers,
             batching,
-            _describe(
-                settings.host, http_port, grpc_port, bool(settings.tls_cert), dialect.entry
-            ),
+            _describe(settings.host, http_port, grpc_port, bool(settings.tls_cert), dialect.entry),
         )
         if settings.metrics_port:
             shown = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host
@@ -195,9 +191,10 @@ def serve(
 
     try:
         if supervised:
-            run_workers(server, settings.workers, settings.grace_period, on_bound)
+            run_workers(server, settings.workers, settings.grace_period, on_bound, dialect.stopped)
         else:
             server.serve(on_bound)
+            dialect.stopped()
             errors.flush()
     finally:
         if sync_dir is not None:

@@ -217,10 +217,12 @@ def run_workers(
     workers: int,
     grace_period: float,
     on_bound: Callable[[int, int], None],
+    on_stopped: Callable[[], None] | None = None,
 ) -> None:
     """Serves ``server`` (an ``inferwire._core.Server`` built before the fork) from
     ``workers`` processes until SIGTERM/SIGINT. Its ports are bound here, once: the workers
-    inherit the sockets and share one accept queue."""
+    inherit the sockets and share one accept queue. ``on_stopped`` runs in each worker
+    once it has drained."""
     # Said here, before any worker accepts: a client's first answer can come from any
     # worker, and whoever reads the log then finds the line.
     on_bound(*server.listen())
@@ -230,6 +232,8 @@ def run_workers(
             log.debug("worker %d (pid %d) listening", index, os.getpid())
 
         server.serve(bound, index, workers)
+        if on_stopped is not None:
+            on_stopped()
 
     try:
         Supervisor(

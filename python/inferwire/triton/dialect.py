@@ -34,6 +34,12 @@ class TritonDialect(Dialect):
                 f"failed to load all models ({reasons}); --exit-on-error=false serves the others"
             )
 
+    def stopped(self) -> None:
+        # Triton calls each instance's finalize() when the server shuts down.
+        from .python_model import finalize_all
+
+        finalize_all()
+
     def metrics_text(self) -> Callable[[], str] | None:
         # What models record with pb_utils.MetricFamily, after the server's own.
         return pb_utils.metrics_text

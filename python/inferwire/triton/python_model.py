@@ -14,9 +14,11 @@ import importlib.util
 import inspect
 import json
 import logging
+import os
 import queue
 import sys
 import threading
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -96,6 +98,26 @@ def auto_complete(cls: type) -> Callable[[dict[str, Any]], dict[str, Any]] | Non
     return complete
 
 
+# Every Python-backend model this process serves, for finalize() at shutdown.
+_live: weakref.WeakSet[Any] = weakref.WeakSet()
+# Whether this process forked workers from itself (its models then serve there).
+_forked = False
+
+
+def _forked_workers() -> None:
+    global _forked
+    _forked = True
+
+
+os.register_at_fork(after_in_parent=_forked_workers)
+
+
+def finalize_all() -> None:
+    """Each served model's instances' ``finalize()``, as Triton runs them at shutdown."""
+    for adapter in list(_live):
+        adapter.close()
+
+
 class TritonPythonAdapter(Adapter):
     """A Python-backend model: ``instances`` objects of its class (config's
     ``instance_group`` counts), each running one ``execute`` at a time, as each of
@@ -157,6 +179,7 @@ class TritonPythonAdapter(Adapter):
         for instance in self._all:
             self._free.put(instance)
         self._version_number = int(version) if version.isdigit() else -1
+        _live.add(self)
 
     def model_config(self) -> dict[str, Any]:
         return self._json
@@ -329,7 +352,10 @@ class TritonPythonAdapter(Adapter):
                 log.warning("%s: finalize() failed: %s: %s", self.name, type(e).__name__, e)
 
     def __del__(self) -> None:
-        self.close()
+        # Unloaded: finalize now. A process that forked the workers (the supervisor) holds
+        # copies that never served: their finalize runs in the workers (``finalize_all``).
+        if not _forked:
+            self.close()
 
     def error_reply(self, exc: BaseException) -> tuple[int, str, str | None] | None:  # type: ignore[override]
         if isinstance(exc, (TritonErrorReply, Refused)):

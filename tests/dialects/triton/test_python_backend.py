@@ -309,3 +309,11 @@ def test_unknown_options_are_refused(tmp_path: Path) -> None:
 def test_metrics_port_answers_tritons_names(server: Tritonserver) -> None:
     text = httpx.get(f"http://127.0.0.1:{server.metrics_port}/metrics").text
     assert "nv_inference_request_success" in text, text[:2000]
+
+
+def test_finalize_runs_at_shutdown(tmp_path: Path) -> None:
+    """Triton calls each instance's finalize() when the server stops: add_sub's prints
+    "Cleaning up..."."""
+    s = Tritonserver(repository(tmp_path, "add_sub"))
+    assert s.stop() == 0
+    assert "Cleaning up..." in s.log_path.read_text()
