@@ -163,6 +163,8 @@ class Repository:
         # and the folders of models' other versions.
         self._known: dict[str, Path] = {}
         self._versions: dict[str, list[Path]] = {}
+        # Each model's files as the last poll saw them (None: not polled yet).
+        self._seen: dict[str, tuple[tuple[str, int, int], ...]] | None = None
 
     def _holds(self, folder: Path) -> bool:
         return settings_file(folder) is not None or (self.from_env and folder == self.root)
@@ -226,6 +228,33 @@ class Repository:
         """Why models the repository lists could not be built, by name (the index shows
         them UNAVAILABLE with the reason); the core remembers its own loads' failures."""
         return {}
+
+    def watched(self) -> dict[str, list[Path]]:
+        """Each model's folders, as polling reads them for changes."""
+        return {name: [folder, *self.versions(name)] for name, folder in self.folders().items()}
+
+    def poll(self) -> list[tuple[str, Any]]:
+        """What changed since the last call (``repository_poll_secs``; the first call
+        notes what is there): each model added or whose files changed, with its versions
+        built as ``load_versions`` builds them (or the exception that stopped it), and
+        each model gone, with None."""
+        try:
+            seen = {name: fingerprint(paths) for name, paths in self.watched().items()}
+        except SettingsError as e:
+            log.warning("polling %s: %s", self.root, e)
+            return []
+        before, self._seen = self._seen, seen
+        if before is None:
+            return []
+        changes: list[tuple[str, Any]] = []
+        for name, print_ in seen.items():
+            if before.get(name) != print_:
+                try:
+                    changes.append((name, Repository.load_versions(self, name)))
+                except Exception as e:  # the model's own code may raise anything
+                    changes.append((name, e))
+        changes += [(name, None) for name in before.keys() - seen.keys()]
+        return changes
 
     def startup_names(self) -> list[str]:
         """The models loaded at start (with ``load_models_at_startup``): every one."""
@@ -309,6 +338,28 @@ class Repository:
             folder=folder,
             parameters=lambda: runtimes.constructor_parameters(s.parameters, folder),
         )
+
+
+# Files polling looks at in one model's folders; past it, a change deeper in is missed.
+MAX_WATCHED_FILES = 10_000
+
+
+def fingerprint(paths: list[Path]) -> tuple[tuple[str, int, int], ...]:
+    """The files under ``paths`` with their modification times and sizes: what changes
+    when a model's files do."""
+    found: list[tuple[str, int, int]] = []
+    for root in paths:
+        for top, dirs, files in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "__pycache__")
+            for f in sorted(files):
+                try:
+                    st = os.stat(os.path.join(top, f))
+                except OSError:
+                    continue
+                found.append((os.path.join(top, f), st.st_mtime_ns, st.st_size))
+                if len(found) >= MAX_WATCHED_FILES:
+                    return tuple(found)
+    return tuple(found)
 
 
 def measure(adapter: Any, resident_delta: int) -> int:

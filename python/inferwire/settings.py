@@ -214,6 +214,12 @@ class Settings(BaseSettings, ModelServing):
         "a request for a model of model_repository that is not loaded loads it (once, "
         "however many requests wait for it)",
     )
+    repository_poll_secs: Float = _opt(
+        0.0,
+        "seconds between reads of model_repository for models added, changed or removed, "
+        "each loaded, reloaded or unloaded by every worker on its own (Triton's poll mode; "
+        "0: never)",
+    )
     model_memory_budget: Int = _opt(
         0,
         "MiB the repository's models may hold in a worker, as measured when each loads: "

@@ -54,6 +54,40 @@ impl Repository for PyRepository {
         })
     }
 
+    /// The Python repository's `poll()`: `[(name, versions or None), ...]`, where
+    /// versions are `(adapter, CoreModelSpec)` pairs, or an exception (why they could
+    /// not be built).
+    fn poll(&self) -> Result<inferwire_server::models::Polled, String> {
+        Python::attach(|py| {
+            let out = self
+                .0
+                .bind(py)
+                .call_method0("poll")
+                .map_err(|e| e.value(py).to_string())?;
+            let mut changes = Vec::new();
+            for item in out.try_iter().map_err(|e| e.value(py).to_string())? {
+                let (name, versions): (String, Bound<'_, PyAny>) =
+                    item.and_then(|i| i.extract())
+                        .map_err(|e| e.value(py).to_string())?;
+                if versions.is_none() {
+                    changes.push((name, None));
+                    continue;
+                }
+                if versions.is_instance_of::<pyo3::exceptions::PyBaseException>() {
+                    changes.push((name, Some(Err(versions.to_string()))));
+                    continue;
+                }
+                let mut built_versions = Vec::new();
+                for pair in versions.try_iter().map_err(|e| e.value(py).to_string())? {
+                    let pair = pair.map_err(|e| e.value(py).to_string())?;
+                    built_versions.push(built(&pair).map_err(|e| e.value(py).to_string())?);
+                }
+                changes.push((name, Some(Ok(built_versions))));
+            }
+            Ok(changes)
+        })
+    }
+
     fn publish(
         &self,
         name: &str,

@@ -56,6 +56,9 @@ pub struct ServerConfig {
     pub max_streams: u32,
     /// With several workers and a repository: where they share repository API changes.
     pub repository_sync: Option<crate::repository_sync::SyncConfig>,
+    /// How often each worker reads the repository for models added, changed or removed
+    /// (Triton's poll mode); `None`: never.
+    pub repository_poll: Option<Duration>,
     /// A model call running longer than this is stuck: the server stops reporting live
     /// (and, as a supervised worker, drains and exits to be replaced). `None`: never.
     pub stuck_after: Option<Duration>,
@@ -208,6 +211,7 @@ impl Default for ServerConfig {
             header_timeout: Duration::from_secs(30),
             max_streams: 200,
             repository_sync: None,
+            repository_poll: None,
             stuck_after: Some(Duration::from_secs(120)),
             supervised: false,
             max_requests: None,

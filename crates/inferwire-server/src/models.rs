@@ -85,6 +85,12 @@ pub trait Repository: Send + Sync + 'static {
     fn failures(&self) -> Vec<(String, String)> {
         Vec::new()
     }
+    /// What changed in the repository since the last call (the first call only notes
+    /// what is there): each model added or changed with its versions built (newest first;
+    /// `Err`: why they could not be), each model removed with `None`.
+    fn poll(&self) -> Result<Polled, String> {
+        Ok(Vec::new())
+    }
     /// Builds model `name` from its settings (its newest version).
     fn load(&self, name: &str) -> Result<(Arc<dyn Model>, ModelSpec), String>;
     /// Builds every version of model `name`, the newest first (a repository whose models
@@ -112,6 +118,10 @@ pub trait Repository: Send + Sync + 'static {
         Ok(Value::Array(Vec::new()))
     }
 }
+
+/// A repository poll's changes: each model's name, and its versions built (or why not),
+/// or `None` for a model removed.
+pub type Polled = Vec<(String, Option<Result<Vec<Built>, String>>)>;
 
 pub struct Models {
     /// Each model's newest version (the one a request without a version gets).
@@ -352,6 +362,11 @@ impl Models {
     }
 
     /// Whether some version of model `name` is loaded.
+    /// Whether the server has a model repository.
+    pub fn has_repository(&self) -> bool {
+        self.repository.is_some()
+    }
+
     pub fn is_loaded(&self, name: &str) -> bool {
         self.read().contains_key(name)
     }
@@ -713,6 +728,57 @@ impl Models {
         if let Err(e) = sync.acknowledge(generation, failed) {
             tracing::warn!("repository changes from other workers: {e}");
         }
+    }
+
+    /// Reads the repository for models added, changed or removed and serves what it
+    /// finds, in this worker only (each worker polls on its own; blocking: loads run
+    /// here). Called every `repository_poll` by the worker's poll thread.
+    pub fn poll_repository(&self) {
+        let Some(repo) = &self.repository else {
+            return;
+        };
+        let changes = match repo.poll() {
+            Ok(changes) => changes,
+            Err(e) => {
+                tracing::warn!("polling the model repository: {e}");
+                return;
+            }
+        };
+        for (name, change) in changes {
+            let Some(built) = change else {
+                self.replace(&name, None);
+                self.replace_side(&name, Vec::new());
+                tracing::info!("model {name:?} unloaded (gone from the repository)");
+                continue;
+            };
+            let built = built.and_then(|versions| {
+                versions
+                    .into_iter()
+                    .map(|(m, spec)| {
+                        Models::build(m, spec, self.metrics)
+                            .map(Arc::new)
+                            .map_err(|e| e.to_string())
+                    })
+                    .collect::<Result<Vec<_>, _>>()
+            });
+            let mut failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
+            match built {
+                Ok(mut versions) if !versions.is_empty() => {
+                    failures.remove(&name);
+                    drop(failures);
+                    let newest = versions.remove(0);
+                    self.replace_side(&name, versions);
+                    self.replace_arc(&name, Some(newest));
+                    tracing::info!("model {name:?} loaded (changed in the repository)");
+                }
+                Ok(_) => remember_failure(&mut failures, &name, "the repository built no model"),
+                Err(reason) => {
+                    tracing::warn!("model {name:?} changed in the repository: {reason}");
+                    remember_failure(&mut failures, &name, &reason);
+                }
+            }
+        }
+        self.count_held();
     }
 
     /// The repository's models with their state: READY, UNAVAILABLE (with the reason a

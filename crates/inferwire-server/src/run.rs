@@ -294,6 +294,22 @@ pub fn serve(
             })
             .map_err(internal)?;
     }
+    if let (Some(every), true) = (app.config.repository_poll, app.models.has_repository()) {
+        // Triton's poll mode: each worker reads the repository on its own. It holds the
+        // app weakly, as the sync thread does.
+        let weak = Arc::downgrade(&app);
+        app.models.poll_repository(); // what is there now: nothing to change
+        std::thread::Builder::new()
+            .name("inferwire-repo-poll".into())
+            .spawn(move || loop {
+                std::thread::sleep(every);
+                match weak.upgrade() {
+                    Some(app) => app.models.poll_repository(),
+                    None => break,
+                }
+            })
+            .map_err(internal)?;
+    }
     if let Some(limit) = app.config.stuck_after {
         let (weak, stop) = (Arc::downgrade(&app), stop.clone());
         std::thread::Builder::new()

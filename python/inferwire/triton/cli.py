@@ -42,12 +42,13 @@ OPTIONS: dict[str, str] = {
     "allow-http": "accepted: REST is always served (false is refused)",
     "allow-grpc": "accepted: gRPC is always served (false is refused)",
     "allow-metrics": "honoured: false serves no metrics port",
-    "model-control-mode": "honoured: none (the default) and explicit; poll loads at start",
+    "model-control-mode": "honoured: none (the default), poll and explicit",
     "load-model": "honoured: in explicit mode, the models loaded at start (* for all)",
     "strict-model-config": "honoured: true needs every model's config.pbtxt",
     "disable-auto-complete-config": "honoured: as --strict-model-config=true",
     "exit-on-error": "honoured: false serves the models that load, the others UNAVAILABLE",
-    "repository-poll-secs": "accepted: polling is not served (a warning)",
+    "repository-poll-secs": "honoured: in poll mode, seconds between reads of the repository "
+    "(default 15; each worker reads and loads on its own); ignored otherwise",
     "log-verbose": "honoured: above 0 logs at debug",
     "log-info": "honoured: false logs warnings and errors only",
     "log-warning": "accepted",
@@ -190,6 +191,12 @@ def _settings(given: dict[str, list[str]]) -> tuple[dict[str, Any], Options]:
     load = given.get("load-model", [])
     if load and mode != "explicit":
         raise SettingsError("--load-model: only with --model-control-mode=explicit")
+    if mode == "poll":
+        # Triton's poll mode: the repository read again every --repository-poll-secs.
+        secs = _int("repository-poll-secs", one("repository-poll-secs", "15"))
+        if secs <= 0:
+            raise SettingsError("--repository-poll-secs: must be above 0 in poll mode")
+        settings["repository_poll_secs"] = float(secs)
     if mode == "explicit":
         # Triton's opt-in to loading and unloading through the API (which runs code):
         # the explicit, logged opt-in inferwire asks for when there is no auth.
@@ -208,13 +215,8 @@ def _settings(given: dict[str, list[str]]) -> tuple[dict[str, Any], Options]:
     )
     for name in given:
         how = OPTIONS[name]
-        if how.startswith("ignored") or name == "repository-poll-secs":
+        if how.startswith("ignored") or (name == "repository-poll-secs" and mode != "poll"):
             log.warning("--%s: %s", name, how.partition(": ")[2] or "ignored")
-    if mode == "poll":
-        log.warning(
-            "--model-control-mode=poll: the repository is read at start; changes are not "
-            "polled (restart, or use explicit mode's load and unload)"
-        )
     return settings, options
 
 

@@ -115,6 +115,11 @@ class TritonRepository(Repository):
         served = list(self.folders())
         return served + sorted(n for n in self._failures if n not in served)
 
+    def watched(self) -> dict[str, list[Path]]:
+        # Every model folder, the config and every version in it (a model that failed
+        # too: fixing its files loads it).
+        return {folder.name: [folder] for folder in self.model_folders()}
+
     def startup_names(self) -> list[str]:
         from . import ensemble
 

@@ -6,10 +6,13 @@ listens on those ports, so this module needs them free."""
 from __future__ import annotations
 
 import importlib.util
+import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import numpy as np
@@ -317,3 +320,41 @@ def test_finalize_runs_at_shutdown(tmp_path: Path) -> None:
     s = Tritonserver(repository(tmp_path, "add_sub"))
     assert s.stop() == 0
     assert "Cleaning up..." in s.log_path.read_text()
+
+
+def _wait_for(check: Any, timeout: float = 20.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def test_poll_mode_loads_changes_and_removals(tmp_path: Path) -> None:
+    """--model-control-mode=poll: a model added to the repository is loaded, one whose
+    files change is reloaded, one removed is unloaded, each within a few polls; the API
+    stays closed to loads, as Triton's poll mode has it."""
+    root = repository(tmp_path, "add_sub")
+    s = Tritonserver(root, "--model-control-mode=poll", "--repository-poll-secs=1")
+    try:
+        c = httpclient.InferenceServerClient(f"127.0.0.1:{s.http_port}")
+        assert c.is_model_ready("add_sub")
+        assert not c.is_model_ready("batched")
+        _model(root, "batched", BATCHED, BATCHED_CONFIG)
+        assert _wait_for(lambda: c.is_model_ready("batched")), s.log()[-2000:]
+        x = httpclient.InferInput("X", [1, 2], "FP32")
+        x.set_data_from_numpy(np.ones((1, 2), np.float32))
+        np.testing.assert_array_equal(c.infer("batched", [x]).as_numpy("Y"), [[2, 2]])
+        # Its code changes: the new code serves.
+        code = root / "batched" / "1" / "model.py"
+        code.write_text(code.read_text().replace("(x * 2)", "(x * 3)"))
+        assert _wait_for(lambda: c.infer("batched", [x]).as_numpy("Y").tolist() == [[3, 3]]), (
+            s.log()[-2000:]
+        )
+        shutil.rmtree(root / "add_sub")
+        assert _wait_for(lambda: not c.is_model_ready("add_sub")), s.log()[-2000:]
+        r = httpx.post(f"{s.url}/v2/repository/models/add_sub/load", json={})
+        assert r.status_code in (401, 403), r.text
+    finally:
+        s.stop()
