@@ -46,9 +46,10 @@ def install() -> None:
     sys.modules.setdefault(MODULE_NAME, pb_utils)
 
 
-# Modules imported, by file and its modification time: auto-complete and the build import
-# a file once; an edited file (a reload) is imported afresh.
-_imported: dict[tuple[str, int], ModuleType] = {}
+# Modules imported, by file, with the modification time they were imported at:
+# auto-complete and the build import a file once; an edited file (a reload) is imported
+# afresh, and replaces the one before.
+_imported: dict[str, tuple[int, ModuleType]] = {}
 
 
 def import_model(path: Path, name: str, version: str) -> ModuleType:
@@ -56,11 +57,12 @@ def import_model(path: Path, name: str, version: str) -> ModuleType:
     folder goes on the import path, as the stub has it, for the modules beside it."""
     install()
     try:
-        key = (str(path.resolve()), path.stat().st_mtime_ns)
+        key, mtime = str(path.resolve()), path.stat().st_mtime_ns
     except OSError as e:
         raise ModelLoadError(f"{path}: {e.strerror or e}") from None
-    if key in _imported:
-        return _imported[key]
+    seen = _imported.get(key)
+    if seen is not None and seen[0] == mtime:
+        return seen[1]
     folder = str(path.parent)
     if folder not in sys.path:
         sys.path.insert(0, folder)
@@ -77,7 +79,7 @@ def import_model(path: Path, name: str, version: str) -> ModuleType:
         raise ModelLoadError(f"{path}: importing it failed: {type(e).__name__}: {e}") from e
     if not isinstance(getattr(module, "TritonPythonModel", None), type):
         raise ModelLoadError(f"{path}: defines no class TritonPythonModel")
-    _imported[key] = module
+    _imported[key] = (mtime, module)
     return module
 
 
