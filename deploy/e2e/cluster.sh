@@ -129,6 +129,10 @@ state = "$STATE/containerd/state"
 EOF
     start containerd containerd --config "$STATE/containerd/config.toml"
     wait_for containerd 30 ctr --address "$CONTAINERD_SOCK" version
+    # The sandbox image above: without it no pod starts (containerd would pull it from
+    # http://localhost). base-images.sh makes it, and keeps images already made.
+    podman image exists localhost/pause:3.10 || bash "$E2E/base-images.sh"
+    load localhost/pause:3.10
 }
 
 load() { # image...
