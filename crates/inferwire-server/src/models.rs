@@ -694,39 +694,55 @@ impl Models {
                 tracing::info!("model {name:?} unloaded (changed through another worker)");
                 continue;
             }
-            let built = repo.load_versions(&name).and_then(|versions| {
-                versions
-                    .into_iter()
-                    .map(|(m, spec)| {
-                        Models::build(m, spec, self.metrics)
-                            .map(Arc::new)
-                            .map_err(|e| e.to_string())
-                    })
-                    .collect::<Result<Vec<_>, _>>()
-            });
-            let mut failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
-            match built {
-                Ok(mut versions) if !versions.is_empty() => {
-                    failures.remove(&name);
-                    drop(failures);
-                    let newest = versions.remove(0);
-                    self.replace_side(&name, versions);
-                    self.replace_arc(&name, Some(newest));
-                    tracing::info!("model {name:?} loaded (changed through another worker)");
-                }
-                Ok(_) => {
-                    let reason = "the repository built no model".to_owned();
-                    remember_failure(&mut failures, &name, &reason);
-                    failed.insert(name, reason);
-                }
-                Err(reason) => {
-                    remember_failure(&mut failures, &name, &reason);
-                    failed.insert(name, reason);
-                }
+            let built = repo.load_versions(&name);
+            if let Err(reason) = self.serve_built(&name, built, "changed through another worker") {
+                failed.insert(name, reason);
             }
         }
         if let Err(e) = sync.acknowledge(generation, failed) {
             tracing::warn!("repository changes from other workers: {e}");
+        }
+    }
+
+    /// Serves the versions a repository built for `name` (the newest first) in this
+    /// worker, or remembers why there are none for the index (`Err`: that reason).
+    /// `why`: what the log says caused the load.
+    fn serve_built(
+        &self,
+        name: &str,
+        built: Result<Vec<Built>, String>,
+        why: &str,
+    ) -> Result<(), String> {
+        let built = built.and_then(|versions| {
+            versions
+                .into_iter()
+                .map(|(m, spec)| {
+                    Models::build(m, spec, self.metrics)
+                        .map(Arc::new)
+                        .map_err(|e| e.to_string())
+                })
+                .collect::<Result<Vec<_>, _>>()
+        });
+        let mut failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
+        match built {
+            Ok(mut versions) if !versions.is_empty() => {
+                failures.remove(name);
+                drop(failures);
+                let newest = versions.remove(0);
+                self.replace_side(name, versions);
+                self.replace_arc(name, Some(newest));
+                tracing::info!("model {name:?} loaded ({why})");
+                Ok(())
+            }
+            Ok(_) => {
+                let reason = "the repository built no model".to_owned();
+                remember_failure(&mut failures, name, &reason);
+                Err(reason)
+            }
+            Err(reason) => {
+                remember_failure(&mut failures, name, &reason);
+                Err(reason)
+            }
         }
     }
 
@@ -751,31 +767,8 @@ impl Models {
                 tracing::info!("model {name:?} unloaded (gone from the repository)");
                 continue;
             };
-            let built = built.and_then(|versions| {
-                versions
-                    .into_iter()
-                    .map(|(m, spec)| {
-                        Models::build(m, spec, self.metrics)
-                            .map(Arc::new)
-                            .map_err(|e| e.to_string())
-                    })
-                    .collect::<Result<Vec<_>, _>>()
-            });
-            let mut failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
-            match built {
-                Ok(mut versions) if !versions.is_empty() => {
-                    failures.remove(&name);
-                    drop(failures);
-                    let newest = versions.remove(0);
-                    self.replace_side(&name, versions);
-                    self.replace_arc(&name, Some(newest));
-                    tracing::info!("model {name:?} loaded (changed in the repository)");
-                }
-                Ok(_) => remember_failure(&mut failures, &name, "the repository built no model"),
-                Err(reason) => {
-                    tracing::warn!("model {name:?} changed in the repository: {reason}");
-                    remember_failure(&mut failures, &name, &reason);
-                }
+            if let Err(reason) = self.serve_built(&name, built, "changed in the repository") {
+                tracing::warn!("model {name:?} changed in the repository: {reason}");
             }
         }
         self.count_held();
