@@ -44,8 +44,9 @@ def find(name: str, version: int) -> Any:
     if version >= 0:
         ref = versions.get(str(version))
         return ref() if ref is not None else None
-    if len(versions) == 1:  # the usual case: one version, no sorting
-        return next(iter(versions.values()))()
+    refs = list(versions.values())  # a copy: a load may register a version meanwhile
+    if len(refs) == 1:  # the usual case: one version, no sorting
+        return refs[0]()
     with _lock:
         live = {v: a for v, ref in versions.items() if (a := ref()) is not None}
     if not live:
