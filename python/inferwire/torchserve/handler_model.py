@@ -1,0 +1,638 @@
+"""A TorchServe model served in this process: an archive (``archive.py``), its
+``model-config.yaml`` (``model_config.py``), its handler (``handlers.py``) initialized
+once per instance with its ``Context`` (``context.py``), and the one call a dialect
+makes, ``HandlerModel.handle_batch(requests) -> replies``.
+
+What a handler sees is what TorchServe's Python worker gives it: for each request a dict
+of its parameters — query parameters, then the body as ``"body"`` (or each form field
+by its name, or each gRPC input by its name) — with JSON values decoded for
+``application/json``, text decoded for ``text/*``, and every other value a
+``bytearray``; ``context`` holds the request ids and each request's headers (plus, per
+parameter, ``{"content-type": ...}``). What it returns becomes the replies as TorchServe
+encodes them: a list as long as the batch, each item bytes as they are, a string as
+UTF-8, a tensor as ``torch.save`` writes it, anything else as indented JSON; the content
+type, status and headers the handler set on the context go with each.
+
+Failures are the whole batch's, in TorchServe's words and codes: an exception 503
+"Prediction failed" (``PredictionException``: its own code and message; out of memory:
+507 "Out of resources"); a result that is not a list, 503 "Invalid model predict output";
+one of the wrong length, 503 "number of batch response mismatched". The model goes on
+serving.
+
+Streams: a handler that calls TorchServe's ``send_intermediate_predict_response`` writes
+TorchServe's response frame to ``context.cl_socket``; here that is an object whose
+``sendall`` decodes the frame into pieces handed to ``on_piece`` as they come (or to
+``stream_batch``'s iterator), the handler's return being each request's last piece."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import os
+import queue
+import struct
+import threading
+import time
+import urllib.parse
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from email.message import Message
+from pathlib import Path
+from typing import Any
+
+from ..errors import ModelLoadError
+from . import handlers, model_config
+from .archive import ArchiveError, Limits, ModelArchive, open_archive
+from .context import TORCHSERVE_VERSION, Context, Headers, Metrics, RequestProcessor
+
+log = logging.getLogger("inferwire")
+
+# Parts of one multipart or urlencoded form.
+MAX_FORM_FIELDS = 1000
+# Pieces a stream_batch consumer may fall behind by before the handler waits.
+STREAM_BUFFER = 64
+# The header that marks a streamed piece (TorchServe's RequestInput.TS_STREAM_NEXT).
+STREAM_NEXT = "ts_stream_next"
+PREDICTION_METRIC = "PredictionTime"
+
+
+@dataclass
+class Request:
+    """One inference request as the dialect hands it over.
+
+    ``body``: the raw body (REST); ``content_type``: its Content-Type header as sent
+    (parameters such as charset are dropped as TorchServe's frontend drops them; a
+    multipart or urlencoded form is split into its fields); ``headers``: the request's
+    headers, name and value (a later duplicate wins, as in TorchServe); ``query``: the
+    query parameters in order; ``inputs``: gRPC's named inputs (``PredictionsRequest.
+    input``), given instead of a body; ``request_id``: the id handlers see (empty: a new
+    UUID)."""
+
+    body: bytes | bytearray | memoryview = b""
+    content_type: str = ""
+    headers: Sequence[tuple[str, str]] | Mapping[str, str] = ()
+    query: Sequence[tuple[str, str]] = ()
+    inputs: Sequence[tuple[str, bytes]] | Mapping[str, bytes] | None = None
+    request_id: str = ""
+
+
+@dataclass
+class Reply:
+    """One request's answer, or one piece of it.
+
+    ``status`` and ``message``: the HTTP status and reason phrase (the handler's, from
+    ``set_response_status``; for an ``error`` the failure's message). ``content_type``:
+    what the handler set ("" when it set none: TorchServe then sends no Content-Type).
+    ``headers``: the other response headers the handler set. ``error``: the batch
+    failed; ``body`` is then TorchServe's error JSON ``{"code", "type", "message"}``.
+    ``last``: False for an intermediate piece (``send_intermediate_predict_response``).
+    ``more``: continuous batching (``context.stopping_criteria``) says this request is
+    not finished: the dialect calls the handler with it again. ``pieces``: intermediate
+    pieces given before this reply when ``handle_batch`` had no ``on_piece``."""
+
+    body: bytes
+    status: int = 200
+    message: str = ""
+    content_type: str = ""
+    headers: dict[str, str] = field(default_factory=dict)
+    error: bool = False
+    last: bool = True
+    more: bool = False
+    pieces: list[Reply] = field(default_factory=list)
+
+
+OnPiece = Callable[[int, Reply], None]
+
+
+def error_reply(status: int, message: str, kind: str = "InternalServerException") -> Reply:
+    """A failed request's reply as TorchServe's frontend answers it: its error JSON, with
+    ``kind`` as the exception's name (a handler's 413 becomes 507, as in TorchServe)."""
+    status = 507 if status == 413 else status
+    body = {"code": status, "type": kind, "message": message}
+    return Reply(
+        body=(json.dumps(body, indent=2) + "\n").encode(),
+        status=status,
+        message=message,
+        content_type="application/json",
+        error=True,
+    )
+
+
+@dataclass
+class _Prepared:
+    """A request turned into what the handler gets: its place in the dialect's list, its
+    id, its data dict and its headers."""
+
+    index: int
+    request_id: str
+    data: dict[str, Any]
+    headers: Headers
+
+
+class _Instance:
+    """One initialized handler and its context (a TorchServe worker's worth)."""
+
+    def __init__(self, resolved: handlers.Resolved, context: Context) -> None:
+        self.resolved = resolved
+        self.context = context
+
+
+class HandlerModel:
+    """A TorchServe archive's handler, ready for requests.
+
+    ``source``: a ``.mar``, a ``.tar.gz`` or a no-archive folder. ``name``: the name
+    served (default: the manifest's ``modelName``). ``instances``: handler objects, each
+    initialized once with its own context and running one batch at a time (default:
+    the config's ``minWorkers``, else 1). ``batch_size``: what ``system_properties``
+    says (default: the config's ``batchSize``). ``gpu_id``: default from the config's
+    ``deviceType``/``deviceIds`` (None: CPU). ``handler``: overrides the manifest's.
+    ``envelope``: TorchServe's ``service_envelope`` (json, body, kserve, kservev2).
+
+    Raises ``ArchiveError`` (a ``ModelLoadError``) for the archive, ``SettingsError``
+    for its config file and ``ModelLoadError`` for the handler; the archive's temporary
+    files are gone again when it does. ``close()`` removes them after serving."""
+
+    def __init__(
+        self,
+        source: str | Path,
+        *,
+        name: str = "",
+        instances: int = 0,
+        batch_size: int = 0,
+        gpu_id: int | str | None = "config",
+        handler: str = "",
+        envelope: str = "",
+        limit_max_image_pixels: bool = True,
+        temp_dir: str | Path | None = None,
+        limits: Limits | None = None,
+    ) -> None:
+        self.archive: ModelArchive = open_archive(source, temp_dir=temp_dir, limits=limits)
+        try:
+            self._load(
+                name, instances, batch_size, gpu_id, handler, envelope, limit_max_image_pixels
+            )
+        except BaseException:
+            self.close()
+            raise
+
+    def _load(
+        self,
+        name: str,
+        instances: int,
+        batch_size: int,
+        gpu_id: int | str | None,
+        handler: str,
+        envelope: str,
+        limit_max_image_pixels: bool,
+    ) -> None:
+        manifest = self.archive.manifest
+        self.name = name or manifest.model_name
+        self.version = manifest.model_version
+        self.folder = self.archive.folder
+        if manifest.config_file:
+            where = f"{self.archive.source}: {manifest.config_file}"
+            self.config = model_config.read(self.folder / manifest.config_file, where)
+        else:
+            self.config = model_config.ModelConfig()
+        self.batch_size = batch_size or self.config.batch_size
+        self.gpu_id = self.config.gpu_id if gpu_id == "config" else gpu_id
+        self.handler = handler or manifest.handler
+        self.metrics = Metrics(self.name)
+        self.decode_inputs = os.environ.get("TS_DECODE_INPUT_REQUEST", "true") == "true"
+        count = instances or self.config.min_workers or 1
+        self._free: queue.SimpleQueue[_Instance] = queue.SimpleQueue()
+        self._instances: list[_Instance] = []
+        for _ in range(count):
+            resolved = handlers.resolve(self.handler, self.folder, self.name, envelope)
+            context = Context(
+                self.name,
+                str(self.folder),
+                manifest.raw,
+                self.batch_size,
+                self.gpu_id if isinstance(self.gpu_id, int) else None,
+                TORCHSERVE_VERSION,
+                limit_max_image_pixels,
+                self.metrics,
+                self.config.raw,
+            )
+            try:
+                resolved.initialize(context)
+            except Exception as e:
+                raise ModelLoadError(
+                    f"{self.archive.source}: handler {resolved.describe}: initialize failed: "
+                    f"{type(e).__name__}: {e}"
+                ) from e
+            instance = _Instance(resolved, context)
+            self._instances.append(instance)
+            self._free.put(instance)
+        log.info(
+            "TorchServe model %s (version %s): handler %s, %d instance%s, batch size %d",
+            self.name,
+            self.version,
+            self._instances[0].resolved.describe,
+            count,
+            "s" if count > 1 else "",
+            self.batch_size,
+        )
+
+    @property
+    def manifest(self) -> dict[str, Any]:
+        """MANIFEST.json as read (TorchServe's describe API shows parts of it)."""
+        return self.archive.manifest.raw
+
+    def close(self) -> None:
+        """Unloads: the archive's extracted files go, its folder leaves the import path."""
+        self._instances = []
+        handlers.forget_folder(self.archive.folder)
+        self.archive.close()
+
+    # -- requests --------------------------------------------------------------------
+
+    def handle_batch(
+        self, requests: Sequence[Request], on_piece: OnPiece | None = None
+    ) -> list[Reply]:
+        """One handler call for ``requests``: a reply for each, in order. Intermediate
+        pieces the handler sends go to ``on_piece(index, piece)`` as they are sent (from
+        the calling thread, inside the handler's call), else into each final reply's
+        ``pieces``. A request whose form cannot be read gets a 400 and stays out of the
+        handler's batch. Blocks while every instance is busy."""
+        replies: list[Reply | None] = [None] * len(requests)
+        batch: list[_Prepared] = []
+        for i, request in enumerate(requests):
+            try:
+                data, headers = self._input(request)
+            except FormError as e:
+                replies[i] = error_reply(400, str(e), "BadRequestException")
+                continue
+            batch.append(_Prepared(i, request.request_id or str(uuid.uuid4()), data, headers))
+        if batch:
+            relay = None
+            if on_piece is not None:
+                where = [p.index for p in batch]
+                relay = lambda k, piece: on_piece(where[k], piece)  # noqa: E731
+            instance = self._free.get()
+            try:
+                for p, reply in zip(batch, self._run(instance, batch, relay), strict=True):
+                    replies[p.index] = reply
+            finally:
+                self._free.put(instance)
+        return [r for r in replies if r is not None]
+
+    def stream_batch(self, requests: Sequence[Request]) -> Iterator[tuple[int, Reply]]:
+        """``handle_batch`` as an iterator of ``(index, piece)``, intermediate pieces
+        first as the handler sends them, then each request's final reply (``last``).
+        The handler runs on a thread of its own and waits when the reader is more than
+        ``STREAM_BUFFER`` pieces behind; closing the iterator early lets it finish with
+        its pieces dropped."""
+        out: queue.Queue[tuple[int, Reply] | BaseException | None] = queue.Queue(STREAM_BUFFER)
+        stop = threading.Event()
+
+        def put(item: tuple[int, Reply] | BaseException | None) -> None:
+            while not stop.is_set():
+                try:
+                    out.put(item, timeout=0.1)
+                    return
+                except queue.Full:
+                    continue
+
+        def run() -> None:
+            try:
+                replies = self.handle_batch(requests, lambda i, piece: put((i, piece)))
+                for i, reply in enumerate(replies):
+                    put((i, reply))
+                put(None)
+            except BaseException as e:  # handed to the reader, which raises it
+                put(e)
+
+        thread = threading.Thread(target=run, name=f"torchserve-{self.name}", daemon=True)
+        thread.start()
+        try:
+            while True:
+                item = out.get()
+                if item is None:
+                    return
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+        finally:
+            stop.set()
+
+    def _run(
+        self, instance: _Instance, prepared: list[_Prepared], on_piece: OnPiece | None
+    ) -> list[Reply]:
+        ctx = instance.context
+        ids = {k: p.request_id for k, p in enumerate(prepared)}
+        batch = [p.data for p in prepared]
+        ctx.request_ids = ids
+        ctx.request_processor = [RequestProcessor(p.headers) for p in prepared]
+        ctx.stopping_criteria = None
+        self.metrics.set_request_ids(ids)
+        pieces: dict[int, list[Reply]] = {i: [] for i in ids}
+        ended: dict[int, Reply] = {}
+
+        def piece(i: int, reply: Reply) -> None:
+            if i in ended:
+                return
+            if reply.error:
+                ended[i] = reply
+            elif on_piece is not None:
+                on_piece(i, reply)
+            else:
+                pieces[i].append(reply)
+
+        ctx.cl_socket = _PieceSocket(ids, piece)
+        start = time.time()
+        try:
+            result = instance.resolved.handle(batch, ctx)
+        except MemoryError:
+            log.error("model %s: out of memory in the handler", self.name, exc_info=True)
+            return self._failed(ids, ended, 507, "Out of resources")
+        except Exception as e:
+            failure = _prediction_exception(e)
+            if failure is not None:
+                log.error("model %s: prediction error", self.name, exc_info=True)
+                return self._failed(ids, ended, *failure)
+            if "CUDA" in str(e):
+                log.error("model %s: CUDA out of memory", self.name, exc_info=True)
+                return self._failed(ids, ended, 507, "Out of resources")
+            log.warning("model %s: invoking the handler failed", self.name, exc_info=True)
+            return self._failed(ids, ended, 503, "Prediction failed")
+        finally:
+            ctx.cl_socket = None
+        if not isinstance(result, list):
+            log.warning("model %s: invalid return type: %s", self.name, type(result).__name__)
+            return self._failed(ids, ended, 503, "Invalid model predict output")
+        if len(result) != len(batch):
+            log.warning(
+                "model %s: number of batch response mismatched, expect: %d, got: %d",
+                self.name,
+                len(batch),
+                len(result),
+            )
+            return self._failed(ids, ended, 503, "number of batch response mismatched")
+        self.metrics.add_time(PREDICTION_METRIC, round((time.time() - start) * 1000, 2))
+        replies: list[Reply] = []
+        for i, value in enumerate(result):
+            if i in ended:
+                replies.append(ended[i])
+                continue
+            try:
+                body = encode(value)
+            except TypeError:
+                log.warning("model %s: unable to serialize model output", self.name, exc_info=True)
+                return self._failed(ids, ended, 503, "Unsupported model output data type.")
+            reply = _reply(ctx, i, body, value)
+            reply.pieces = pieces[i]
+            replies.append(reply)
+        return replies
+
+    def _failed(
+        self, ids: dict[int, str], ended: dict[int, Reply], status: int, message: str
+    ) -> list[Reply]:
+        return [ended.get(i) or error_reply(status, message) for i in ids]
+
+    def _input(self, request: Request) -> tuple[dict[str, Any], Headers]:
+        """The handler's dict for one request, and its headers as the context has them."""
+        params: list[tuple[str, bytes, str]] = [(k, v.encode(), "") for k, v in request.query]
+        if request.inputs is not None:
+            items = (
+                request.inputs.items() if isinstance(request.inputs, Mapping) else request.inputs
+            )
+            params.extend((k, bytes(v), "") for k, v in items)
+        else:
+            params.extend(_body_params(request.body, request.content_type))
+        data: dict[str, Any] = {}
+        headers = Headers()
+        for name, value, kind in params:
+            data[name] = self._decode(value, kind)
+            headers[name] = {"content-type": kind}
+        pairs = request.headers.items() if isinstance(request.headers, Mapping) else request.headers
+        for key, val in pairs:
+            headers[key] = val
+        return data, headers
+
+    def _decode(self, value: bytes, kind: str) -> Any:
+        if self.decode_inputs and kind == "application/json":
+            try:
+                return json.loads(value.decode("utf-8"))
+            except (UnicodeDecodeError, ValueError):
+                log.warning("failed json decoding of input data; forwarding encoded payload")
+        elif self.decode_inputs and kind.startswith("text"):
+            try:
+                return value.decode("utf-8")
+            except UnicodeDecodeError:
+                log.warning("failed utf-8 decoding of input data; forwarding encoded payload")
+        return bytearray(value)
+
+
+def _prediction_exception(e: Exception) -> tuple[int, str] | None:
+    """``ts.utils.util.PredictionException``'s code and message (matched by name: the
+    handler's ``ts`` is the user's)."""
+    if type(e).__name__ != "PredictionException":
+        return None
+    code = getattr(e, "error_code", 500)
+    message = getattr(e, "message", str(e))
+    if not isinstance(code, int) or isinstance(code, bool):
+        code = 500
+    return code, str(message)
+
+
+def _reply(ctx: Context, i: int, body: bytes, value: Any) -> Reply:
+    """Request ``i``'s final reply from what the handler set on the context, with
+    TorchServe's stream marker: after pieces, ``ts_stream_next: false``; with continuous
+    batching, what the request's stopping criterion says."""
+    more = False
+    criteria = ctx.stopping_criteria
+    if criteria:
+        stop = criteria[i](value)
+        if stop is not None:
+            more = not stop
+            ctx.set_response_header(i, STREAM_NEXT, "true" if more else "false")
+    elif ctx.get_response_headers(i).get(STREAM_NEXT) == "true":
+        ctx.set_response_header(i, STREAM_NEXT, "false")
+    headers = dict(ctx.get_response_headers(i))
+    status, phrase = ctx.get_response_status(i)
+    return Reply(
+        body=body,
+        status=status if status is not None else 200,
+        message=phrase or "",
+        content_type=headers.pop("content-type", "") or "",
+        headers=headers,
+        more=more,
+    )
+
+
+def encode(value: Any) -> bytes:
+    """One handler output as TorchServe's worker encodes it; TypeError when it cannot."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    if type(value).__module__ == "torch" and type(value).__name__ == "Tensor":
+        import torch
+
+        buffer = io.BytesIO()
+        torch.save(value, buffer)
+        return buffer.getvalue()
+    return json.dumps(value, indent=2).encode("utf-8")
+
+
+# -- bodies and forms -------------------------------------------------------------------
+
+
+def _mime(content_type: str) -> str:
+    return content_type.split(";", 1)[0].strip()
+
+
+def _body_params(
+    body: bytes | bytearray | memoryview, content_type: str
+) -> list[tuple[str, bytes, str]]:
+    """The body as TorchServe's frontend passes it: form fields by name (a field without
+    a file name has no content type; a file's has its own, default
+    application/octet-stream), else the whole body as ``body``."""
+    mime = _mime(content_type)
+    raw = bytes(body)
+    if mime.lower() == "multipart/form-data":
+        return _multipart(raw, content_type)
+    if mime.lower() == "application/x-www-form-urlencoded":
+        pairs = urllib.parse.parse_qsl(
+            raw.decode("utf-8", "replace"),
+            keep_blank_values=True,
+            max_num_fields=MAX_FORM_FIELDS,
+        )
+        return [(k, v.encode("utf-8"), "") for k, v in pairs]
+    return [("body", raw, mime)]
+
+
+def _multipart(raw: bytes, content_type: str) -> list[tuple[str, bytes, str]]:
+    header = Message()
+    header["content-type"] = content_type
+    boundary = header.get_param("boundary")
+    if not isinstance(boundary, str) or not boundary:
+        raise FormError("multipart/form-data without a boundary")
+    delimiter = b"--" + boundary.encode("latin-1")
+    chunks = raw.split(delimiter)
+    if len(chunks) - 2 > MAX_FORM_FIELDS:
+        raise FormError(f"more than {MAX_FORM_FIELDS} form fields")
+    out: list[tuple[str, bytes, str]] = []
+    for chunk in chunks[1:]:
+        if chunk.startswith(b"--"):
+            break
+        chunk = chunk[2:] if chunk.startswith(b"\r\n") else chunk
+        head, sep, content = chunk.partition(b"\r\n\r\n")
+        if not sep:
+            raise FormError("a form part without headers")
+        content = content[:-2] if content.endswith(b"\r\n") else content
+        part = Message()
+        for line in head.decode("utf-8", "replace").split("\r\n"):
+            key, colon, value = line.partition(":")
+            if colon:
+                part[key.strip()] = value.strip()
+        name = part.get_param("name", header="content-disposition")
+        if not isinstance(name, str):
+            raise FormError("a form part without a name")
+        filename = part.get_param("filename", header="content-disposition")
+        kind = ""
+        if filename is not None:
+            kind = _mime(part.get("content-type", "")) or "application/octet-stream"
+        out.append((name, content, kind))
+    return out
+
+
+class FormError(ValueError):
+    """A form body that cannot be split into fields (the dialect answers 400)."""
+
+
+# -- intermediate responses -------------------------------------------------------------
+
+
+class _PieceSocket:
+    """``context.cl_socket`` during a handler call: TorchServe's
+    ``send_intermediate_predict_response`` writes one response frame here (what its
+    worker sends its frontend), decoded into a piece per request it names."""
+
+    def __init__(self, ids: dict[int, str], deliver: Callable[[int, Reply], None]) -> None:
+        self._index = {rid: i for i, rid in ids.items()}
+        self._deliver = deliver
+
+    def sendall(self, frame: bytes | bytearray | memoryview) -> None:
+        for rid, reply in decode_frame(bytes(frame)):
+            i = self._index.get(rid)
+            if i is None:
+                log.warning("an intermediate response names request %r, not in the batch", rid)
+                continue
+            self._deliver(i, reply)
+
+    def send(self, frame: bytes | bytearray | memoryview) -> int:
+        self.sendall(frame)
+        return len(frame)
+
+
+def decode_frame(frame: bytes) -> list[tuple[str, Reply]]:
+    """TorchServe's predict response frame (big-endian int32 lengths): code, message,
+    then per request its id, content type, status, reason phrase, headers and body, up
+    to a -1. A code other than 200 fails every request the frame names."""
+    at = 0
+
+    def take(n: int) -> bytes:
+        nonlocal at
+        if n < 0 or at + n > len(frame):
+            raise ValueError("truncated TorchServe response frame")
+        out = frame[at : at + n]
+        at += n
+        return out
+
+    def integer() -> int:
+        return int(struct.unpack("!i", take(4))[0])
+
+    def text() -> str:
+        return take(integer()).decode("utf-8")
+
+    code = integer()
+    message = text()
+    out: list[tuple[str, Reply]] = []
+    while True:
+        length = integer()
+        if length == -1:
+            break
+        rid = take(length).decode("utf-8")
+        content_type = text()
+        status = integer()
+        phrase = text()
+        headers = {}
+        for _ in range(integer()):
+            key = text()
+            headers[key] = text()
+        body = take(integer())
+        if code != 200:
+            out.append((rid, error_reply(code, message)))
+            continue
+        headers.pop("content-type", None)
+        out.append(
+            (
+                rid,
+                Reply(
+                    body=body,
+                    status=status,
+                    message=phrase,
+                    content_type=content_type,
+                    headers=headers,
+                    last=False,
+                ),
+            )
+        )
+    return out
+
+
+__all__ = [
+    "ArchiveError",
+    "FormError",
+    "HandlerModel",
+    "Reply",
+    "Request",
+    "decode_frame",
+    "encode",
+    "error_reply",
+]
