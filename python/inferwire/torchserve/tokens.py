@@ -38,6 +38,7 @@ import os
 import re
 import secrets
 import tempfile
+import time
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -222,7 +223,9 @@ class KeyFile:
             self._seen, self._keys = None, None
             return None
         seen = (st.st_ino, st.st_mtime_ns, st.st_size)
-        if seen != self._seen:
+        # File times tick coarsely and a replaced file's inode may be reused: a file changed
+        # within the last second is read again whatever its stat says.
+        if seen != self._seen or time.time() - st.st_mtime < 1.0:
             try:
                 self._keys = read(self.path)
             except SettingsError:
