@@ -286,6 +286,22 @@ class Repository:
             self._known = self.folders()
         return [self.load(name), *(self.load(name, f) for f in self.versions(name))]
 
+    def load_with(self, name: str, parameters: dict[str, Any]) -> tuple[list[Any], Any]:
+        """``load_versions`` for a load call that brought ``parameters`` (Triton's
+        ``config`` and ``file:`` overrides): the versions, and what the other workers'
+        ``reload`` builds the same from (None: the repository's own files). This
+        repository's models load from their settings, so it takes no parameters."""
+        if parameters:
+            raise ModelLoadError(
+                "this repository's models load from their own files; it takes no load "
+                f"parameters (got {', '.join(sorted(parameters))})"
+            )
+        return self.load_versions(name), None
+
+    def reload(self, name: str, replay: Any) -> list[Any]:
+        """What another worker's ``load_with`` built, from the ``replay`` it returned."""
+        return self.load_versions(name)
+
     def build_versions(self, name: str) -> list[tuple[Any, ModelSettings]]:
         """``build`` of every version of ``name``, the newest first."""
         return [self.build(name), *(self.build_at(f) for f in self.versions(name))]

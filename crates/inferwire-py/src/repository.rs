@@ -150,12 +150,56 @@ impl Repository for PyRepository {
                 .bind(py)
                 .call_method1("load_versions", (name,))
                 .map_err(|e| e.value(py).to_string())?;
-            let mut out = Vec::new();
-            for pair in pairs.try_iter().map_err(|e| e.value(py).to_string())? {
-                let pair = pair.map_err(|e| e.value(py).to_string())?;
-                out.push(built(&pair).map_err(|e| e.value(py).to_string())?);
-            }
-            Ok(out)
+            versions(&pairs)
         })
     }
+
+    /// The Python repository's `load_with(name, parameters)`: `(versions, replay)`.
+    fn load_with(
+        &self,
+        name: &str,
+        parameters: &serde_json::Value,
+    ) -> Result<(Vec<inferwire_server::models::Built>, serde_json::Value), String> {
+        Python::attach(|py| {
+            let err = |e: PyErr| e.value(py).to_string();
+            let parameters = crate::convert::json_to_py(py, parameters).map_err(err)?;
+            let out = self
+                .0
+                .bind(py)
+                .call_method1("load_with", (name, parameters))
+                .map_err(err)?;
+            let (pairs, replay): (Bound<'_, PyAny>, Bound<'_, PyAny>) =
+                out.extract().map_err(err)?;
+            let replay = crate::convert::py_to_json(&replay).map_err(err)?;
+            Ok((versions(&pairs)?, replay))
+        })
+    }
+
+    fn reload(
+        &self,
+        name: &str,
+        replay: &serde_json::Value,
+    ) -> Result<Vec<inferwire_server::models::Built>, String> {
+        Python::attach(|py| {
+            let err = |e: PyErr| e.value(py).to_string();
+            let replay = crate::convert::json_to_py(py, replay).map_err(err)?;
+            let pairs = self
+                .0
+                .bind(py)
+                .call_method1("reload", (name, replay))
+                .map_err(err)?;
+            versions(&pairs)
+        })
+    }
+}
+
+/// `[(adapter, CoreModelSpec), ...]` from Python, as built models.
+fn versions(pairs: &Bound<'_, PyAny>) -> Result<Vec<inferwire_server::models::Built>, String> {
+    let py = pairs.py();
+    let mut out = Vec::new();
+    for pair in pairs.try_iter().map_err(|e| e.value(py).to_string())? {
+        let pair = pair.map_err(|e| e.value(py).to_string())?;
+        out.push(built(&pair).map_err(|e| e.value(py).to_string())?);
+    }
+    Ok(out)
 }

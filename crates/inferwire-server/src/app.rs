@@ -10,6 +10,7 @@ use crate::dialect::{Absent, Missing};
 use crate::error::{Kind, ServeError};
 use crate::metrics::{Metrics, ModelSeries};
 use crate::models::{Models, Served};
+use serde_json::Value;
 
 pub struct App {
     pub config: ServerConfig,
@@ -103,16 +104,22 @@ impl App {
         self.config.dialect.not_found(e, &missing)
     }
 
-    /// A repository load; an unknown name in the dialect's words.
-    pub async fn load_model(&self, name: &str) -> Result<(), ServeError> {
+    /// A repository load, with the call's parameters (a JSON object: `config`, `file:…`);
+    /// an unknown name in the dialect's words.
+    pub async fn load_model(&self, name: &str, parameters: Value) -> Result<(), ServeError> {
         let dialect = &self.config.dialect;
+        // A load that brings the model's files (Triton's `file:` parameters) needs no
+        // folder in the repository.
+        let brings_files = parameters
+            .as_object()
+            .is_some_and(|p| p.keys().any(|k| k.starts_with("file:")));
         if let Some(refused) = dialect.unknown_load(name) {
-            if !self.models.in_repository(name).await {
+            if !brings_files && !self.models.in_repository(name).await {
                 return Err(refused);
             }
         }
-        let done = self.models.load(name).await;
-        done.map_err(|e| dialect.not_found(e, &Missing::model(name)))
+        let done = self.models.load(name, parameters).await;
+        done.map_err(|e| dialect.not_found(dialect.load_failed(e, name), &Missing::model(name)))
     }
 
     /// A repository unload (the default model too where the dialect lets it go); an

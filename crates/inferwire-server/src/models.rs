@@ -98,6 +98,28 @@ pub trait Repository: Send + Sync + 'static {
     fn load_versions(&self, name: &str) -> Result<Vec<Built>, String> {
         self.load(name).map(|built| vec![built])
     }
+    /// `load_versions` with the load call's parameters (a JSON object; Triton's `config`
+    /// and `file:` overrides): the versions built, and what the other workers pass to
+    /// `reload` to build the same (null: a plain `load_versions`). A repository that takes
+    /// none refuses any.
+    fn load_with(&self, name: &str, parameters: &Value) -> Result<(Vec<Built>, Value), String> {
+        match parameters.as_object() {
+            Some(p) if !p.is_empty() => {
+                let names: Vec<&str> = p.keys().map(String::as_str).collect();
+                Err(format!(
+                    "this repository's models load from their own files; it takes no load \
+                     parameters (got {})",
+                    names.join(", ")
+                ))
+            }
+            _ => self.load_versions(name).map(|built| (built, Value::Null)),
+        }
+    }
+    /// Builds what another worker's `load_with` built, from the `replay` it returned.
+    fn reload(&self, name: &str, replay: &Value) -> Result<Vec<Built>, String> {
+        let _ = replay;
+        self.load_versions(name)
+    }
     /// Stores an uploaded model file as `name` at `version` (validated and converted
     /// first) and builds it.
     fn publish(
@@ -117,6 +139,12 @@ pub trait Repository: Send + Sync + 'static {
     fn published(&self) -> Result<Value, String> {
         Ok(Value::Array(Vec::new()))
     }
+}
+
+/// How a failed load's message starts, before the reason (a dialect may reword it:
+/// `Dialect::load_failed`).
+pub fn load_failed(name: &str) -> String {
+    format!("model {name:?} could not be loaded")
 }
 
 /// A repository poll's changes: each model's name, and its versions built (or why not),
@@ -407,7 +435,7 @@ impl Models {
     /// own requests ask for), then unloads the least recently used models while the
     /// loaded ones' memory is over the budget.
     async fn load_here(&self, name: &str) -> Result<(), ServeError> {
-        let Some(served) = self.build_from_repository(name, false).await?.pop() else {
+        let Some(served) = self.build_from_repository(name, None).await?.0.pop() else {
             return Err(ServeError::new(
                 Kind::Internal,
                 format!("the repository built no model {name:?}"),
@@ -484,8 +512,9 @@ impl Models {
     /// Loads (or reloads) `name` from the repository. The new model takes requests once
     /// it is ready; a model it replaces finishes the requests it already has. A failed
     /// load leaves whatever was serving in place.
-    pub async fn load(&self, name: &str) -> Result<(), ServeError> {
-        let mut versions = self.build_from_repository(name, true).await?.into_iter();
+    pub async fn load(&self, name: &str, parameters: Value) -> Result<(), ServeError> {
+        let (versions, replay) = self.build_from_repository(name, Some(parameters)).await?;
+        let mut versions = versions.into_iter();
         let Some(served) = versions.next() else {
             return Err(ServeError::new(
                 Kind::Internal,
@@ -496,28 +525,28 @@ impl Models {
         self.replace(name, Some(served));
         tracing::info!("model {name:?} loaded");
         self.make_room(name);
-        self.propagate(name, true).await
+        self.propagate(name, true, replay).await
     }
 
     /// Builds `name` from the repository (off the I/O threads): its newest version, or
-    /// with `every_version` all of them, the newest first; counting the load and its time.
-    /// A failure is remembered for the index.
+    /// with a load call's `parameters` all of them, the newest first (and what the other
+    /// workers replay); counting the load and its time. A failure is remembered for the
+    /// index.
     async fn build_from_repository(
         &self,
         name: &str,
-        every_version: bool,
-    ) -> Result<Vec<Served>, ServeError> {
+        parameters: Option<Value>,
+    ) -> Result<(Vec<Served>, Value), ServeError> {
         let repo = self.repository()?;
         let owned = name.to_string();
         let metrics = self.metrics;
         let start = Instant::now();
         let built = tokio::task::spawn_blocking(move || {
-            let built = if every_version {
-                repo.load_versions(&owned)?
-            } else {
-                vec![repo.load(&owned)?]
+            let (built, replay) = match parameters {
+                Some(p) => repo.load_with(&owned, &p)?,
+                None => (vec![repo.load(&owned)?], Value::Null),
             };
-            built
+            let served = built
                 .into_iter()
                 .map(|(model, spec)| {
                     if spec.name != owned {
@@ -528,7 +557,8 @@ impl Models {
                     }
                     Models::build(model, spec, metrics).map_err(|e| e.to_string())
                 })
-                .collect::<Result<Vec<_>, _>>()
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok::<_, String>((served, replay))
         })
         .await
         .map_err(|e| ServeError::new(Kind::Internal, e.to_string()))?;
@@ -543,7 +573,7 @@ impl Models {
                 remember_failure(&mut failures, name, &reason);
                 Err(ServeError::new(
                     Kind::BadRequest,
-                    format!("model {name:?} could not be loaded: {reason}"),
+                    format!("{}: {reason}", load_failed(name)),
                 ))
             }
         }
@@ -575,7 +605,7 @@ impl Models {
         })?;
         self.replace(name, Some(built));
         tracing::info!("model {name:?} version {version:?} published and serving");
-        self.propagate(name, true).await
+        self.propagate(name, true, Value::Null).await
     }
 
     /// Removes a published version; the newest one left serves (or none: when that was
@@ -595,7 +625,7 @@ impl Models {
         let serving = now.is_some();
         self.replace(name, now);
         tracing::info!("model {name:?} version {version:?} deleted");
-        self.propagate(name, serving).await
+        self.propagate(name, serving, Value::Null).await
     }
 
     /// Published models and their versions.
@@ -651,12 +681,12 @@ impl Models {
         self.replace_side(name, Vec::new());
         self.count_held();
         tracing::info!("model {name:?} unloaded");
-        self.propagate(name, false).await
+        self.propagate(name, false, Value::Null).await
     }
 
     /// With several workers: records a change this worker made and waits until every
     /// worker has made it too.
-    async fn propagate(&self, name: &str, serving: bool) -> Result<(), ServeError> {
+    async fn propagate(&self, name: &str, serving: bool, replay: Value) -> Result<(), ServeError> {
         let Some(sync) = &self.sync else {
             return Ok(());
         };
@@ -666,7 +696,7 @@ impl Models {
                 format!("model {name:?} changed in this worker, but {e}"),
             )
         };
-        let generation = sync.record(name, serving).map_err(failed)?;
+        let generation = sync.record(name, serving, replay).map_err(failed)?;
         sync.wait_for_all(generation, name, SYNC_TIMEOUT)
             .await
             .map_err(failed)
@@ -694,7 +724,11 @@ impl Models {
                 tracing::info!("model {name:?} unloaded (changed through another worker)");
                 continue;
             }
-            let built = repo.load_versions(&name);
+            let built = if change.replay.is_null() {
+                repo.load_versions(&name)
+            } else {
+                repo.reload(&name, &change.replay)
+            };
             if let Err(reason) = self.serve_built(&name, built, "changed through another worker") {
                 failed.insert(name, reason);
             }

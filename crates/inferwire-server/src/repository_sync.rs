@@ -36,6 +36,10 @@ pub struct Change {
     pub generation: u64,
     /// Loaded (or reloaded) from the repository; `false`: unloaded.
     pub serving: bool,
+    /// What the repository's `reload` builds the same load from (a load with
+    /// parameters); null: the repository's own files.
+    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
+    pub replay: serde_json::Value,
 }
 
 /// How far one worker got.
@@ -67,7 +71,12 @@ impl RepoSync {
     }
 
     /// Records a change this worker has applied; returns its generation.
-    pub fn record(&self, name: &str, serving: bool) -> Result<u64, String> {
+    pub fn record(
+        &self,
+        name: &str,
+        serving: bool,
+        replay: serde_json::Value,
+    ) -> Result<u64, String> {
         let lock = File::create(self.dir.join("lock")).map_err(|e| self.err(e))?;
         lock.lock().map_err(|e| self.err(e))?;
         let mut state = self.state()?;
@@ -78,6 +87,7 @@ impl RepoSync {
             Change {
                 generation,
                 serving,
+                replay,
             },
         );
         write_json(&self.dir.join("state.json"), &state)?;
@@ -199,9 +209,10 @@ mod tests {
             workers: 2,
         };
         let (a, b) = (RepoSync::new(&config, 0), RepoSync::new(&config, 1));
-        let g1 = a.record("m", true).unwrap();
-        let g2 = a.record("n", true).unwrap();
-        let g3 = a.record("m", false).unwrap();
+        let replay = serde_json::json!({"config": "{}"});
+        let g1 = a.record("m", true, serde_json::Value::Null).unwrap();
+        let g2 = a.record("n", true, replay.clone()).unwrap();
+        let g3 = a.record("m", false, serde_json::Value::Null).unwrap();
         assert_eq!((g1, g2, g3), (1, 2, 3));
         assert!(a.pending().unwrap().is_none());
         let (to, changes) = b.pending().unwrap().unwrap();
@@ -211,6 +222,8 @@ mod tests {
             .map(|(n, c)| (n.clone(), c.serving))
             .collect();
         assert_eq!(got, vec![("m".into(), false), ("n".into(), true)]);
+        assert_eq!(changes[1].1.replay, replay);
+        assert!(changes[0].1.replay.is_null());
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()

@@ -17,6 +17,7 @@ version policy, preferred batch sizes, the sequence idle time, pinned memory),
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -194,6 +195,7 @@ def read(
     *,
     strict: bool = False,
     auto: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+    given: str | None = None,
 ) -> ModelConfig:
     """The configuration of the model in ``folder`` (``folder/config.pbtxt``; none: an empty
     one, unless ``strict``, Triton's ``--strict-model-config``), completed and checked as
@@ -202,13 +204,17 @@ def read(
     with the config in its JSON form (as ``to_json`` writes it, which is what Triton hands a
     backend) and returns it, changed; Triton takes back max_batch_size, input, output, the
     scheduler (when the config named none) and model_transaction_policy, and so does this.
-    A config Triton would refuse raises ``ConfigError``."""
+    A config Triton would refuse raises ``ConfigError``. ``given``: a load call's
+    ``config`` parameter (the config's JSON form), read instead of the file."""
     folder = Path(folder)
     path = folder / CONFIG_FILE
     where = str(path)
     if not folder.is_dir():
         raise ConfigError(f"{folder}: not a model folder")
-    if path.is_file():
+    if given is not None:
+        where = f"model {folder.name}: the load call's config"
+        raw = _given(given, where)
+    elif path.is_file():
         if path.stat().st_size > MAX_BYTES:
             raise ConfigError(
                 f"{where}: {path.stat().st_size} bytes, more than a model "
@@ -244,6 +250,18 @@ def read(
         raw, where, complete=strict or auto is not None or raw.get("backend") not in _COMPLETES_IO
     )
     return ModelConfig.from_raw(raw)
+
+
+def _given(text: str, where: str) -> dict[str, Any]:
+    """A config in its JSON form, bounded as a config.pbtxt is."""
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > MAX_BYTES:
+        raise ConfigError(f"{where}: {size} bytes, more than a model configuration may have")
+    try:
+        obj = json.loads(text)
+    except (ValueError, RecursionError) as e:
+        raise ConfigError(f"{where}: not JSON ({e})") from None
+    return from_json(obj, where)
 
 
 def _is_version(name: str) -> bool:

@@ -78,18 +78,6 @@ def passed(out: subprocess.CompletedProcess[str], s: Tritonserver, *lines: str) 
 HTTP = "http"
 GRPC = "grpc"
 
-# Differences in the Rust core that stop a script (crates/, another engineer's part):
-# strict, so a fix there shows up as XPASS and its mark comes off.
-LOAD_PARAMETERS = pytest.mark.xfail(
-    strict=True,
-    reason="a load's parameters are dropped (crates/inferwire-server/src/rest/v2.rs load, "
-    "grpc/v2.rs repository_model_load): a config override that is not JSON loads the model "
-    "where Triton answers INTERNAL \"failed to load 'simple', failed to poll from model "
-    'repository" (core model_repository_manager.cc: Invalid config override); '
-    '\'{"max_batch_size":"16"}\' leaves max_batch_size 8; a file: override whose name is '
-    "longer than NAME_MAX loads instead of failing the same way",
-)
-
 
 def client(script: str, protocol: str, *args: str, prints: tuple[str, ...], marks: Any = ()) -> Any:
     """One run of ``script``: its protocol's URL, ``args``, and the lines it prints on
@@ -162,12 +150,11 @@ def test_example_client_passes(
 @pytest.mark.parametrize(
     ("script", "protocol", "names"),
     [
-        pytest.param("simple_http_model_control.py", HTTP, SIMPLE, marks=LOAD_PARAMETERS),
+        pytest.param("simple_http_model_control.py", HTTP, SIMPLE),
         pytest.param(
             "simple_grpc_model_control.py",
             GRPC,
             (*SIMPLE, "custom_identity_int32"),
-            marks=LOAD_PARAMETERS,
         ),
     ],
     ids=[HTTP, GRPC],

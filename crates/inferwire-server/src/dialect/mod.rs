@@ -73,6 +73,12 @@ pub trait Dialect: Send + Sync + Debug + 'static {
         None
     }
 
+    /// A repository load that failed (`e`, its message `models::load_failed` and the
+    /// reason): the dialect's words for it.
+    fn load_failed(&self, e: ServeError, _name: &str) -> ServeError {
+        e
+    }
+
     /// Whether a repository unload may take the default model (the one the Seldon
     /// protocol's routes answer), as MLServer lets every model go.
     fn unloads_default(&self) -> bool {
@@ -194,6 +200,9 @@ impl Dialect for Tuned {
     }
     fn unknown_load(&self, name: &str) -> Option<ServeError> {
         self.base.unknown_load(name)
+    }
+    fn load_failed(&self, e: ServeError, name: &str) -> ServeError {
+        self.base.load_failed(e, name)
     }
     fn unloads_default(&self) -> bool {
         self.base.unloads_default()

@@ -16,6 +16,9 @@ use crate::error::{Kind, ServeError};
 use crate::metrics::{Failure, ModelSeries};
 use crate::model_config::Mismatch;
 
+/// How Triton says a load failed before any model was built (the repository poll).
+const POLL_FAILED: &str = "failed to poll from model repository";
+
 /// Triton's answers.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Triton;
@@ -41,8 +44,26 @@ impl Dialect for Triton {
     fn unknown_load(&self, name: &str) -> Option<ServeError> {
         Some(ServeError::new(
             Kind::Internal,
-            format!("failed to load '{name}', failed to poll from model repository"),
+            format!("failed to load '{name}', {POLL_FAILED}"),
         ))
+    }
+
+    /// Triton's words for a load that failed, its reason kept after them. A load whose
+    /// parameters the repository could not take (the Triton repository's reason starts
+    /// with Triton's "failed to poll from model repository") is Triton's INTERNAL, which
+    /// Triton's own clients check for.
+    fn load_failed(&self, mut e: ServeError, name: &str) -> ServeError {
+        let prefix = crate::models::load_failed(name);
+        if let Some(reason) = e.message.strip_prefix(&prefix) {
+            let reason = reason.strip_prefix(": ").unwrap_or(reason);
+            if reason.starts_with(POLL_FAILED) {
+                e.kind = Kind::Internal;
+                e.message = format!("failed to load '{name}', {reason}");
+            } else {
+                e.message = format!("failed to load '{name}': {reason}");
+            }
+        }
+        e
     }
 
     fn invalid_rest(&self, e: CodecError, model: &str) -> ServeError {

@@ -440,8 +440,12 @@ impl GrpcInferenceService for V2Service {
         &self,
         req: Request<pb::RepositoryModelLoadRequest>,
     ) -> Result<pb::RepositoryModelLoadResponse> {
-        let name = req.into_inner().model_name;
-        self.0.load_model(&name).await.map_err(|e| e.to_status())?;
+        let req = req.into_inner();
+        let parameters = load_parameters(req.parameters);
+        self.0
+            .load_model(&req.model_name, parameters)
+            .await
+            .map_err(|e| e.to_status())?;
         Ok(Response::new(pb::RepositoryModelLoadResponse {}))
     }
 
@@ -482,4 +486,23 @@ impl ModelRepositoryService for V2Service {
     ) -> Result<pb::RepositoryModelUnloadResponse> {
         GrpcInferenceService::repository_model_unload(self, req).await
     }
+}
+
+/// A load call's parameters as the repository takes them, the REST route's form: a JSON
+/// object of scalars, bytes (Triton's `file:` contents) in base64.
+fn load_parameters(
+    parameters: std::collections::HashMap<String, pb::ModelRepositoryParameter>,
+) -> serde_json::Value {
+    use pb::model_repository_parameter::ParameterChoice as P;
+    let out = parameters.into_iter().map(|(k, v)| {
+        let value = match v.parameter_choice {
+            Some(P::BoolParam(b)) => b.into(),
+            Some(P::Int64Param(i)) => i.into(),
+            Some(P::StringParam(s)) => s.into(),
+            Some(P::BytesParam(b)) => base64_simd::STANDARD.encode_to_string(b).into(),
+            None => serde_json::Value::Null,
+        };
+        (k, value)
+    });
+    serde_json::Value::Object(out.collect())
 }

@@ -498,7 +498,7 @@ pub(super) static ROUTES: &[Route] = &[
         &["/v2/repository/models/{name}/load"],
         A::REPOSITORY_WRITE,
         M::Other,
-        &[(Post, |c| Box::pin(v2::load(c.app, c.name)))],
+        &[(Post, |c| Box::pin(v2::load(c.app, c.req, c.name)))],
     ),
     route(
         &["/v2/repository/models/{name}/unload"],

@@ -102,8 +102,106 @@ pub async fn config(app: &App, name: &str, version: &str) -> Result<Reply, Serve
     crate::dataplane::model_config(&model).await.map(ok)
 }
 
-pub async fn load(app: &App, name: &str) -> Result<Reply, ServeError> {
-    app.load_model(name).await.map(|()| ok(json!({})))
+/// `POST /v2/repository/models/{name}/load`, its body empty or `{"parameters": {...}}`
+/// (Triton's `config` and `file:<version>/<path>` overrides, the files in base64).
+pub async fn load(app: &App, req: Request<Incoming>, name: &str) -> Result<Reply, ServeError> {
+    let body = body::read(app, req, app.config.max_body_bytes).await?;
+    let parameters = load_parameters(&body)?;
+    app.load_model(name, parameters)
+        .await
+        .map(|()| ok(json!({})))
+}
+
+/// At most this many load parameters (Triton's are `config` and one per file).
+const MAX_LOAD_PARAMETERS: usize = 1024;
+
+fn load_parameters(body: &[u8]) -> Result<Value, ServeError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Value::Object(Default::default()));
+    }
+    let parsed: LoadBody = serde_json::from_slice(body)
+        .map_err(|e| ServeError::new(Kind::BadRequest, format!("the load request's body: {e}")))?;
+    Ok(Value::Object(
+        parsed.parameters.map(|p| p.0).unwrap_or_default(),
+    ))
+}
+
+/// A load call's body: only `parameters` is read, each a string, number or boolean, at
+/// most `MAX_LOAD_PARAMETERS` of them (memory follows the body's size, not its shape).
+#[derive(serde::Deserialize)]
+struct LoadBody {
+    #[serde(default)]
+    parameters: Option<LoadParameters>,
+}
+
+struct LoadParameters(serde_json::Map<String, Value>);
+
+impl<'de> serde::Deserialize<'de> for LoadParameters {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = LoadParameters;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("parameters: a JSON object of strings, numbers and booleans")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut m: A,
+            ) -> Result<Self::Value, A::Error> {
+                use serde::de::Error;
+                let mut out = serde_json::Map::new();
+                while let Some(key) = m.next_key::<String>()? {
+                    if out.len() == MAX_LOAD_PARAMETERS {
+                        return Err(A::Error::custom(format!(
+                            "parameters: more than {MAX_LOAD_PARAMETERS}"
+                        )));
+                    }
+                    let value: Scalar = m.next_value().map_err(|_| {
+                        A::Error::custom(format!(
+                            "parameters.{key}: must be a string, number or boolean"
+                        ))
+                    })?;
+                    out.insert(key, value.0);
+                }
+                Ok(LoadParameters(out))
+            }
+        }
+        d.deserialize_map(Visit)
+    }
+}
+
+/// A parameter's value: nested objects and arrays are refused, not built.
+struct Scalar(Value);
+
+impl<'de> serde::Deserialize<'de> for Scalar {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl serde::de::Visitor<'_> for Visit {
+            type Value = Scalar;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a string, number or boolean")
+            }
+            fn visit_bool<E>(self, v: bool) -> Result<Scalar, E> {
+                Ok(Scalar(Value::Bool(v)))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Scalar, E> {
+                Ok(Scalar(v.into()))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Scalar, E> {
+                Ok(Scalar(v.into()))
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<Scalar, E> {
+                Ok(Scalar(v.into()))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Scalar, E> {
+                Ok(Scalar(Value::String(v.to_owned())))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Scalar, E> {
+                Ok(Scalar(Value::String(v)))
+            }
+        }
+        d.deserialize_any(Visit)
+    }
 }
 
 pub async fn unload(app: &App, name: &str) -> Result<Reply, ServeError> {
