@@ -434,7 +434,11 @@ def _extract_tgz(path: Path, root: Path, limits: Limits) -> None:
             for member in tf:
                 original = member.name
                 name = original.split("/", 1)[1] if "/" in original else original
-                rel = writer.admit(original if name == original else name)
+                try:
+                    rel = writer.admit(name)
+                except ArchiveError as e:
+                    # Named as the archive has it, not as stripped.
+                    raise ArchiveError(path, original, e.problem) from None
                 if member.issym() or member.islnk():
                     raise ArchiveError(path, original, "link: archives may hold only files")
                 if not (member.isfile() or member.isdir()):

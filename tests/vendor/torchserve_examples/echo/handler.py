@@ -1,0 +1,3 @@
+def handle(data, context):
+    if data:
+    	return [entry["data"] for entry in data]
