@@ -29,7 +29,7 @@ import numpy as np
 from .. import streaming
 from ..contract import Adapter, Request
 from ..error_log import errors
-from ..errors import ModelLoadError
+from ..errors import BadRequest, ModelLoadError
 from . import pb_types, pb_utils
 from .config import ModelConfig, to_json, v2_datatype
 from .sequences import Controls, Instances
@@ -211,6 +211,10 @@ class TritonPythonAdapter(Adapter):
                 # model is never batched: one request per call).
                 one = incoming[0] if len(incoming) == 1 else None
                 sequence, flags = (one.correlation_id(), one.flags()) if one else (0, 0)
+                try:
+                    self._instances.check(sequence, flags, self.name)
+                except BadRequest as e:
+                    return [e for _ in requests]
                 with (
                     self._instances.take(sequence, flags) as instance,
                     pb_utils._model_scope(self.name),
@@ -274,6 +278,12 @@ class TritonPythonAdapter(Adapter):
         sender = _Sender(sink, patience)
         incoming = self._incoming(request, sender)
         sequence, flags = incoming.correlation_id(), incoming.flags()
+        if self._sequences:
+            try:
+                self._instances.check(sequence, flags, self.name)
+            except BadRequest as e:
+                sender.fail(e)
+                return
         try:
             with (
                 self._instances.take(sequence, flags) as instance,

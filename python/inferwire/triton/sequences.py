@@ -58,6 +58,25 @@ class Instances:
         # correlation id -> (instance index, last request's time)
         self._on: dict[int | str, tuple[int, float]] = {}
 
+    def check(self, sequence: int | str, flags: int, model: str) -> None:
+        """Refuses, in Triton's words, a request its sequence batcher refuses: one with
+        no correlation id, or one that does not START a sequence that is not going on
+        (never begun, ended, or idle past its timeout)."""
+        if sequence in (0, ""):
+            raise BadRequest(
+                f"inference request to model '{model}' must specify a non-zero or non-empty "
+                "correlation ID"
+            )
+        if flags & START:
+            return
+        with self._cond:
+            placed = self._on.get(sequence)
+            if placed is None or time.monotonic() - placed[1] > self._idle_s:
+                raise BadRequest(
+                    f"inference request for sequence {sequence} to model '{model}' must "
+                    "specify the START flag on the first request of the sequence"
+                )
+
     @contextmanager
     def take(self, sequence: int | str = 0, flags: int = 0) -> Iterator[Any]:
         with self._cond:

@@ -214,6 +214,36 @@ def test_a_string_id_for_a_numeric_corrid_is_tritons_error(
     assert e.value.status() in ("400", "StatusCode.INVALID_ARGUMENT")
 
 
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_requests_triton_s_sequence_batcher_refuses_are_refused_in_its_words(
+    server: Tritonserver, protocol: str
+) -> None:
+    c = client(server, protocol)
+    bad = ("400", "StatusCode.INVALID_ARGUMENT")
+    # No correlation id.
+    with pytest.raises(InferenceServerException) as e:
+        step(c, "controls", 0, 1, [1, 1], sequence_start=True)
+    assert e.value.status() in bad
+    assert (e.value.message() or "").endswith(
+        "inference request to model 'controls' must specify a non-zero or non-empty correlation ID"
+    )
+    # A sequence's first request without START, and one after its END.
+    seq = 4242 if protocol == "http" else 4343
+    for attempt in ("never started", "ended"):
+        with pytest.raises(InferenceServerException) as e:
+            step(c, "controls", seq, 1, [1, 1])
+        assert e.value.status() in bad, attempt
+        assert (e.value.message() or "").endswith(
+            f"inference request for sequence {seq} to model 'controls' must specify the "
+            "START flag on the first request of the sequence"
+        ), attempt
+        step(c, "controls", seq, 1, [1, 1], sequence_start=True)
+        step(c, "controls", seq, 1, [1, 1], sequence_end=True)
+    # A model without sequence batching takes requests of no sequence.
+    r = step(c, "per_instance", 9, 1, [1, 1], sequence_start=True, sequence_end=True)
+    assert r.as_numpy("OUTPUT")[0, 0] == 1
+
+
 def test_instances_place_new_sequences_on_the_least_loaded() -> None:
     pool = Instances(["a", "b"], idle_s=60)
     with pool.take(1, START) as first:
