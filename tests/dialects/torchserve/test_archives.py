@@ -149,7 +149,7 @@ def test_model_config_gpu_and_device_ids() -> None:
             "a: &a [1,1,1,1,1,1,1,1,1,1]\n"
             + "".join(
                 f"{c}: &{c} [*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p}]\n"
-                for p, c in zip("abcdefgh", "bcdefghi")
+                for p, c in zip("abcdefgh", "bcdefghi", strict=True)
             )
             + "j: [*i, *i]\n",
             "counting what aliases repeat",
