@@ -86,6 +86,25 @@ def perf_analyzer() -> str:
     return path
 
 
+def run_perf_analyzer(pa: str, *args: str) -> str:
+    """One bounded perf_analyzer run (``pa``: the ``perf_analyzer`` fixture's path): its
+    report. 500 ms windows, at most 10 of them per concurrency, and a loose stability
+    band (a loaded CI machine is noisy; tests check what it did, not its figures)."""
+    cmd = [
+        pa,
+        "--measurement-interval",
+        "500",
+        "--max-trials",
+        "10",
+        "--stability-percentage",
+        "100",
+        *args,
+    ]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, f"{cmd}\n{r.stdout}\n{r.stderr}"
+    return r.stdout
+
+
 class Served:
     """One `inferwire serve` subprocess on 127.0.0.1."""
 

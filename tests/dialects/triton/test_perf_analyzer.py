@@ -8,11 +8,10 @@ throughput. How its figures compare with `inferwire bench` is a benchmark
 from __future__ import annotations
 
 import re
-import subprocess
 from typing import Any
 
 import pytest
-from conftest import Served
+from conftest import Served, run_perf_analyzer
 
 
 @pytest.fixture(scope="module")
@@ -22,23 +21,7 @@ def srv(serve: Any) -> Served:
 
 
 def run(pa: str, *args: str) -> str:
-    cmd = [
-        pa,
-        "-m",
-        "sleep",
-        # Bounded: 500 ms windows, at most 10 of them per concurrency, and a loose
-        # stability band (a loaded CI machine is noisy; the figures are not checked here).
-        "--measurement-interval",
-        "500",
-        "--max-trials",
-        "10",
-        "--stability-percentage",
-        "100",
-        *args,
-    ]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, f"{cmd}\n{r.stdout}\n{r.stderr}"
-    return r.stdout
+    return run_perf_analyzer(pa, "-m", "sleep", *args)
 
 
 def throughputs(report: str) -> dict[int, float]:

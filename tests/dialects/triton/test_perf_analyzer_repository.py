@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from conftest import run_perf_analyzer
 from triton_server import Tritonserver, repository
 
 
@@ -23,22 +23,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tritonserver]:
     s.stop()
 
 
-def run(pa: str, *args: str) -> str:
-    cmd = [
-        pa,
-        "--measurement-interval",
-        "500",
-        "--max-trials",
-        "10",
-        "--stability-percentage",
-        "100",
-        *args,
-    ]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, f"{cmd}\n{r.stdout}\n{r.stderr}"
-    return r.stdout
-
-
 def throughput(report: str) -> float:
     found = re.findall(r"throughput: ([\d.]+) infer/sec", report)
     assert found, report
@@ -48,7 +32,7 @@ def throughput(report: str) -> float:
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
 def test_add_sub(perf_analyzer: str, server: Tritonserver, protocol: str) -> None:
     url = server.url.removeprefix("http://") if protocol == "http" else server.grpc_target
-    report = run(perf_analyzer, "-m", "add_sub", "-i", protocol, "-u", url)
+    report = run_perf_analyzer(perf_analyzer, "-m", "add_sub", "-i", protocol, "-u", url)
     assert throughput(report) > 0
 
 
@@ -58,7 +42,7 @@ def test_a_decoupled_model_streamed(
     # Each request asks for 3 responses (perf_analyzer's random data could ask millions).
     data = tmp_path / "square.json"
     data.write_text(json.dumps({"data": [{"IN": [3]}]}))
-    report = run(
+    report = run_perf_analyzer(
         perf_analyzer,
         "-m",
         "square_int32",
