@@ -613,10 +613,8 @@ def is_server(args: list[str]) -> bool:
 def running_server(path: str) -> int | None:
     """The pid the pid file names, if that process is a model server still running; a pid
     file naming no process is removed, as TorchServe does."""
-    try:
-        with open(path, encoding="ascii") as fh:
-            pid = int(fh.readline())
-    except (OSError, ValueError):
+    pid = _read_pid(path)
+    if pid is None:
         return None
     args = _cmdline(pid)
     if args is None:
@@ -659,6 +657,14 @@ def stop(path: str | None = None, wait: bool = False, key_file: str = tokens.KEY
     except OSError:
         pass
     return 0
+
+
+def _read_pid(path: str) -> int | None:
+    try:
+        with open(path, encoding="ascii") as fh:
+            return int(fh.readline())
+    except (OSError, ValueError):
+        return None
 
 
 def _write_pid(path: str, pid: int) -> None:
@@ -709,7 +715,7 @@ def _foreground(config: TorchServeConfig, settings: Any, serve: Serve, path: str
     finally:
         if key_file is not None:
             key_file.remove()
-        if running_server(path) == os.getpid():
+        if _read_pid(path) == os.getpid():  # not a later server's
             os.unlink(path)
 
 
