@@ -240,6 +240,27 @@ def test_mlserver_settings_table_matches_the_code() -> None:
     )
 
 
+# -- The TorchServe guide's tables, generated from the code -------------------------------
+
+TORCHSERVE_GUIDE = ROOT / "docs/guides/migrating-from-torchserve.md"
+
+
+def test_torchserve_options_table_matches_the_code() -> None:
+    from inferwire.torchserve.cli import markdown_table as options_table
+
+    assert options_table() in TORCHSERVE_GUIDE.read_text(), (
+        "regenerate the table with inferwire.torchserve.cli.markdown_table()"
+    )
+
+
+def test_torchserve_properties_table_matches_the_code() -> None:
+    from inferwire.torchserve.properties import markdown_table as keys_table
+
+    assert keys_table() in TORCHSERVE_GUIDE.read_text(), (
+        "regenerate the table with inferwire.torchserve.properties.markdown_table()"
+    )
+
+
 # -- The Triton guide's tables, generated from the code -----------------------------------
 
 TRITON_GUIDE = ROOT / "docs/guides/migrating-from-triton.md"
