@@ -25,7 +25,8 @@ tritonserver's children), read before and after the measured run, divided by the
 requests answered. Then the BLS step: per server, protocol and clients, the pipeline's
 time per request (mean and p50 latency) and CPU per request minus blank's.
 
-The servers (``--servers``, default ``inferwire,triton``, in that order; never at once):
+The servers (``--servers``, default ``inferwire,triton,floor``, in that order; never at
+once):
 
 - ``triton``: tritonserver 2.51.0 from PyTriton's wheel, run directly by
   ``benchmarks/peers/tritonserver/serve.py`` (its README: the stub, its environment) with
@@ -33,14 +34,22 @@ The servers (``--servers``, default ``inferwire,triton``, in that order; never a
   (serve.py, tritonserver, one stub per model);
 - ``inferwire``: ``inferwire tritonserver --model-repository REPO --http-port P
   --grpc-port G --metrics-port M`` (addresses 127.0.0.1), the executable ``--inferwire``
-  (default: this interpreter's ``-m inferwire``).
+  (default: this interpreter's ``-m inferwire``);
+- ``floor``: the repository's do-nothing servers, ``http_floor`` and ``grpc_floor`` from
+  ``--examples`` (default ``target/release/examples``; ``cargo build --release -p
+  inferwire-server --example http_floor --example grpc_floor``), under one ``bash`` so
+  that one process tree holds both: they parse nothing (the end of a request is all they
+  look for) and answer every request with the same small reply, ``200 [1]`` over HTTP and
+  an empty message with ``grpc-status: 0`` over gRPC. The same for every model; its CPU
+  per request is what the kernel's sockets alone cost in that cell, the least any server
+  can spend there. The tables put Triton's CPU per request divided by 20 beside it.
 
     bash benchmarks/peers/tritonserver/install.sh           # once
     .venv/bin/python benchmarks/triton_python.py [--servers triton] [--seconds 5] [--rounds 2]
 
 About 90 s per server and round at the defaults (12 cells of 1 + 5 s, start, stop). Prints a
 markdown table and writes benchmarks/results/triton_python.{md,json}. A server that does
-not start is reported (its log's tail) and the run goes on with the other; the exit
+not start is reported (its log's tail) and the run goes on with the others; the exit
 status is then 1.
 """
 
@@ -49,6 +58,7 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
+import socket
 import statistics
 import subprocess
 import sys
@@ -71,7 +81,8 @@ REPOSITORY = ROOT / "benchmarks/peers/tritonserver/repository"
 TRITON_PYTHON = ROOT / ".tools/peers/pytriton/bin/python"
 TRITON_SERVE = ROOT / "benchmarks/peers/tritonserver/serve.py"
 V2_CALL = "inference.GRPCInferenceService/ModelInfer"
-SERVERS = ("inferwire", "triton")
+EXAMPLES = ROOT / "target/release/examples"
+SERVERS = ("inferwire", "triton", "floor")
 PROTOCOLS = ("http", "grpc")
 CLIENTS = (1, 8)
 
@@ -149,20 +160,33 @@ def wait_models(url: str, models: list[str], timeout: float = 60.0) -> None:
             time.sleep(0.2)
 
 
-def start_triton(repository: Path, _inferwire: list[str]) -> Running:
+def wait_port(address: str, timeout: float = 30.0) -> None:
+    host, port = address.rsplit(":", 1)
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            socket.create_connection((host, int(port)), timeout=2).close()
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{address}: not listening in {timeout:.0f} s") from None
+            time.sleep(0.1)
+
+
+def start_triton(args: argparse.Namespace) -> Running:
     if not TRITON_PYTHON.exists():
         raise RuntimeError("not installed: bash benchmarks/peers/tritonserver/install.sh")
     http, grpc, metrics = free_port(), free_port(), free_port()
-    argv = [str(TRITON_PYTHON), str(TRITON_SERVE), "--model-repository", str(repository)]
+    argv = [str(TRITON_PYTHON), str(TRITON_SERVE), "--model-repository", str(args.repository)]
     argv += ["--http-port", str(http), "--grpc-port", str(grpc), "--metrics-port", str(metrics)]
     started = time.monotonic()
     peer = PeerProc(argv, "tritonserver")  # READY once every model of the repository is
     return Running(peer.pid, peer.url, peer.grpc, time.monotonic() - started, peer.stop)
 
 
-def start_inferwire(repository: Path, inferwire: list[str]) -> Running:
+def start_inferwire(args: argparse.Namespace) -> Running:
     http, grpc, metrics = free_port(), free_port(), free_port()
-    argv = [*inferwire, "tritonserver", "--model-repository", str(repository)]
+    argv = [*args.inferwire, "tritonserver", "--model-repository", str(args.repository)]
     argv += ["--http-port", str(http), "--grpc-port", str(grpc), "--metrics-port", str(metrics)]
     for kind in ("http", "grpc", "metrics"):
         argv += [f"--{kind}-address", "127.0.0.1"]
@@ -177,9 +201,33 @@ def start_inferwire(repository: Path, inferwire: list[str]) -> Running:
     return running
 
 
-STARTERS: dict[str, Callable[[Path, list[str]], Running]] = {
+def start_floor(args: argparse.Namespace) -> Running:
+    """``http_floor`` and ``grpc_floor`` as two children of one ``bash``: the PID measured
+    is the shell's, whose tree holds both; stopping kills the process group."""
+    servers = [args.examples / "http_floor", args.examples / "grpc_floor"]
+    missing = [str(s) for s in servers if not s.exists()]
+    if missing:
+        raise RuntimeError(
+            f"not built: {', '.join(missing)} (cargo build --release -p inferwire-server "
+            "--example http_floor --example grpc_floor)"
+        )
+    http, grpc = f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"
+    http_floor, grpc_floor = (shlex.quote(str(s)) for s in servers)
+    script = f"{http_floor} {http} & {grpc_floor} {grpc} & wait"
+    url = f"http://{http}"
+    proc = Proc(["bash", "-c", script], f"{url}/v2/health/ready", timeout=30.0)
+    try:
+        wait_port(grpc)
+    except RuntimeError:
+        proc.stop()
+        raise
+    return Running(proc.pid, url, grpc, proc.start_seconds, proc.stop)
+
+
+STARTERS: dict[str, Callable[[argparse.Namespace], Running]] = {
     "inferwire": start_inferwire,
     "triton": start_triton,
+    "floor": start_floor,
 }
 
 
@@ -238,7 +286,7 @@ def measure_server(
     name: str, args: argparse.Namespace, bodies: dict[str, Path]
 ) -> tuple[dict[str, Cell], dict[str, Any]]:
     started = time.monotonic()
-    running = STARTERS[name](args.repository, args.inferwire)
+    running = STARTERS[name](args)
     facts: dict[str, Any] = {"start_s": round(running.start_s, 2)}
     cells: dict[str, Cell] = {}
     try:
@@ -287,6 +335,10 @@ def cells_table(results: dict[str, dict[str, Cell]]) -> list[str]:
     if both:
         head += " req/s inferwire ÷ triton | CPU/req triton ÷ inferwire |"
         rule += "---:|---:|"
+    # 20× less CPU per request than Triton (issue 37), beside the floor's CPU/req.
+    if "triton" in results:
+        head += " triton CPU/req ÷ 20 |"
+        rule += "---:|"
     lines = [head, rule]
     for form in FORMS:
         row = f"| {form.model} | {'HTTP' if form.protocol == 'http' else 'gRPC'} | {form.clients} |"
@@ -305,12 +357,16 @@ def cells_table(results: dict[str, dict[str, Cell]]) -> list[str]:
                 if ours and theirs
                 else " - | - |"
             )
+        if "triton" in results:
+            theirs = results["triton"].get(form.key)
+            row += f" {fmt(theirs.server_cpu_us / 20)} |" if theirs else " - |"
         lines.append(row)
     return lines
 
 
 def bls_step(results: dict[str, dict[str, Cell]]) -> tuple[list[str], list[dict[str, Any]]]:
-    """The pipeline's time and CPU per request minus blank's, per server and cell."""
+    """The pipeline's time and CPU per request minus blank's, per server and cell (not
+    the floor's: it runs no model, so its pipeline is no different from its blank)."""
     lines = [
         "| server | protocol | clients | blank mean / p50 | bls_pipeline mean / p50 "
         "| BLS step: mean / p50 | blank CPU/req | bls_pipeline CPU/req | BLS step CPU |",
@@ -318,6 +374,8 @@ def bls_step(results: dict[str, dict[str, Cell]]) -> tuple[list[str], list[dict[
     ]
     rows = []
     for name, cells in results.items():
+        if name == "floor":
+            continue
         for protocol in PROTOCOLS:
             for clients in CLIENTS:
                 blank = cells.get(Form("blank", protocol, clients).key)
@@ -387,6 +445,12 @@ def main() -> int:
     )
     p.add_argument("--repository", type=Path, default=REPOSITORY)
     p.add_argument(
+        "--examples",
+        type=Path,
+        default=EXAMPLES,
+        help="folder of the release http_floor and grpc_floor (the floor server)",
+    )
+    p.add_argument(
         "--inferwire",
         type=shlex.split,
         default=[sys.executable, "-m", "inferwire"],
@@ -405,6 +469,7 @@ def main() -> int:
     if unknown or not servers:
         p.error(f"--servers: {unknown or 'none'}; choose from {', '.join(SERVERS)}")
     args.repository = args.repository.resolve()
+    args.examples = args.examples.resolve()
     work = Path(tempfile.mkdtemp(prefix="triton-python-"))
     bodies = {}
     for model, body in BODIES.items():
@@ -441,7 +506,18 @@ def main() -> int:
         + (f", median of {args.rounds} rounds (servers alternating)" if args.rounds > 1 else "")
         + "; "
         "CPU/req: the server's process tree (/proc utime + stime) over the cell, divided "
-        "by the requests answered.",
+        "by the requests answered."
+        + (
+            " floor: `http_floor` and `grpc_floor`, which parse nothing and answer every "
+            "request with the same fixed reply, the least any server spends per request here."
+            if "floor" in results
+            else ""
+        )
+        + (
+            " triton CPU/req ÷ 20: what 20× less than Triton's Python backend would be."
+            if "triton" in results
+            else ""
+        ),
         "",
         "## Cells",
         "",
