@@ -8,7 +8,9 @@
 //! or OpenTelemetry, is a later change), and the logging switches do not reach the
 //! server's log filter (it has no handle to change at runtime). Each worker process
 //! keeps its own. Each transport reads its request's fields with Triton's words for
-//! that transport (`rest::runtime_settings`, `grpc::v2`); the rules they share are here.
+//! that transport (`rest::runtime_settings`, `grpc::runtime_settings`, each a
+//! [`TraceFields`]); the rules for the values, which they share, are here
+//! ([`trace_update`]).
 use std::collections::HashMap;
 use std::sync::Mutex;
 
@@ -133,6 +135,81 @@ pub struct TraceUpdate {
     pub rate: Change<u32>,
     pub count: Change<i32>,
     pub log_frequency: Change<u32>,
+}
+
+/// A trace update's fields as one transport reads them: whether a field is there, and its
+/// value as Triton takes it (level names; numbers as text), before the rules for the
+/// values ([`trace_update`]). A value of the wrong shape is refused here, in that
+/// transport's words.
+pub trait TraceFields {
+    /// How Triton's message for a `trace_count` below -1 ends: "got:" and the value,
+    /// with a space between them over gRPC and none over REST.
+    const COUNT_GOT: &'static str;
+
+    /// Whether the request names `field` at all.
+    fn has(&self, field: &str) -> bool;
+
+    /// `trace_level`'s names (`Clear`: the request clears it).
+    fn level(&self) -> Result<Change<Vec<&str>>, ServeError>;
+
+    /// A trace number's text (`Clear`: the request clears it).
+    fn number(&self, field: &str) -> Result<Change<&str>, ServeError>;
+}
+
+/// A trace update from a request's fields, as Triton reads them over either transport: no
+/// file; a level from its names (none named: unchanged); `trace_rate` and `log_frequency`
+/// as unsigned 32 bits, `trace_count` from -1 (no limit). The fields are read in this
+/// order, so a request with several bad ones is refused for the first, as Triton does.
+pub fn trace_update<F: TraceFields>(fields: &F) -> Result<TraceUpdate, ServeError> {
+    if fields.has("trace_file") {
+        return Err(file_fixed("trace"));
+    }
+    let level = match fields.level()? {
+        Change::Keep => Change::Keep,
+        Change::Clear => Change::Clear,
+        Change::Set(names) => match Level::from_names(names.into_iter())? {
+            Some(level) => Change::Set(level),
+            None => Change::Keep,
+        },
+    };
+    let number = |field, range| -> Result<Change<(i64, &str)>, ServeError> {
+        Ok(match fields.number(field)? {
+            Change::Set(text) => Change::Set((stoi(field, text, range)?, text)),
+            Change::Clear => Change::Clear,
+            Change::Keep => Change::Keep,
+        })
+    };
+    // C's cast of a negative int to uint32_t wraps, as Triton stores it.
+    let unsigned = |field| -> Result<Change<u32>, ServeError> {
+        Ok(match number(field, UNSIGNED)? {
+            Change::Set((v, _)) => Change::Set(v as u32),
+            Change::Clear => Change::Clear,
+            Change::Keep => Change::Keep,
+        })
+    };
+    let rate = unsigned("trace_rate")?;
+    let count = match number("trace_count", COUNT)? {
+        Change::Set((v, text)) if v < COUNT.0 => {
+            return Err(ServeError::new(
+                Kind::BadRequest,
+                format!(
+                    "Unable to parse 'trace_count'. Expecting value >= {}, {}{text}",
+                    COUNT.0,
+                    F::COUNT_GOT
+                ),
+            ))
+        }
+        Change::Set((v, _)) => Change::Set(v as i32),
+        Change::Clear => Change::Clear,
+        Change::Keep => Change::Keep,
+    };
+    let log_frequency = unsigned("log_frequency")?;
+    Ok(TraceUpdate {
+        level,
+        rate,
+        count,
+        log_frequency,
+    })
 }
 
 /// The fields one scope (the global setting, or a model's) has of its own.
@@ -324,7 +401,7 @@ impl RuntimeSettings {
 /// A trace setting's field given as text: its integer as C's `std::stoi` reads one
 /// (leading blanks, a sign, digits; what follows is ignored), refused in Triton's words
 /// when there is none or it overflows 32 bits. `range`: the bounds Triton's message names.
-pub fn stoi(field: &str, text: &str, range: (i64, i64)) -> Result<i64, ServeError> {
+fn stoi(field: &str, text: &str, range: (i64, i64)) -> Result<i64, ServeError> {
     let t = text.trim_start();
     let digits_at = usize::from(t.starts_with(['+', '-']));
     let digits = t[digits_at..]
@@ -351,8 +428,8 @@ pub fn stoi(field: &str, text: &str, range: (i64, i64)) -> Result<i64, ServeErro
 
 /// The bounds Triton names for `trace_rate` and `log_frequency` (unsigned 32 bits), and
 /// for `trace_count`.
-pub const UNSIGNED: (i64, i64) = (0, u32::MAX as i64);
-pub const COUNT: (i64, i64) = (-1, i32::MAX as i64);
+const UNSIGNED: (i64, i64) = (0, u32::MAX as i64);
+const COUNT: (i64, i64) = (-1, i32::MAX as i64);
 
 /// Triton's answer to an update of where traces or logs are written.
 pub fn file_fixed(what: &str) -> ServeError {

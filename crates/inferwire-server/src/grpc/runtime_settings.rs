@@ -8,9 +8,7 @@ use pb::log_settings_response::setting_value::ParameterChoice as LogReply;
 
 use crate::app::App;
 use crate::error::{Kind, ServeError};
-use crate::runtime_settings::{
-    file_fixed, stoi, Change, Level, Log, LogUpdate, Mode, Trace, TraceUpdate, COUNT, UNSIGNED,
-};
+use crate::runtime_settings::{self, file_fixed, Change, Log, LogUpdate, Mode, Trace, TraceFields};
 
 /// `TraceSetting`: the setting in force for the model named (or the global one), after
 /// the request's changes.
@@ -23,7 +21,7 @@ pub(super) async fn trace(
         app.trace_model(name).await?;
     }
     if !req.settings.is_empty() {
-        let update = trace_update(&req.settings)?;
+        let update = runtime_settings::trace_update(&req.settings)?;
         app.runtime.update_trace(model, &update)?;
     }
     Ok(trace_reply(&app.runtime.trace(model)))
@@ -45,64 +43,33 @@ pub(super) fn log(
 type TraceValues = std::collections::HashMap<String, pb::trace_setting_request::SettingValue>;
 type LogValues = std::collections::HashMap<String, pb::log_settings_request::SettingValue>;
 
-fn trace_update(settings: &TraceValues) -> Result<TraceUpdate, ServeError> {
-    if settings.contains_key("trace_file") {
-        return Err(file_fixed("trace"));
-    }
-    let level = match settings.get("trace_level").map(|v| &v.value) {
-        None => Change::Keep,
-        Some(names) if names.is_empty() => Change::Clear,
-        Some(names) => match Level::from_names(names.iter().map(String::as_str))? {
-            Some(level) => Change::Set(level),
-            None => Change::Keep,
-        },
-    };
-    let unsigned = |field| -> Result<Change<u32>, ServeError> {
-        // C's cast of a negative int to uint32_t wraps, as Triton stores it.
-        Ok(match number(settings, field, UNSIGNED)? {
-            Change::Set((v, _)) => Change::Set(v as u32),
-            Change::Clear => Change::Clear,
-            Change::Keep => Change::Keep,
-        })
-    };
-    let rate = unsigned("trace_rate")?;
-    let count = match number(settings, "trace_count", COUNT)? {
-        Change::Set((v, text)) if v < COUNT.0 => {
-            return Err(ServeError::new(
-                Kind::BadRequest,
-                format!(
-                    "Unable to parse 'trace_count'. Expecting value >= {}, got: {text}",
-                    COUNT.0
-                ),
-            ))
-        }
-        Change::Set((v, _)) => Change::Set(v as i32),
-        Change::Clear => Change::Clear,
-        Change::Keep => Change::Keep,
-    };
-    let log_frequency = unsigned("log_frequency")?;
-    Ok(TraceUpdate {
-        level,
-        rate,
-        count,
-        log_frequency,
-    })
-}
+/// A `TraceSettingRequest`'s fields: each a list of strings, the level's names or a
+/// number's one value (an empty list: clear it).
+impl TraceFields for TraceValues {
+    const COUNT_GOT: &'static str = "got: ";
 
-/// A trace number: one value (none: clear it).
-fn number<'a>(
-    settings: &'a TraceValues,
-    field: &str,
-    range: (i64, i64),
-) -> Result<Change<(i64, &'a str)>, ServeError> {
-    match settings.get(field).map(|v| v.value.as_slice()) {
-        None => Ok(Change::Keep),
-        Some([]) => Ok(Change::Clear),
-        Some([text]) => Ok(Change::Set((stoi(field, text, range)?, text))),
-        Some(_) => Err(ServeError::new(
-            Kind::BadRequest,
-            format!("expect only 1 value for '{field}'"),
-        )),
+    fn has(&self, field: &str) -> bool {
+        self.contains_key(field)
+    }
+
+    fn level(&self) -> Result<Change<Vec<&str>>, ServeError> {
+        Ok(match self.get("trace_level").map(|v| &v.value) {
+            None => Change::Keep,
+            Some(names) if names.is_empty() => Change::Clear,
+            Some(names) => Change::Set(names.iter().map(String::as_str).collect()),
+        })
+    }
+
+    fn number(&self, field: &str) -> Result<Change<&str>, ServeError> {
+        match self.get(field).map(|v| v.value.as_slice()) {
+            None => Ok(Change::Keep),
+            Some([]) => Ok(Change::Clear),
+            Some([text]) => Ok(Change::Set(text)),
+            Some(_) => Err(ServeError::new(
+                Kind::BadRequest,
+                format!("expect only 1 value for '{field}'"),
+            )),
+        }
     }
 }
 
@@ -192,6 +159,7 @@ fn log_reply(l: &Log) -> pb::LogSettingsResponse {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runtime_settings::trace_update;
 
     fn values(pairs: &[(&str, &[&str])]) -> TraceValues {
         pairs

@@ -12,7 +12,7 @@ use super::body::{self, Reply};
 use crate::app::App;
 use crate::error::{Kind, ServeError};
 use crate::runtime_settings::{
-    file_fixed, stoi, Change, Level, Log, LogUpdate, Mode, Trace, TraceUpdate, COUNT, UNSIGNED,
+    self, file_fixed, Change, Log, LogUpdate, Mode, Trace, TraceFields, TraceUpdate,
 };
 
 /// Largest settings body read.
@@ -61,68 +61,38 @@ fn wrong_type(what: &str) -> ServeError {
 
 fn trace_update(v: &Value) -> Result<TraceUpdate, ServeError> {
     let empty = Map::new();
-    let fields = v.as_object().unwrap_or(&empty);
-    if fields.contains_key("trace_file") {
-        return Err(file_fixed("trace"));
-    }
-    let level = match fields.get("trace_level") {
-        None => Change::Keep,
-        Some(Value::Null) => Change::Clear,
-        Some(Value::Array(items)) => {
-            let names: Vec<&str> = items
-                .iter()
-                .map(|n| n.as_str().ok_or_else(|| wrong_type("string")))
-                .collect::<Result<_, _>>()?;
-            match Level::from_names(names.into_iter())? {
-                Some(level) => Change::Set(level),
-                None => Change::Keep,
-            }
-        }
-        Some(_) => return Err(wrong_type("array")),
-    };
-    // C's cast of a negative int to uint32_t wraps, as Triton stores it.
-    let unsigned = |field| -> Result<Change<u32>, ServeError> {
-        Ok(match number(fields, field, UNSIGNED)? {
-            Change::Set((v, _)) => Change::Set(v as u32),
-            Change::Clear => Change::Clear,
-            Change::Keep => Change::Keep,
-        })
-    };
-    let rate = unsigned("trace_rate")?;
-    let count = match number(fields, "trace_count", COUNT)? {
-        Change::Set((v, text)) if v < COUNT.0 => {
-            return Err(ServeError::new(
-                Kind::BadRequest,
-                format!(
-                    "Unable to parse 'trace_count'. Expecting value >= {}, got:{text}",
-                    COUNT.0
-                ),
-            ))
-        }
-        Change::Set((v, _)) => Change::Set(v as i32),
-        Change::Clear => Change::Clear,
-        Change::Keep => Change::Keep,
-    };
-    let log_frequency = unsigned("log_frequency")?;
-    Ok(TraceUpdate {
-        level,
-        rate,
-        count,
-        log_frequency,
-    })
+    runtime_settings::trace_update(v.as_object().unwrap_or(&empty))
 }
 
-/// A trace number, which Triton takes as a string (`null`: clear it).
-fn number<'a>(
-    fields: &'a Map<String, Value>,
-    field: &str,
-    range: (i64, i64),
-) -> Result<Change<(i64, &'a str)>, ServeError> {
-    match fields.get(field) {
-        None => Ok(Change::Keep),
-        Some(Value::Null) => Ok(Change::Clear),
-        Some(Value::String(text)) => Ok(Change::Set((stoi(field, text, range)?, text))),
-        Some(_) => Err(wrong_type("string")),
+/// A JSON body's trace fields: the level an array of names (`null`: clear it), each
+/// number a string (`null`: clear it).
+impl TraceFields for Map<String, Value> {
+    const COUNT_GOT: &'static str = "got:";
+
+    fn has(&self, field: &str) -> bool {
+        self.contains_key(field)
+    }
+
+    fn level(&self) -> Result<Change<Vec<&str>>, ServeError> {
+        match self.get("trace_level") {
+            None => Ok(Change::Keep),
+            Some(Value::Null) => Ok(Change::Clear),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|n| n.as_str().ok_or_else(|| wrong_type("string")))
+                .collect::<Result<_, _>>()
+                .map(Change::Set),
+            Some(_) => Err(wrong_type("array")),
+        }
+    }
+
+    fn number(&self, field: &str) -> Result<Change<&str>, ServeError> {
+        match self.get(field) {
+            None => Ok(Change::Keep),
+            Some(Value::Null) => Ok(Change::Clear),
+            Some(Value::String(text)) => Ok(Change::Set(text)),
+            Some(_) => Err(wrong_type("string")),
+        }
     }
 }
 
