@@ -274,6 +274,15 @@ pub fn v2_datatype(config_type: &str) -> Option<&'static str> {
     })
 }
 
+/// The input names a [`Mismatch::InputCount`] message lists (those the request sent, those
+/// it lacks) as one dialect writes a list: in brackets, each name as `name` writes it,
+/// `sep` between them. inferwire's: Rust's debug form (`["a", "b"]`); Triton's:
+/// `['a','b']` (`dialect::triton`).
+pub fn input_names(names: &[String], name: fn(&str) -> String, sep: &str) -> String {
+    let listed: Vec<String> = names.iter().map(|n| name(n)).collect();
+    format!("[{}]", listed.join(sep))
+}
+
 /// inferwire's words: what differs, and what to send instead.
 impl fmt::Display for Mismatch {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -294,9 +303,11 @@ impl fmt::Display for Mismatch {
                 } else {
                     format!("{required} to {declared}")
                 };
-                write!(f, "inputs: the model takes {count} inputs, got {sent:?}")?;
+                let list = |names| input_names(names, |n| format!("{n:?}"), ", ");
+                let got = list(sent);
+                write!(f, "inputs: the model takes {count} inputs, got {got}")?;
                 if !missing.is_empty() {
-                    write!(f, "; send {missing:?} too")?;
+                    write!(f, "; send {} too", list(missing))?;
                 }
                 Ok(())
             }

@@ -14,7 +14,7 @@ use inferwire_codec::{Cause, CodecError};
 use super::{Absent, Dialect, Missing};
 use crate::error::{Kind, ServeError};
 use crate::metrics::{Failure, ModelSeries};
-use crate::model_config::Mismatch;
+use crate::model_config::{input_names, Mismatch};
 
 /// How Triton says a load failed before any model was built (the repository poll).
 const POLL_FAILED: &str = "failed to poll from model repository";
@@ -248,8 +248,7 @@ fn names(n: &[String], empty: &str) -> String {
     if n.is_empty() {
         return empty.to_owned();
     }
-    let quoted: Vec<String> = n.iter().map(|x| format!("'{x}'")).collect();
-    format!("[{}]", quoted.join(","))
+    input_names(n, |x| format!("'{x}'"), ",")
 }
 
 /// Triton's words for a request that does not match the model's configuration.
