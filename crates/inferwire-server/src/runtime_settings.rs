@@ -8,8 +8,8 @@
 //! or OpenTelemetry, is a later change), and the logging switches do not reach the
 //! server's log filter (it has no handle to change at runtime). Each worker process
 //! keeps its own. Each transport reads its request's fields with Triton's words for
-//! that transport (`rest::runtime_settings`, `grpc::runtime_settings`, each a
-//! [`TraceFields`]); the rules for the values, which they share, are here
+//! that transport (`rest::runtime_settings`, `grpc::runtime_settings`: each implements
+//! [`TraceFields`] for its request); the rules for the values, which they share, are here
 //! ([`trace_update`]).
 use std::collections::HashMap;
 use std::sync::Mutex;
