@@ -136,6 +136,11 @@ def main(argv: list[str] | None = None) -> int:
         from .triton import cli as triton_cli
 
         return triton_cli.run(argv[1:])
+    if argv[:1] == ["torchserve"]:
+        # TorchServe's options are TorchServe's, parsed there.
+        from .torchserve import cli as torchserve_cli
+
+        return torchserve_cli.main(argv[1:])
     parser = argparse.ArgumentParser(prog="inferwire", description="A fast model server.")
     parser.add_argument("--version", action="version", version=f"inferwire {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -147,6 +152,11 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser(
         "tritonserver",
         help="serve a Triton model repository as tritonserver does (inferwire tritonserver --help)",
+        add_help=False,
+    )
+    sub.add_parser(
+        "torchserve",
+        help="serve TorchServe model archives as torchserve does (inferwire torchserve --help)",
         add_help=False,
     )
     sub.add_parser(

@@ -68,11 +68,18 @@ def _triton() -> Dialect:
     return TritonDialect()
 
 
+def _torchserve() -> Dialect:
+    from .torchserve.dialect import TorchServeDialect
+
+    return TorchServeDialect()
+
+
 # Name → the dialect (made when chosen: a dialect's package is imported only then).
 DIALECTS: dict[str, Callable[[], Dialect]] = {
     "inferwire": Dialect,
     "mlserver": _mlserver,
     "triton": _triton,
+    "torchserve": _torchserve,
 }
 
 

@@ -38,7 +38,8 @@ class Source:
     path). ``serving``: its settings (the runtime choice, raw arrays, batching);
     ``parameters``: its constructor arguments, read only by a class's builder;
     ``mlserver``: what an MLServer model-settings file says of it (``MLServerModel``);
-    ``triton``: what a Triton repository says of it (``triton.repository.TritonModel``)."""
+    ``triton``: what a Triton repository says of it (``triton.repository.TritonModel``);
+    ``torchserve``: ``spec`` is a TorchServe model archive (``torchserve.repository``)."""
 
     spec: str
     serving: ModelServing
@@ -49,6 +50,7 @@ class Source:
     parameters: Callable[[], dict[str, Any]] = dict
     mlserver: Any = None
     triton: Any = None
+    torchserve: bool = False
 
     @property
     def path(self) -> str:
@@ -196,6 +198,13 @@ def _triton_python(s: Source) -> Built:
     return Built(adapter, t.config.name, how + (", decoupled" if adapter.streams else ""))
 
 
+def _torchserve(s: Source) -> Built:
+    from .torchserve import repository
+
+    adapter = repository.build(s)
+    return Built(adapter, adapter.name, f"TorchServe archive, handler {adapter.model.handler}")
+
+
 def _triton_onnx(s: Source) -> Built:
     from .triton import onnx_model
 
@@ -275,6 +284,7 @@ ROWS: list[Row] = [
     Row("Triton TorchScript", lambda s: _triton_platform(s) == "pytorch_libtorch", _triton_torch),
     Row("Triton ensemble", lambda s: _triton_platform(s) == "ensemble", _triton_ensemble),
     Row("Triton backend not served here", lambda s: s.triton is not None, _triton_unavailable),
+    Row("TorchServe model archive (its handler)", lambda s: s.torchserve, _torchserve),
     Row(
         "MLServer's MLflow runtime",
         lambda s: _implementation(s) == "mlserver_mlflow.MLflowRuntime",

@@ -359,14 +359,15 @@ class Settings(BaseSettings, ModelServing):
         "HTTP status of a V2 REST inference request that is not valid: 400 (Triton's and "
         "KServe's) or 422 (MLServer's; inferwire start's default)",
     )
-    v2_dialect: Literal["inferwire", "mlserver", "triton"] = _opt(
+    v2_dialect: Literal["inferwire", "mlserver", "triton", "torchserve"] = _opt(
         "inferwire",
         "whose answers the V2 dataplane gives where servers differ: inferwire's (KServe's "
         "protocol in inferwire's words), MLServer's (inferwire start's default: its "
         "not-found messages and 422 bodies, a uuid for a request without an id, CloudEvents "
         "headers on inference replies, the request's headers passed to the model as "
-        "parameters.headers) or Triton's (inferwire tritonserver's default: its error words "
-        "and statuses, raw gRPC replies, its nv_* metrics)",
+        "parameters.headers), Triton's (inferwire tritonserver's default: its error words "
+        "and statuses, raw gRPC replies, its nv_* metrics) or TorchServe's (inferwire "
+        "torchserve's: its inference API, /ping, /predictions and its error bodies)",
     )
     server_name: Str = _opt("inferwire", "the server's name in GET /v2 and ServerMetadata")
     server_version: Str = _opt(

@@ -16,7 +16,6 @@ configuration errors 1 (TorchServe's own status for them)."""
 from __future__ import annotations
 
 import argparse
-import importlib
 import itertools
 import json
 import logging
@@ -677,19 +676,6 @@ def _write_pid(path: str, pid: int) -> None:
 Serve = Callable[[TorchServeConfig, Any], int]
 
 
-def _dialect_serve() -> Serve | None:
-    """The TorchServe dialect's entry (``inferwire.torchserve.dialect.serve``), when built."""
-    name = f"{__package__}.dialect"
-    try:
-        dialect = importlib.import_module(name)
-    except ModuleNotFoundError as e:
-        if e.name != name:
-            raise
-        return None
-    serve: Serve = dialect.serve
-    return serve
-
-
 def background(argv: list[str], path: str) -> subprocess.Popen[bytes]:
     """Start the server as a detached child serving in the foreground and record its pid
     (TorchServe's --start without --foreground, which then returns)."""
@@ -712,6 +698,9 @@ def _foreground(config: TorchServeConfig, settings: Any, serve: Serve, path: str
         return serve(config, settings)
     except KeyboardInterrupt:
         return 0
+    except (InferwireError, RuntimeError) as e:
+        print(f"inferwire torchserve: {e}", file=sys.stderr)
+        return 1
     finally:
         if key_file is not None:
             key_file.remove()
@@ -762,20 +751,16 @@ def main(
     except InferwireError as e:
         print(f"inferwire torchserve: {e}", file=sys.stderr)
         return 1
-    serve = serve or _dialect_serve()
-    if serve is None:
-        print(
-            "inferwire torchserve: serving TorchServe's APIs (the dialect) is in progress; "
-            "this build reads TorchServe's options and files only",
-            file=sys.stderr,
-        )
-        return 1
     if not config.foreground:
         background(argv, path)
         return 0
     for warning in config.warnings:
         log.warning("%s", warning)
     logging.getLogger().setLevel(settings.log_level.upper())
+    if serve is None:
+        from .dialect import serve as dialect_serve
+
+        serve = dialect_serve
     return _foreground(config, settings, serve, path)
 
 

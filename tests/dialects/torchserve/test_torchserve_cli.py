@@ -485,14 +485,6 @@ def test_a_foreground_start_serves_with_validated_settings(store: Path) -> None:
     assert cli.main([*argv, "--dt"], environ={}, pid_path=str(pid), serve=no_keys) == 0
 
 
-def test_without_the_dialect_start_says_so(store: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    if cli._dialect_serve() is not None:
-        pytest.skip("the TorchServe dialect is built")
-    argv = ["--start", "--model-store", str(store)]
-    assert cli.main(argv, environ={}, pid_path=str(store.parent / "pid")) == 1
-    assert "the dialect) is in progress" in capsys.readouterr().err
-
-
 # --- the pid file: --stop and --start ------------------------------------------------------------
 
 

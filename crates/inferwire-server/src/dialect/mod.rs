@@ -6,6 +6,7 @@
 //! its own series, and nothing asks which dialect it is. `DIALECTS` is the registry the `v2_dialect` setting picks from:
 //! adding a dialect is a module here and a row there.
 mod mlserver;
+mod torchserve;
 mod triton;
 
 use std::fmt::Debug;
@@ -21,6 +22,7 @@ use crate::metrics::ModelSeries;
 use crate::model_config::Mismatch;
 
 pub use mlserver::{validation_body, Mlserver};
+pub use torchserve::TorchServe;
 pub use triton::Triton;
 
 /// What a model lookup that found nothing asked for, and what the server has of it.
@@ -162,10 +164,11 @@ impl Dialect for Inferwire {
 /// The registry: each dialect's name (the `v2_dialect` setting's value) and how it is
 /// made for a server named `server` (what `GET /v2` says it is).
 type Make = fn(server: &str) -> Arc<dyn Dialect>;
-const DIALECTS: [(&str, Make); 3] = [
+const DIALECTS: [(&str, Make); 4] = [
     ("inferwire", |_| Arc::new(Inferwire)),
     ("mlserver", |server| Arc::new(Mlserver::new(server))),
     ("triton", |_| Arc::new(Triton)),
+    ("torchserve", |_| Arc::new(TorchServe)),
 ];
 
 /// The dialect named `name`; `None` for a name the registry lacks.

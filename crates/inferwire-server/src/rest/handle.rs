@@ -23,7 +23,13 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>, peer: IpAddr) -> Repl
     let origin = cors.and(req.headers().get(http::header::ORIGIN).cloned());
     let path = strip_ingress_prefix(req.uri().path()).to_owned();
     let method = req.method().clone();
-    let found = routes::find(&path);
+    // A dialect's own routes are served in that dialect only.
+    let dialect = app.config.dialect.name();
+    let found = routes::find(&path).filter(|f| f.route.dialect.is_none_or(|d| d == dialect));
+    let family = found.as_ref().and_then(|f| f.route.dialect).or(
+        // A path no route serves is answered in the shape of the dialect's own API.
+        Some(dialect).filter(|d| *d == "torchserve" && !path.starts_with("/v2")),
+    );
     let route = found.as_ref().map(|f| f.route);
     let mut obs = Observed::new(
         Protocol::Rest,
@@ -45,7 +51,7 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>, peer: IpAddr) -> Repl
     let result = match (refused, found) {
         (Some(refusal), _) => {
             let e = refusal.to_error();
-            let mut r = error(&path, &e);
+            let mut r = error(family, &path, &e);
             if e.kind == Kind::Unauthenticated {
                 r.headers_mut().insert(
                     http::header::WWW_AUTHENTICATE,
@@ -59,6 +65,10 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>, peer: IpAddr) -> Repl
                 obs.model = model.slot;
                 super::custom::handle(&app, &model, req, &path, &obs).await
             }
+            None if family == Some("torchserve") => Err(ServeError::new(
+                Kind::NotFound,
+                super::torchserve::NO_RESOURCE,
+            )),
             None => Err(routes::no_route_for(&method, &path)),
         },
         (None, Some(found)) => {
@@ -82,7 +92,7 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>, peer: IpAddr) -> Repl
             }
         }
     };
-    let mut reply = result.unwrap_or_else(|e| error(&path, &e));
+    let mut reply = result.unwrap_or_else(|e| error(family, &path, &e));
     if let Some(id) = request_id {
         reply.headers_mut().insert("x-request-id", id);
     }
@@ -94,9 +104,11 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>, peer: IpAddr) -> Repl
     reply
 }
 
-/// An error in the shape of the path's protocol.
-fn error(path: &str, e: &ServeError) -> Reply {
-    if path.starts_with("/v2") {
+/// An error in the shape of the route's dialect (`family`), or the path's protocol.
+fn error(family: Option<&str>, path: &str, e: &ServeError) -> Reply {
+    if family == Some("torchserve") {
+        super::torchserve::error(e)
+    } else if path.starts_with("/v2") {
         super::v2::error(e)
     } else {
         body::error(e)

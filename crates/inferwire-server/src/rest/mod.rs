@@ -15,6 +15,7 @@ mod seldon;
 mod serve;
 mod shared_memory;
 mod stream;
+mod torchserve;
 mod v2;
 
 pub use serve::serve;

@@ -18,7 +18,8 @@ use hyper::body::Incoming;
 
 use super::body::Reply;
 use super::{
-    components, health, login, publish, runtime_settings, seldon, shared_memory, stream, v2,
+    components, health, login, publish, runtime_settings, seldon, shared_memory, stream,
+    torchserve, v2,
 };
 use crate::app::App;
 use crate::auth::Access;
@@ -48,6 +49,7 @@ pub(super) type Handler = for<'a> fn(Ctx<'a>) -> Handled<'a>;
 pub(super) enum Verb {
     Get,
     Post,
+    Put,
     Delete,
     /// Every method (the handler answers them all alike).
     Any,
@@ -58,6 +60,7 @@ impl Verb {
         match self {
             Verb::Get => method == Method::GET,
             Verb::Post => method == Method::POST,
+            Verb::Put => method == Method::PUT,
             Verb::Delete => method == Method::DELETE,
             Verb::Any => true,
         }
@@ -88,6 +91,9 @@ pub(super) struct Route {
     pub default_model: bool,
     pub methods: &'static [(Verb, Handler)],
     pub wrong_method: WrongMethod,
+    /// Served only in this dialect (`v2_dialect`), its errors in its shape; `None`:
+    /// served in every dialect, errors in the path's protocol's shape.
+    pub dialect: Option<&'static str>,
 }
 
 impl Route {
@@ -123,6 +129,23 @@ const fn route(
         default_model: false,
         methods,
         wrong_method: WrongMethod::Plain,
+        dialect: None,
+    }
+}
+
+/// A route of TorchServe's inference API (`inferwire torchserve` only).
+const fn torchserve(
+    paths: &'static [&'static str],
+    access: Access,
+    metric: metrics::Route,
+    methods: &'static [(Verb, Handler)],
+) -> Route {
+    Route {
+        dialect: Some("torchserve"),
+        wrong_method: WrongMethod::Say(
+            "Requested method is not allowed, please refer to API document.",
+        ),
+        ..route(paths, access, metric, methods)
     }
 }
 
@@ -141,10 +164,44 @@ const fn seldon(
 
 use metrics::Route as M;
 use Access as A;
-use Verb::{Any, Delete, Get, Post};
+use Verb::{Any, Delete, Get, Post, Put};
 
 /// The table.
 pub(super) static ROUTES: &[Route] = &[
+    // TorchServe's inference API.
+    torchserve(
+        &["/ping"],
+        A::OPEN,
+        M::Health,
+        &[(Get, |c| Box::pin(torchserve::ping(c.app)))],
+    ),
+    torchserve(
+        &["/predictions/{name}", "/predictions/{name}/{version}"],
+        A::PREDICT,
+        M::Infer,
+        &[
+            (Post, |c| {
+                Box::pin(torchserve::predict(
+                    c.app, c.req, c.name, c.version, c.obs, false,
+                ))
+            }),
+            (Put, |c| {
+                Box::pin(torchserve::predict(
+                    c.app, c.req, c.name, c.version, c.obs, false,
+                ))
+            }),
+        ],
+    ),
+    torchserve(
+        &["/explanations/{name}", "/explanations/{name}/{version}"],
+        A::PREDICT,
+        M::Infer,
+        &[(Post, |c| {
+            Box::pin(torchserve::predict(
+                c.app, c.req, c.name, c.version, c.obs, true,
+            ))
+        })],
+    ),
     // Seldon's protocol, with the aliases its clients use.
     seldon(
         &["/api/v1.0/predictions", "/api/v0.1/predictions", "/predict"],
@@ -666,18 +723,24 @@ mod tests {
             };
             for path in r.paths {
                 listed.push(format!(
-                    "{} {path} {access} {}{}",
+                    "{} {path} {access} {}{}{}",
                     verbs.join(","),
                     r.metric.label(),
                     if r.default_model {
                         " default-model"
                     } else {
                         ""
-                    }
+                    },
+                    r.dialect.map(|d| format!(" {d}-only")).unwrap_or_default()
                 ));
             }
         }
         let expected = [
+            "GET /ping open health torchserve-only",
+            "POST,PUT /predictions/{name} predict infer torchserve-only",
+            "POST,PUT /predictions/{name}/{version} predict infer torchserve-only",
+            "POST /explanations/{name} predict infer torchserve-only",
+            "POST /explanations/{name}/{version} predict infer torchserve-only",
             "POST,GET /api/v1.0/predictions predict predict default-model",
             "POST,GET /api/v0.1/predictions predict predict default-model",
             "POST,GET /predict predict predict default-model",

@@ -1,0 +1,242 @@
+//! TorchServe's inference API (`inferwire torchserve`): `/ping`, `/predictions/{model}
+//! [/{version}]` and `/explanations/...`. A request's body goes to the model as it came,
+//! as the one BYTES input `body` of a V2 request whose parameters carry what TorchServe
+//! hands a handler beside it (its Content-Type, headers and query parameters), so it is
+//! batched, bounded and counted as every V2 request is; the model's reply (the output
+//! `body`, with its content type, status and headers in the response's parameters) goes
+//! back as it is. Errors are TorchServe's `{"code", "type", "message"}`.
+use http::{header, HeaderName, HeaderValue, Request, StatusCode};
+use hyper::body::Incoming;
+use inferwire_codec::protocol::v2::{InferInput, InferRequest, Parameters};
+use inferwire_codec::{Tensor, TensorData};
+use serde_json::{json, Map, Value};
+
+use super::body::{self, Reply};
+use super::seldon::percent_decode;
+use crate::app::App;
+use crate::error::{Kind, ServeError};
+use crate::observe::Observed;
+
+/// The input that holds the body, and the output that holds the reply.
+pub const BODY: &str = "body";
+/// At most this many query parameters and headers are handed over (the rest dropped).
+const MAX_PAIRS: usize = 256;
+
+/// What TorchServe answers for a path none of its APIs has.
+pub const NO_RESOURCE: &str = "Requested resource is not found, please refer to API document.";
+
+/// `GET /ping`: TorchServe's health answer.
+pub async fn ping(app: &App) -> Result<Reply, ServeError> {
+    Ok(if app.is_ready() {
+        body::json(StatusCode::OK, br#"{"status": "Healthy"}"#.to_vec())
+    } else {
+        body::json(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            br#"{"status": "Unhealthy"}"#.to_vec(),
+        )
+    })
+}
+
+/// `/predictions/{name}[/{version}]` (`explain`: `/explanations/...`, which TorchServe's
+/// frontend marks with the `explain` header its handlers read).
+pub async fn predict(
+    app: &App,
+    req: Request<Incoming>,
+    name: &str,
+    version: &str,
+    obs: &mut Observed,
+    explain: bool,
+) -> Result<Reply, ServeError> {
+    let model = app.model(name, version).await?;
+    obs.model = model.slot;
+    let content_type = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned();
+    let mut headers = Map::new();
+    for (k, v) in req.headers().iter().take(MAX_PAIRS) {
+        // The client's credentials stay with the server.
+        if k == header::AUTHORIZATION || k == header::COOKIE {
+            continue;
+        }
+        if let Ok(v) = v.to_str() {
+            headers.insert(k.as_str().to_owned(), Value::String(v.to_owned()));
+        }
+    }
+    if explain {
+        headers.insert("explain".into(), Value::String("True".into()));
+    }
+    let query = query_pairs(req.uri().query().unwrap_or(""));
+    let id = obs.id.clone();
+    let data = body::read(app, req, app.config.max_body_bytes).await?;
+    let mut parameters = Parameters::new();
+    parameters.insert("content_type".into(), Value::String(content_type));
+    parameters.insert("headers".into(), Value::Object(headers));
+    parameters.insert("query".into(), query);
+    let request = InferRequest {
+        id,
+        parameters,
+        inputs: vec![InferInput {
+            name: BODY.into(),
+            tensor: Tensor {
+                shape: vec![1],
+                data: TensorData::Bytes(vec![data]),
+            },
+            parameters: Parameters::new(),
+        }],
+        outputs: Vec::new(),
+    };
+    let deadline = app.deadline(obs.start, None);
+    let response = crate::dataplane::infer_whole(app, &model, request, deadline).await?;
+    reply(response.outputs, &response.parameters)
+}
+
+/// The query string's parameters, in order, as `[[name, value], ...]` (decoded).
+fn query_pairs(query: &str) -> Value {
+    let text = |s: &str| String::from_utf8_lossy(&percent_decode(s.as_bytes())).into_owned();
+    let pairs = query
+        .split('&')
+        .filter(|kv| !kv.is_empty())
+        .take(MAX_PAIRS)
+        .map(|kv| {
+            let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+            json!([text(k), text(v)])
+        })
+        .collect();
+    Value::Array(pairs)
+}
+
+/// The model's reply: its `body` output's bytes, with the status, content type and
+/// headers its parameters give.
+fn reply(
+    outputs: Vec<inferwire_codec::protocol::v2::InferOutput>,
+    parameters: &Parameters,
+) -> Result<Reply, ServeError> {
+    let data = outputs
+        .into_iter()
+        .find(|o| o.name == BODY)
+        .and_then(|o| match o.tensor.data {
+            TensorData::Bytes(mut b) if b.len() == 1 => b.pop(),
+            _ => None,
+        })
+        .ok_or_else(|| {
+            ServeError::new(
+                Kind::Internal,
+                "the model's reply has no body (a TorchServe handler model answers one)",
+            )
+        })?;
+    let status = parameters
+        .get("status")
+        .and_then(Value::as_u64)
+        .and_then(|s| u16::try_from(s).ok())
+        .and_then(|s| StatusCode::from_u16(s).ok())
+        .unwrap_or(StatusCode::OK);
+    let mut r = body::with_media(status, data, "");
+    r.headers_mut().remove(header::CONTENT_TYPE);
+    if let Some(t) = parameters.get("content_type").and_then(Value::as_str) {
+        if let (false, Ok(v)) = (t.is_empty(), HeaderValue::from_str(t)) {
+            r.headers_mut().insert(header::CONTENT_TYPE, v);
+        }
+    }
+    if let Some(Value::Object(extra)) = parameters.get("headers") {
+        for (k, v) in extra.iter().take(MAX_PAIRS) {
+            let (Ok(k), Some(Ok(v))) = (
+                HeaderName::from_bytes(k.as_bytes()),
+                v.as_str().map(HeaderValue::from_str),
+            ) else {
+                continue;
+            };
+            // The framing is the server's.
+            if k != header::CONTENT_LENGTH && k != header::TRANSFER_ENCODING {
+                r.headers_mut().insert(k, v);
+            }
+        }
+    }
+    Ok(r)
+}
+
+/// An error as TorchServe answers it: `{"code", "type", "message"}`; a handler's own
+/// error reply (its status and body) as the handler made it.
+pub fn error(e: &ServeError) -> Reply {
+    let status = StatusCode::from_u16(e.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    if let Some(b) = e.model_body() {
+        let mut r = body::json(status, b.as_bytes().to_vec());
+        body::for_kind(&mut r, e.kind);
+        return r;
+    }
+    let kind = match e.kind {
+        Kind::NotFound if e.message == NO_RESOURCE => "ResourceNotFoundException",
+        Kind::NotFound => "ModelNotFoundException",
+        Kind::MethodNotAllowed => "MethodNotAllowedException",
+        Kind::Overloaded | Kind::Unavailable | Kind::ShuttingDown => "ServiceUnavailableException",
+        Kind::Unauthenticated | Kind::Forbidden => "InvalidKeyException",
+        Kind::TooLarge => "RequestTooLargeException",
+        Kind::Deadline | Kind::BodyTimeout => "RequestTimeoutException",
+        _ if status.is_client_error() => "BadRequestException",
+        _ => "InternalServerException",
+    };
+    // TorchServe's frontend writes its errors pretty-printed, in this order.
+    let message = serde_json::to_string(&e.message).unwrap_or_default();
+    let out = format!(
+        "{{\n  \"code\": {},\n  \"type\": \"{kind}\",\n  \"message\": {message}\n}}\n",
+        status.as_u16()
+    );
+    let mut r = body::json(status, out.into_bytes());
+    body::for_kind(&mut r, e.kind);
+    r
+}
+
+/// A body as bytes, for tests of `reply`.
+#[cfg(test)]
+fn bytes_output(data: &'static [u8]) -> inferwire_codec::protocol::v2::InferOutput {
+    inferwire_codec::protocol::v2::InferOutput {
+        name: BODY.into(),
+        tensor: Tensor {
+            shape: vec![1],
+            data: TensorData::Bytes(vec![bytes::Bytes::from_static(data)]),
+        },
+        parameters: Parameters::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reply_carries_the_handler_s_status_type_and_headers() {
+        let mut p = Parameters::new();
+        p.insert("status".into(), json!(206));
+        p.insert("content_type".into(), json!("text/plain"));
+        p.insert(
+            "headers".into(),
+            json!({"x-model": "m", "content-length": "1", "bad name": "x"}),
+        );
+        let r = reply(vec![bytes_output(b"hi")], &p).unwrap();
+        assert_eq!(r.status(), 206);
+        assert_eq!(r.headers()[header::CONTENT_TYPE], "text/plain");
+        assert_eq!(r.headers()["x-model"], "m");
+        assert!(r.headers().get(header::CONTENT_LENGTH).is_none());
+        let none = reply(vec![bytes_output(b"x")], &Parameters::new()).unwrap();
+        assert_eq!(none.status(), 200);
+        assert!(none.headers().get(header::CONTENT_TYPE).is_none());
+    }
+
+    #[test]
+    fn errors_are_torchserve_s_pretty_printed_json() {
+        let r = error(&ServeError::new(Kind::NotFound, "Model not found: \"m\""));
+        assert_eq!(r.status(), 404);
+        let e = error(&ServeError::new(Kind::NotFound, NO_RESOURCE));
+        assert_eq!(e.status(), 404);
+    }
+
+    #[test]
+    fn query_parameters_keep_their_order() {
+        assert_eq!(
+            query_pairs("b=2&a=%20x&b=3"),
+            json!([["b", "2"], ["a", " x"], ["b", "3"]])
+        );
+    }
+}

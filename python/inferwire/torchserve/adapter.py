@@ -1,0 +1,100 @@
+"""A TorchServe handler as the core serves it: each request of TorchServe's inference API
+arrives as a V2 request whose one BYTES input ``body`` is the body as it came, with its
+Content-Type, headers and query parameters as the request's parameters
+(``crates/inferwire-server/src/rest/torchserve.rs``); the core's batcher gathers up to the
+archive's ``batchSize`` of them, and ``infer_many`` hands them to the handler in one call,
+as TorchServe's worker does. Each reply goes back as the output ``body`` with its content
+type, status and headers as the response's parameters; a failed one as an exception
+carrying TorchServe's status and error body."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from ..contract import Adapter, Request
+from .handler_model import HandlerModel, Reply
+from .handler_model import Request as HandlerRequest
+
+BODY = "body"
+
+
+class HandlerError(Exception):
+    """A request the handler failed: TorchServe's status and ``{"code", "type",
+    "message"}`` body (``errors.error_reply`` reads ``status_code`` and ``to_dict``)."""
+
+    def __init__(self, reply: Reply) -> None:
+        super().__init__(reply.message)
+        self.status_code = reply.status
+        self.message = reply.message
+        self._body = reply.body
+
+    def to_dict(self) -> Any:
+        import json
+
+        try:
+            return json.loads(self._body)
+        except ValueError:
+            return {"code": self.status_code, "type": "InternalServerException",
+                    "message": self.message}  # fmt: skip
+
+
+class HandlerAdapter(Adapter):
+    infers_many = True
+
+    def __init__(self, model: HandlerModel) -> None:
+        super().__init__(model.name)
+        self.model = model
+        self._pid = os.getpid()
+        self._metadata = {
+            "name": model.name,
+            "versions": [model.version] if model.version else [],
+            "platform": "torchserve",
+            "inputs": [{"name": BODY, "datatype": "BYTES", "shape": [1]}],
+            "outputs": [{"name": BODY, "datatype": "BYTES", "shape": [1]}],
+        }
+
+    def infer(self, request: Request) -> Any:
+        answer = self.infer_many([request])[0]
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer
+
+    def infer_many(self, requests: list[Request]) -> list[Any]:
+        replies = self.model.handle_batch([_handler_request(r) for r in requests])
+        return [_answer(reply) for reply in replies]
+
+    def __del__(self) -> None:
+        # Unloaded: the archive's extracted files go, in the process that extracted them
+        # (workers forked from it read the same folder).
+        if os.getpid() == self._pid:
+            self.model.close()
+
+
+def _handler_request(r: Request) -> HandlerRequest:
+    body = r.inputs.get(BODY)
+    data = b""
+    if body is not None and np.size(body):
+        data = np.asarray(body).reshape(-1)[0]
+    p = r.parameters or {}
+    query = [(str(k), str(v)) for k, v in p.get("query") or ()]
+    return HandlerRequest(
+        body=data if isinstance(data, (bytes, bytearray)) else bytes(data),
+        content_type=str(p.get("content_type") or ""),
+        headers=dict(p.get("headers") or {}),
+        query=query,
+        request_id=r.id,
+    )
+
+
+def _answer(reply: Reply) -> Any:
+    if reply.error:
+        return HandlerError(reply)
+    body = np.empty(1, dtype=object)
+    body[0] = bytes(reply.body)
+    parameters: dict[str, Any] = {"status": reply.status, "content_type": reply.content_type}
+    if reply.headers:
+        parameters["headers"] = dict(reply.headers)
+    return {"outputs": [(BODY, body)], "parameters": parameters}

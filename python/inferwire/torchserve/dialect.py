@@ -1,0 +1,62 @@
+"""TorchServe's dialect on the Python side (``inferwire torchserve``): its model store,
+the models ``--models`` names loaded at start, and ``serve``, the command's entry. Its
+inference API (``/ping``, ``/predictions``, ``/explanations``) and error bodies are the
+core's (``crates/inferwire-server/src/rest/torchserve.rs``)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from ..dialects import Dialect
+from ..errors import SettingsError
+from .cli import TorchServeConfig
+from .repository import TorchServeRepository
+
+log = logging.getLogger("inferwire")
+
+
+class TorchServeDialect(Dialect):
+    name = "torchserve"
+    entry = "/predictions/MODEL"
+    default_model = False
+
+    def __init__(self, config: TorchServeConfig | None = None) -> None:
+        self.config = config
+
+    def repository(self, root: str | Path) -> Any:
+        c = self.config
+        if c is None:
+            return TorchServeRepository(root, self, load_all=True)
+        return TorchServeRepository(root, self, c.models, c.load_all)
+
+
+def serve(config: TorchServeConfig, settings: Any) -> int:
+    """Serves TorchServe's inference API from ``config``'s model store, with ``settings``
+    (the inferwire settings ``cli.main`` validated) in TorchServe's dialect."""
+    from .. import settings as inferwire_settings
+    from ..server import serve as serve_models
+
+    served = inferwire_settings.from_sources(
+        {
+            **config.settings,
+            "model_repository": config.model_store,
+            "v2_dialect": "torchserve",
+            "server_name": "torchserve",
+        }
+    )
+    if config.enable_model_api:
+        log.warning(
+            "enable_model_api: the management API is not served yet (inferwire torchserve "
+            "serves the inference API); models load from --models at start"
+        )
+    if config.token_auth:
+        # TorchServe's default guards inference with a key: never serve it unguarded.
+        raise SettingsError(
+            "token authorization (TorchServe's default) is not served yet: start with "
+            "--disable-token-auth (or disable_token_authorization=true), and guard the "
+            "server with inferwire's own auth if it needs one (INFERWIRE_AUTH_TOKENS)"
+        )
+    serve_models(None, served, dialect=TorchServeDialect(config))
+    return 0

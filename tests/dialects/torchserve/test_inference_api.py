@@ -1,0 +1,227 @@
+"""`inferwire torchserve` serving archives `torch-model-archiver` made, over TorchServe's
+inference API as its users call it: `/ping`, `/predictions/{model}[/{version}]`,
+`/explanations`, the body and query parameters a handler gets, batches under the
+archive's `batchSize`, and TorchServe's error bodies and codes."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from conftest import free_port
+from torchserve_archives import VENDOR, archive, handler_file
+
+# Answers each request with what it got and the size of the batch it came in.
+BATCH_REPORTER = """
+import json
+import time
+
+
+def handle(data, context):
+    if data is None:
+        return None
+    time.sleep(0.05)  # long enough for concurrent requests to join the next batch
+    out = []
+    for i, row in enumerate(data):
+        body = row.get("body", row.get("data"))
+        if isinstance(body, (bytes, bytearray)):
+            body = body.decode()
+        out.append({
+            "batch": len(data),
+            "body": body,
+            "explain": context.get_request_header(i, "explain"),
+            "agent": context.get_request_header(i, "user-agent"),
+            "keys": sorted(row),
+        })
+    return out
+"""
+
+# Sets its own status, content type and header; fails on request.
+REPLIER = """
+def handle(data, context):
+    if data is None:
+        return None
+    out = []
+    for i, row in enumerate(data):
+        body = bytes(row["body"])
+        if body == b"fail":
+            raise ValueError("asked to fail")
+        context.set_response_content_type(i, "text/plain")
+        context.set_response_status(201, "Made", i)
+        context.set_response_header(i, "x-handler", "replier")
+        out.append(body.upper())
+    return out
+"""
+
+
+class TorchServe:
+    """``inferwire torchserve --start --foreground`` on free ports (its config.properties)."""
+
+    def __init__(self, store: Path, *models: str, extra: str = "") -> None:
+        self.port, self.mgmt, self.metrics = free_port(), free_port(), free_port()
+        props = store.parent / "config.properties"
+        props.write_text(
+            f"inference_address=http://127.0.0.1:{self.port}\n"
+            f"management_address=http://127.0.0.1:{self.mgmt}\n"
+            f"metrics_address=http://127.0.0.1:{self.metrics}\n"
+            f"grpc_inference_port={free_port()}\ngrpc_management_port={free_port()}\n"
+            f"default_workers_per_model=1\n{extra}"
+        )
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = store.parent / "server.log"
+        cmd = [sys.executable, "-m", "inferwire", "torchserve", "--start", "--foreground"]
+        cmd += ["--model-store", str(store), "--ts-config", str(props), "--ncs"]
+        cmd += ["--disable-token-auth", "--models", *models]
+        env = {**os.environ, "TMPDIR": str(store.parent)}  # its own pid file
+        with open(self.log, "w") as out:
+            self.proc = subprocess.Popen(
+                cmd, cwd=store.parent, stdout=out, stderr=subprocess.STDOUT, env=env
+            )
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{self.url}/ping", timeout=2).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"inferwire torchserve did not start:\n{self.log.read_text()}")
+            time.sleep(0.2)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TorchServe]:
+    tmp = tmp_path_factory.mktemp("ts")
+    store = tmp / "store"
+    store.mkdir()
+    archive(store, "echo", VENDOR / "echo" / "handler.py")
+    config = tmp / "batch.yaml"
+    config.write_text("batchSize: 4\nmaxBatchDelay: 200\n")
+    archive(store, "batches", handler_file(tmp, "batches.py", BATCH_REPORTER), config=config)
+    archive(store, "replier", handler_file(tmp, "replier.py", REPLIER), version="2.0")
+    s = TorchServe(store, "echo.mar", "batches=batches.mar", "replier.mar")
+    yield s
+    s.stop()
+
+
+def test_ping_is_torchserve_s(server: TorchServe) -> None:
+    r = httpx.get(f"{server.url}/ping")
+    assert r.status_code == 200 and r.json() == {"status": "Healthy"}
+
+
+def test_torchserve_s_echo_handler_gets_the_data_parameter(server: TorchServe) -> None:
+    r = httpx.post(f"{server.url}/predictions/echo", params={"data": "hello"})
+    assert r.status_code == 200 and r.text == "hello"
+
+
+def test_a_body_reaches_the_handler_as_torchserve_gives_it(server: TorchServe) -> None:
+    r = httpx.post(f"{server.url}/predictions/batches", json={"x": [1, 2]})
+    assert r.status_code == 200, r.text
+    got = r.json()
+    assert got["body"] == {"x": [1, 2]}  # JSON decoded for application/json
+    assert got["keys"] == ["body"] and got["explain"] is None
+    assert got["agent"].startswith("python-httpx")
+    text = httpx.post(
+        f"{server.url}/predictions/batches/1.0",
+        content=b"plain words",
+        headers={"content-type": "text/plain"},
+    ).json()
+    assert text["body"] == "plain words"
+    explained = httpx.post(f"{server.url}/explanations/batches", content=b"x").json()
+    assert explained["explain"] == "True"
+
+
+def test_concurrent_requests_are_batched_up_to_batch_size(server: TorchServe) -> None:
+    def one(i: int) -> dict[str, object]:
+        r = httpx.post(
+            f"{server.url}/predictions/batches",
+            content=f"r{i}".encode(),
+            headers={"content-type": "application/octet-stream"},
+            timeout=20,
+        )
+        assert r.status_code == 200, r.text
+        return dict(r.json())
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(one, range(8)))
+    assert sorted(a["body"] for a in answers) == sorted(f"r{i}" for i in range(8))
+    sizes = [int(str(a["batch"])) for a in answers]
+    assert max(sizes) > 1 and max(sizes) <= 4, sizes
+
+
+def test_the_handler_s_status_type_and_headers_go_back(server: TorchServe) -> None:
+    r = httpx.post(f"{server.url}/predictions/replier", content=b"abc")
+    assert r.status_code == 201, r.text
+    assert r.text == "ABC"
+    assert r.headers["content-type"] == "text/plain"
+    assert r.headers["x-handler"] == "replier"
+
+
+def test_errors_are_torchserve_s(server: TorchServe) -> None:
+    failed = httpx.post(f"{server.url}/predictions/replier", content=b"fail")
+    assert failed.status_code == 503
+    assert failed.json() == {
+        "code": 503,
+        "type": "InternalServerException",
+        "message": "Prediction failed",
+    }
+    # The model goes on serving.
+    assert httpx.post(f"{server.url}/predictions/replier", content=b"ok").text == "OK"
+    unknown = httpx.post(f"{server.url}/predictions/nope", content=b"x")
+    assert unknown.status_code == 404
+    assert unknown.json() == {
+        "code": 404,
+        "type": "ModelNotFoundException",
+        "message": "Model not found: nope",
+    }
+    version = httpx.post(f"{server.url}/predictions/replier/9.9", content=b"x")
+    assert version.status_code == 404
+    assert version.json()["message"] == "Model version: 9.9 does not exist for model: replier"
+    method = httpx.get(f"{server.url}/predictions/replier")
+    assert method.status_code == 405
+    assert method.json()["type"] == "MethodNotAllowedException"
+    nowhere = httpx.get(f"{server.url}/no/such/path")
+    assert nowhere.status_code == 404
+    assert nowhere.json() == {
+        "code": 404,
+        "type": "ResourceNotFoundException",
+        "message": "Requested resource is not found, please refer to API document.",
+    }
+    big = httpx.post(f"{server.url}/predictions/echo", content=b"x" * 7_000_000)
+    assert big.status_code == 413
+    assert big.json()["type"] == "RequestTooLargeException"
+
+
+def test_token_authorization_on_is_refused_until_it_is_served(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    store.mkdir()
+    cmd = [sys.executable, "-m", "inferwire", "torchserve", "--start", "--foreground"]
+    out = subprocess.run(
+        [*cmd, "--model-store", str(store), "--ncs"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+    )
+    assert out.returncode == 1
+    assert "token authorization (TorchServe's default) is not served yet" in out.stderr
+    assert "Traceback" not in out.stderr
