@@ -369,6 +369,12 @@ class Settings(BaseSettings, ModelServing):
         "and statuses, raw gRPC replies, its nv_* metrics) or TorchServe's (inferwire "
         "torchserve's: its inference API, /ping, /predictions and its error bodies)",
     )
+    torchserve_key_file: Str = _opt(
+        "",
+        "TorchServe's key_file.json (inferwire torchserve writes it and sets this): its "
+        "inference API then takes only requests with its inference key, as TorchServe's "
+        "token authorization does",
+    )
     server_name: Str = _opt("inferwire", "the server's name in GET /v2 and ServerMetadata")
     server_version: Str = _opt(
         "", "the server's version in GET /v2 and ServerMetadata (empty: inferwire's)"

@@ -59,6 +59,8 @@ pub struct ServerConfig {
     /// How often each worker reads the repository for models added, changed or removed
     /// (Triton's poll mode); `None`: never.
     pub repository_poll: Option<Duration>,
+    /// TorchServe's key file, whose inference key its inference API requires.
+    pub torchserve_keys: Option<std::sync::Arc<crate::torchserve_keys::KeyFile>>,
     /// A model call running longer than this is stuck: the server stops reporting live
     /// (and, as a supervised worker, drains and exits to be replaced). `None`: never.
     pub stuck_after: Option<Duration>,
@@ -212,6 +214,7 @@ impl Default for ServerConfig {
             max_streams: 200,
             repository_sync: None,
             repository_poll: None,
+            torchserve_keys: None,
             stuck_after: Some(Duration::from_secs(120)),
             supervised: false,
             max_requests: None,

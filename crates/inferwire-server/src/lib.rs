@@ -31,6 +31,7 @@ pub mod settings;
 pub mod shared_memory;
 pub mod stream;
 pub mod tls;
+pub mod torchserve_keys;
 mod uuid;
 
 pub use config::{AccessLog, ServerConfig};

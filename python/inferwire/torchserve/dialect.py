@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 from ..dialects import Dialect
-from ..errors import SettingsError
 from .cli import TorchServeConfig
 from .repository import TorchServeRepository
 
@@ -44,6 +43,8 @@ def serve(config: TorchServeConfig, settings: Any) -> int:
             "model_repository": config.model_store,
             "v2_dialect": "torchserve",
             "server_name": "torchserve",
+            # TorchServe's token authorization: its inference key, checked by the core.
+            "torchserve_key_file": config.key_file if config.token_auth else "",
         }
     )
     if config.enable_model_api:
@@ -51,12 +52,10 @@ def serve(config: TorchServeConfig, settings: Any) -> int:
             "enable_model_api: the management API is not served yet (inferwire torchserve "
             "serves the inference API); models load from --models at start"
         )
-    if config.token_auth:
-        # TorchServe's default guards inference with a key: never serve it unguarded.
-        raise SettingsError(
-            "token authorization (TorchServe's default) is not served yet: start with "
-            "--disable-token-auth (or disable_token_authorization=true), and guard the "
-            "server with inferwire's own auth if it needs one (INFERWIRE_AUTH_TOKENS)"
+    if not config.token_auth:
+        log.warning(
+            "token authorization is off (--disable-token-auth / disable_token_authorization): "
+            "TorchServe's APIs take requests without a key"
         )
     serve_models(None, served, dialect=TorchServeDialect(config))
     return 0

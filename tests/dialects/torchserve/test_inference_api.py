@@ -6,6 +6,7 @@ archive's `batchSize`, and TorchServe's error bodies and codes."""
 from __future__ import annotations
 
 import concurrent.futures
+import json
 import os
 import signal
 import subprocess
@@ -65,7 +66,7 @@ def handle(data, context):
 class TorchServe:
     """``inferwire torchserve --start --foreground`` on free ports (its config.properties)."""
 
-    def __init__(self, store: Path, *models: str, extra: str = "") -> None:
+    def __init__(self, store: Path, *models: str, extra: str = "", tokens: bool = False) -> None:
         self.port, self.mgmt, self.metrics = free_port(), free_port(), free_port()
         props = store.parent / "config.properties"
         props.write_text(
@@ -79,7 +80,9 @@ class TorchServe:
         self.log = store.parent / "server.log"
         cmd = [sys.executable, "-m", "inferwire", "torchserve", "--start", "--foreground"]
         cmd += ["--model-store", str(store), "--ts-config", str(props), "--ncs"]
-        cmd += ["--disable-token-auth", "--models", *models]
+        cmd += [] if tokens else ["--disable-token-auth"]
+        cmd += ["--models", *models]
+        self.headers: dict[str, str] = {}
         env = {**os.environ, "TMPDIR": str(store.parent)}  # its own pid file
         with open(self.log, "w") as out:
             self.proc = subprocess.Popen(
@@ -88,7 +91,11 @@ class TorchServe:
         deadline = time.monotonic() + 60
         while True:
             try:
-                if httpx.get(f"{self.url}/ping", timeout=2).status_code == 200:
+                if tokens and (store.parent / "key_file.json").exists():
+                    keys = json.loads((store.parent / "key_file.json").read_text())
+                    self.headers = {"Authorization": f"Bearer {keys['inference']['key']}"}
+                r = httpx.get(f"{self.url}/ping", headers=self.headers, timeout=2)
+                if r.status_code == 200:
                     return
             except httpx.HTTPError:
                 pass
@@ -210,18 +217,42 @@ def test_errors_are_torchserve_s(server: TorchServe) -> None:
     assert big.json()["type"] == "RequestTooLargeException"
 
 
-def test_token_authorization_on_is_refused_until_it_is_served(tmp_path: Path) -> None:
+def test_token_authorization_on_by_default_takes_the_inference_key_only(
+    tmp_path: Path,
+) -> None:
     store = tmp_path / "store"
     store.mkdir()
-    cmd = [sys.executable, "-m", "inferwire", "torchserve", "--start", "--foreground"]
-    out = subprocess.run(
-        [*cmd, "--model-store", str(store), "--ncs"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=tmp_path,
-        env={**os.environ, "TMPDIR": str(tmp_path)},
-    )
-    assert out.returncode == 1
-    assert "token authorization (TorchServe's default) is not served yet" in out.stderr
-    assert "Traceback" not in out.stderr
+    archive(store, "echo", VENDOR / "echo" / "handler.py")
+    s = TorchServe(store, "echo.mar", tokens=True)
+    try:
+        key_file = tmp_path / "key_file.json"
+        assert key_file.stat().st_mode & 0o777 == 0o600
+        keys = json.loads(key_file.read_text())
+        url = f"{s.url}/predictions/echo?data=hi"
+        ok = httpx.post(url, headers=s.headers)
+        assert ok.status_code == 200 and ok.text == "hi"
+        refused = {
+            "no key": {},
+            "the management key": {"Authorization": f"Bearer {keys['management']['key']}"},
+            "the API key": {"Authorization": f"Bearer {keys['API']['key']}"},
+            "a wrong key": {"Authorization": "Bearer nope"},
+        }
+        for why, headers in refused.items():
+            r = httpx.post(url, headers=headers)
+            assert r.status_code == 400, why
+            assert r.json() == {
+                "code": 400,
+                "type": "InvalidKeyException",
+                "message": "Token Authorization failed. Token either incorrect, expired, or "
+                "not provided correctly",
+            }, why
+        assert httpx.get(f"{s.url}/ping").status_code == 400
+        # A key replaced in the file (TorchServe's token API does this) is the key at once.
+        keys["inference"]["key"] = "replaced-key"
+        key_file.write_text(json.dumps(keys))
+        assert httpx.post(url, headers=s.headers).status_code == 400
+        replaced = httpx.post(url, headers={"Authorization": "Bearer replaced-key"})
+        assert replaced.status_code == 200
+    finally:
+        s.stop()
+    assert not key_file.exists(), "the key file goes when the server stops"

@@ -173,7 +173,7 @@ pub(super) static ROUTES: &[Route] = &[
         &["/ping"],
         A::OPEN,
         M::Health,
-        &[(Get, |c| Box::pin(torchserve::ping(c.app)))],
+        &[(Get, |c| Box::pin(torchserve::ping(c.app, c.req)))],
     ),
     torchserve(
         &["/predictions/{name}", "/predictions/{name}/{version}"],

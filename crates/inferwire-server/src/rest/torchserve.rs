@@ -16,6 +16,7 @@ use super::seldon::percent_decode;
 use crate::app::App;
 use crate::error::{Kind, ServeError};
 use crate::observe::Observed;
+use crate::torchserve_keys::{Api, FAILED};
 
 /// The input that holds the body, and the output that holds the reply.
 pub const BODY: &str = "body";
@@ -25,8 +26,25 @@ const MAX_PAIRS: usize = 256;
 /// What TorchServe answers for a path none of its APIs has.
 pub const NO_RESOURCE: &str = "Requested resource is not found, please refer to API document.";
 
-/// `GET /ping`: TorchServe's health answer.
-pub async fn ping(app: &App) -> Result<Reply, ServeError> {
+/// With TorchServe's token authorization on, a request without the inference key is
+/// refused (400 InvalidKeyException, TorchServe's answer).
+fn admit(app: &App, headers: &http::HeaderMap) -> Result<(), ServeError> {
+    let Some(keys) = &app.config.torchserve_keys else {
+        return Ok(());
+    };
+    let header = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    if keys.admits(header, Api::Inference) {
+        Ok(())
+    } else {
+        Err(ServeError::new(Kind::BadRequest, FAILED))
+    }
+}
+
+/// `GET /ping`: TorchServe's health answer (behind its token check, as TorchServe's).
+pub async fn ping(app: &App, req: Request<Incoming>) -> Result<Reply, ServeError> {
+    admit(app, req.headers())?;
     Ok(if app.is_ready() {
         body::json(StatusCode::OK, br#"{"status": "Healthy"}"#.to_vec())
     } else {
@@ -47,6 +65,7 @@ pub async fn predict(
     obs: &mut Observed,
     explain: bool,
 ) -> Result<Reply, ServeError> {
+    admit(app, req.headers())?;
     let model = app.model(name, version).await?;
     obs.model = model.slot;
     let content_type = req
@@ -168,6 +187,7 @@ pub fn error(e: &ServeError) -> Reply {
     }
     let kind = match e.kind {
         Kind::NotFound if e.message == NO_RESOURCE => "ResourceNotFoundException",
+        Kind::BadRequest if e.message == FAILED => "InvalidKeyException",
         Kind::NotFound => "ModelNotFoundException",
         Kind::MethodNotAllowed => "MethodNotAllowedException",
         Kind::Overloaded | Kind::Unavailable | Kind::ShuttingDown => "ServiceUnavailableException",
