@@ -375,6 +375,11 @@ class Settings(BaseSettings, ModelServing):
         "inference API then takes only requests with its inference key, as TorchServe's "
         "token authorization does",
     )
+    management_port: Int = _opt(
+        0,
+        "TorchServe's management API's port (inferwire torchserve sets it from "
+        "management_address); 0 or the REST port: its routes are served on the REST port",
+    )
     server_name: Str = _opt("inferwire", "the server's name in GET /v2 and ServerMetadata")
     server_version: Str = _opt(
         "", "the server's version in GET /v2 and ServerMetadata (empty: inferwire's)"

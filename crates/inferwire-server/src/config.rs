@@ -59,6 +59,8 @@ pub struct ServerConfig {
     /// How often each worker reads the repository for models added, changed or removed
     /// (Triton's poll mode); `None`: never.
     pub repository_poll: Option<Duration>,
+    /// TorchServe's management API's own port (`None`: its routes are on the REST port).
+    pub management_port: Option<u16>,
     /// TorchServe's key file, whose inference key its inference API requires.
     pub torchserve_keys: Option<std::sync::Arc<crate::torchserve_keys::KeyFile>>,
     /// A model call running longer than this is stuck: the server stops reporting live
@@ -215,6 +217,7 @@ impl Default for ServerConfig {
             repository_sync: None,
             repository_poll: None,
             torchserve_keys: None,
+            management_port: None,
             stuck_after: Some(Duration::from_secs(120)),
             supervised: false,
             max_requests: None,

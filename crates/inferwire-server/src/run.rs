@@ -89,6 +89,8 @@ pub struct Listeners {
     pub grpc: std::net::TcpListener,
     /// The metrics port (`config.metrics_port`), when one is set.
     pub metrics: Option<std::net::TcpListener>,
+    /// TorchServe's management port (`config.management_port`), when it has its own.
+    pub management: Option<std::net::TcpListener>,
 }
 
 impl Listeners {
@@ -104,6 +106,10 @@ impl Listeners {
                 .metrics_port
                 .map(|port| bind(&config.host, port, "metrics", reuse_port))
                 .transpose()?,
+            management: config
+                .management_port
+                .map(|port| bind(&config.host, port, "management", reuse_port))
+                .transpose()?,
         })
     }
 
@@ -113,6 +119,11 @@ impl Listeners {
             grpc: self.grpc.try_clone().map_err(internal)?,
             metrics: self
                 .metrics
+                .as_ref()
+                .map(|m| m.try_clone().map_err(internal))
+                .transpose()?,
+            management: self
+                .management
                 .as_ref()
                 .map(|m| m.try_clone().map_err(internal))
                 .transpose()?,
@@ -161,7 +172,7 @@ fn io_thread(
         tokio::spawn(heartbeat());
         let http = tokio::net::TcpListener::from_std(http).map_err(internal)?;
         let grpc_listener = tokio::net::TcpListener::from_std(grpc_listener).map_err(internal)?;
-        let rest_task = rest::serve(app.clone(), http, stop.clone(), grace);
+        let rest_task = rest::serve(app.clone(), http, stop.clone(), grace, rest::Port::Main);
         // tonic waits for open calls without a limit (a health `Watch` stream never
         // ends): past the grace period they are dropped, as REST's are.
         let mut grace_over = stop.clone();
@@ -179,6 +190,22 @@ fn io_thread(
             }
         };
         tokio::join!(rest_task, grpc_task);
+        Ok(())
+    })
+}
+
+/// TorchServe's management port's own small runtime (its REST routes), until `stop`.
+fn management_thread(
+    app: Arc<App>,
+    listener: std::net::TcpListener,
+    stop: watch::Receiver<bool>,
+) -> Result<(), ServeError> {
+    let runtime = single_threaded_runtime()?;
+    let grace = app.config.grace_period;
+    runtime.block_on(async move {
+        tokio::spawn(heartbeat());
+        let listener = tokio::net::TcpListener::from_std(listener).map_err(internal)?;
+        rest::serve(app, listener, stop, grace, rest::Port::Management).await;
         Ok(())
     })
 }
@@ -237,6 +264,7 @@ pub fn serve(
         http,
         grpc: grpc_listener,
         metrics: metrics_listener,
+        management: management_listener,
     } = match listeners {
         Some(l) => l,
         None => Listeners::bind_with(&config, config.reuse_port)?,
@@ -368,6 +396,15 @@ pub fn serve(
         handles.push(handle);
     }
     drop((http, grpc_listener));
+    if let Some(listener) = management_listener {
+        let (app, stop_rx) = (app.clone(), stop_rx.clone());
+        handles.push(
+            std::thread::Builder::new()
+                .name("inferwire-management".into())
+                .spawn(move || management_thread(app, listener, stop_rx))
+                .map_err(internal)?,
+        );
+    }
     if let Some(listener) = metrics_listener {
         let (app, stop_rx) = (app.clone(), stop_rx.clone());
         handles.push(

@@ -70,6 +70,7 @@ pub struct Settings {
     pub repository_sync_dir: String,
     pub repository_poll_secs: f64,
     pub torchserve_key_file: String,
+    pub management_port: u16,
     pub metrics_port: u16,
     pub metrics_endpoint: String,
     pub system_shared_memory: bool,
@@ -150,6 +151,7 @@ impl Settings {
             repository_sync_dir,
             repository_poll_secs,
             torchserve_key_file,
+            management_port,
             metrics_port,
             metrics_endpoint,
             system_shared_memory,
@@ -286,6 +288,8 @@ impl Settings {
             }),
             stuck_after: seconds(stuck_after),
             repository_poll: seconds(repository_poll_secs),
+            management_port: (management_port > 0 && management_port != http_port)
+                .then_some(management_port),
             torchserve_keys: (!torchserve_key_file.is_empty())
                 .then(|| Arc::new(crate::torchserve_keys::KeyFile::new(torchserve_key_file))),
             supervised,

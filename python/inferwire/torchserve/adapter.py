@@ -10,6 +10,7 @@ carrying TorchServe's status and error body."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -54,6 +55,17 @@ class HandlerAdapter(Adapter):
             "platform": "torchserve",
             "inputs": [{"name": BODY, "datatype": "BYTES", "shape": [1]}],
             "outputs": [{"name": BODY, "datatype": "BYTES", "shape": [1]}],
+            # What TorchServe's describe API shows of the archive.
+            "torchserve": {
+                "modelUrl": Path(str(model.archive.source)).name,
+                "runtime": str(model.manifest.get("runtime", "python")),
+                "minWorkers": model.config.min_workers or 1,
+                "maxWorkers": model.config.max_workers or model.config.min_workers or 1,
+                "batchSize": model.batch_size or 1,
+                "maxBatchDelay": model.config.max_batch_delay_ms,
+                "responseTimeout": model.config.response_timeout_s,
+                "handler": model.handler,
+            },
         }
 
     def infer(self, request: Request) -> Any:

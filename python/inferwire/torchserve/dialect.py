@@ -32,8 +32,8 @@ class TorchServeDialect(Dialect):
 
 
 def serve(config: TorchServeConfig, settings: Any) -> int:
-    """Serves TorchServe's inference API from ``config``'s model store, with ``settings``
-    (the inferwire settings ``cli.main`` validated) in TorchServe's dialect."""
+    """Serves TorchServe's inference and management APIs from ``config``'s model store,
+    with ``settings`` (the inferwire settings ``cli.main`` validated) in its dialect."""
     from .. import settings as inferwire_settings
     from ..server import serve as serve_models
 
@@ -43,14 +43,21 @@ def serve(config: TorchServeConfig, settings: Any) -> int:
             "model_repository": config.model_store,
             "v2_dialect": "torchserve",
             "server_name": "torchserve",
-            # TorchServe's token authorization: its inference key, checked by the core.
+            # TorchServe's token authorization: its keys, checked by the core.
             "torchserve_key_file": config.key_file if config.token_auth else "",
+            "management_port": config.management.port,
+            # TorchServe's model API (register, unregister) is its explicit opt-in to
+            # loading archives at run time, as the repository API's opt-in is inferwire's.
+            "allow_unauthenticated_repository": config.enable_model_api,
+            "load_models_at_startup": True,
         }
     )
     if config.enable_model_api:
         log.warning(
-            "enable_model_api: the management API is not served yet (inferwire torchserve "
-            "serves the inference API); models load from --models at start"
+            "enable_model_api is on: anyone who can reach the management port%s can register "
+            "archives of the model store (an archive runs its handler's code) and unregister "
+            "models",
+            " with the management key" if config.token_auth else "",
         )
     if not config.token_auth:
         log.warning(

@@ -13,13 +13,25 @@ from pathlib import Path
 from typing import Any
 
 from .. import runtimes
-from ..errors import SettingsError
+from ..errors import ModelLoadError, SettingsError
 from ..repository import ModelSettings, Repository
 from .cli import StartupModel, default_name
 
 log = logging.getLogger("inferwire")
 
 ARCHIVES = (".mar", ".tar.gz", ".tgz")
+# What the management API's register takes; the ones not served yet are warned about.
+IGNORED_PARAMETERS = {
+    "initial_workers",
+    "synchronous",
+    "batch_size",
+    "max_batch_delay",
+    "response_timeout",
+    "runtime",
+    "handler",
+    "s3_sse_kms",
+}
+REGISTER_PARAMETERS = {"url", "model_name", *IGNORED_PARAMETERS}
 MANIFEST = "MAR-INF/MANIFEST.json"
 # A manifest larger than this is not one torch-model-archiver wrote.
 MAX_MANIFEST = 1 << 20
@@ -38,6 +50,8 @@ class TorchServeRepository(Repository):
         self.load_all = load_all
         # Archive → the name it is served under, as `folders` last found them.
         self._names: dict[Path, str] = {}
+        # Archives registered through the management API since the start, by name.
+        self._registered: dict[str, Path] = {}
 
     def _entries(self) -> list[tuple[str | None, Path]]:
         """(the name given, or None, and the archive) of each model to serve."""
@@ -61,7 +75,8 @@ class TorchServeRepository(Repository):
 
     def folders(self) -> dict[str, Path]:
         out: dict[str, Path] = {}
-        for given, path in self._entries():
+        entries = self._entries() + [(n, p) for n, p in self._registered.items()]
+        for given, path in entries:
             if not path.exists():
                 raise SettingsError(f"--models: {path}: no such archive in the model store")
             name = given or _manifest_name(path) or default_name(str(path))
@@ -71,6 +86,43 @@ class TorchServeRepository(Repository):
         self._names = {path: name for name, path in out.items()}
         self._versions = {}
         return out
+
+    def startup_names(self) -> list[str]:
+        # Only what --models names loads at start; registered archives come later.
+        return [n for n in self.names() if n not in self._registered]
+
+    def load_with(self, name: str, parameters: dict[str, Any]) -> tuple[list[Any], Any]:
+        """The management API's register (``POST /models?url=...``): an archive of the
+        model store by its file name, served as ``name``; what the other workers
+        ``reload`` is the same archive."""
+        unknown = sorted(set(parameters) - REGISTER_PARAMETERS)
+        if unknown:
+            raise ModelLoadError(f"unexpected parameter {unknown[0]!r}")
+        url = str(parameters.get("url", ""))
+        for key in sorted(set(parameters) & IGNORED_PARAMETERS):
+            log.warning("register %s: %s=%s ignored (not served yet)", name, key, parameters[key])
+        archive = self._in_store(url)
+        return self.reload(name, {"archive": str(archive)}), {"archive": str(archive)}
+
+    def reload(self, name: str, replay: Any) -> list[Any]:
+        if replay:
+            self._registered[name] = Path(replay["archive"])
+        return self.load_versions(name)
+
+    def _in_store(self, url: str) -> Path:
+        """A model store archive by the name a register gives: a file or folder directly
+        in the store (URLs are not fetched yet)."""
+        if "://" in url:
+            raise ModelLoadError(
+                f"url {url!r}: registering archives from URLs is not served yet; put the "
+                "archive in the model store and register it by its file name"
+            )
+        if not url or "/" in url or "\\" in url or url in (".", ".."):
+            raise ModelLoadError(f"url {url!r}: must be an archive's file name in the model store")
+        path = self.root / url
+        if not path.exists():
+            raise ModelLoadError(f"Model not found in model store: {url}")
+        return path
 
     def _holds(self, folder: Path) -> bool:
         return folder.exists()

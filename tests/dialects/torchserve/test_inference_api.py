@@ -256,3 +256,57 @@ def test_token_authorization_on_by_default_takes_the_inference_key_only(
     finally:
         s.stop()
     assert not key_file.exists(), "the key file goes when the server stops"
+
+
+def test_the_management_api_lists_describes_registers_and_unregisters(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    store.mkdir()
+    archive(store, "echo", VENDOR / "echo" / "handler.py")
+    archive(store, "later", VENDOR / "echo" / "handler.py", version="3.0")
+    s = TorchServe(store, "echo.mar", extra="enable_model_api=true\n", tokens=True)
+    mgmt = f"http://127.0.0.1:{s.mgmt}"
+    keys = json.loads((tmp_path / "key_file.json").read_text())
+    auth = {"Authorization": f"Bearer {keys['management']['key']}"}
+    try:
+        # The management key, not the inference key.
+        assert httpx.get(f"{mgmt}/models", headers=s.headers).status_code == 400
+        listed = httpx.get(f"{mgmt}/models", headers=auth)
+        assert listed.status_code == 200, listed.text
+        assert listed.json() == {"models": [{"modelName": "echo", "modelUrl": "echo.mar"}]}
+        described = httpx.get(f"{mgmt}/models/echo", headers=auth).json()
+        assert described[0]["modelName"] == "echo"
+        assert described[0]["modelVersion"] == "1.0"
+        assert described[0]["modelUrl"] == "echo.mar"
+        assert described[0]["batchSize"] == 1
+        # Management routes are not on the inference port, nor inference on this one.
+        assert httpx.get(f"{s.url}/models", headers=s.headers).status_code == 404
+        assert httpx.post(f"{mgmt}/predictions/echo", headers=auth).status_code == 404
+        registered = httpx.post(f"{mgmt}/models", params={"url": "later.mar"}, headers=auth)
+        assert registered.status_code == 200, registered.text
+        assert registered.json() == {
+            "status": 'Model "later" Version: 3.0 registered with 1 initial workers'
+        }
+        r = httpx.post(f"{s.url}/predictions/later", params={"data": "x"}, headers=s.headers)
+        assert r.status_code == 200 and r.text == "x"
+        again = httpx.post(f"{mgmt}/models", params={"url": "later.mar"}, headers=auth)
+        assert again.status_code == 409
+        assert again.json()["type"] == "ConflictStatusException"
+        for bad in ("../store/later.mar", "nothing.mar", "https://example.com/x.mar"):
+            params = {"url": bad, "model_name": "bad"}
+            refused = httpx.post(f"{mgmt}/models", params=params, headers=auth)
+            assert refused.status_code in (400, 404), (bad, refused.text)
+        gone = httpx.delete(f"{mgmt}/models/later", headers=auth)
+        assert gone.status_code == 200 and gone.json() == {"status": 'Model "later" unregistered'}
+        after = httpx.post(f"{s.url}/predictions/later", params={"data": "x"}, headers=s.headers)
+        assert after.status_code == 404
+    finally:
+        s.stop()
+
+
+def test_without_enable_model_api_nothing_registers(server: TorchServe) -> None:
+    mgmt = f"http://127.0.0.1:{server.mgmt}"
+    r = httpx.post(f"{mgmt}/models", params={"url": "echo.mar", "model_name": "again"})
+    assert r.status_code == 405
+    assert r.json()["type"] == "ModelAPIDisabledException"
+    assert httpx.delete(f"{mgmt}/models/echo").status_code == 405
+    assert httpx.post(f"{server.url}/predictions/echo", params={"data": "y"}).text == "y"

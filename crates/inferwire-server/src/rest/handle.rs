@@ -8,14 +8,14 @@ use http::{HeaderValue, Request};
 use hyper::body::Incoming;
 
 use super::body::{self, Reply};
-use super::routes::{self, Ctx};
+use super::routes::{self, Ctx, Port};
 use crate::app::App;
 use crate::error::{Kind, ServeError};
 use crate::metrics::{self, Code, Protocol};
 use crate::observe::Observed;
 
 /// `peer`: the client's address, which failed logins are counted against.
-pub async fn handle(app: Arc<App>, req: Request<Incoming>, peer: IpAddr) -> Reply {
+pub async fn handle(app: Arc<App>, req: Request<Incoming>, peer: IpAddr, port: Port) -> Reply {
     let cors = app.config.cors.as_ref();
     if let Some(reply) = cors.and_then(|c| c.preflight(req.method(), req.headers())) {
         return reply;
@@ -25,10 +25,14 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>, peer: IpAddr) -> Repl
     let method = req.method().clone();
     // A dialect's own routes are served in that dialect only.
     let dialect = app.config.dialect.name();
-    let found = routes::find(&path).filter(|f| f.route.dialect.is_none_or(|d| d == dialect));
+    let found = routes::find(&path).filter(|f| {
+        f.route.dialect.is_none_or(|d| d == dialect) && serves(&app, f.route.port, port)
+    });
     let family = found.as_ref().and_then(|f| f.route.dialect).or(
         // A path no route serves is answered in the shape of the dialect's own API.
-        Some(dialect).filter(|d| *d == "torchserve" && !path.starts_with("/v2")),
+        Some(dialect).filter(|d| {
+            *d == "torchserve" && (port == Port::Management || !path.starts_with("/v2"))
+        }),
     );
     let route = found.as_ref().map(|f| f.route);
     let mut obs = Observed::new(
@@ -60,6 +64,10 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>, peer: IpAddr) -> Repl
             }
             Ok(r)
         }
+        (None, None) if port == Port::Management => Err(ServeError::new(
+            Kind::NotFound,
+            super::torchserve::NO_RESOURCE,
+        )),
         (None, None) => match app.models.custom_route(method.as_str(), &path) {
             Some(model) => {
                 obs.model = model.slot;
@@ -102,6 +110,13 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>, peer: IpAddr) -> Repl
     let status = reply.status().as_u16();
     obs.finish(&app, Code::Http(status), &format!("{method} {path}"));
     reply
+}
+
+/// Whether a route for listener `route` is served on a connection to `on`: the
+/// management API on its own port, or on the REST port when it shares it; everything
+/// else on the REST port only.
+fn serves(app: &App, route: Port, on: Port) -> bool {
+    route == on || (route == Port::Management && app.config.management_port.is_none())
 }
 
 /// An error in the shape of the route's dialect (`family`), or the path's protocol.

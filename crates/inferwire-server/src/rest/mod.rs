@@ -18,4 +18,5 @@ mod stream;
 mod torchserve;
 mod v2;
 
+pub use routes::Port;
 pub use serve::serve;

@@ -78,6 +78,14 @@ pub(super) enum WrongMethod {
     Say(&'static str),
 }
 
+/// Which REST listener a connection came in on: the REST port, or TorchServe's
+/// management port (`management_port`) when it is a port of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Port {
+    Main,
+    Management,
+}
+
 /// One route.
 pub(super) struct Route {
     pub paths: &'static [&'static str],
@@ -94,6 +102,9 @@ pub(super) struct Route {
     /// Served only in this dialect (`v2_dialect`), its errors in its shape; `None`:
     /// served in every dialect, errors in the path's protocol's shape.
     pub dialect: Option<&'static str>,
+    /// The listener that serves it (`Management`: also the REST port, when the
+    /// management API shares it).
+    pub port: Port,
 }
 
 impl Route {
@@ -130,6 +141,7 @@ const fn route(
         methods,
         wrong_method: WrongMethod::Plain,
         dialect: None,
+        port: Port::Main,
     }
 }
 
@@ -166,8 +178,42 @@ use metrics::Route as M;
 use Access as A;
 use Verb::{Any, Delete, Get, Post, Put};
 
+/// A route of TorchServe's management API (its own port).
+const fn torchserve_management(
+    paths: &'static [&'static str],
+    access: Access,
+    methods: &'static [(Verb, Handler)],
+) -> Route {
+    Route {
+        port: Port::Management,
+        ..torchserve(paths, access, M::Other, methods)
+    }
+}
+
 /// The table.
 pub(super) static ROUTES: &[Route] = &[
+    // TorchServe's management API: reading is open as TorchServe's (its token aside),
+    // registering and unregistering need what inferwire's repository API needs.
+    torchserve_management(
+        &["/models"],
+        A::OPEN,
+        &[
+            (Get, |c| Box::pin(torchserve::list(c.app, c.req))),
+            (Post, |c| Box::pin(torchserve::register(c.app, c.req))),
+        ],
+    ),
+    torchserve_management(
+        &["/models/{name}", "/models/{name}/{version}"],
+        A::OPEN,
+        &[
+            (Get, |c| {
+                Box::pin(torchserve::describe(c.app, c.req, c.name, c.version))
+            }),
+            (Delete, |c| {
+                Box::pin(torchserve::unregister(c.app, c.req, c.name, c.version))
+            }),
+        ],
+    ),
     // TorchServe's inference API.
     torchserve(
         &["/ping"],
@@ -732,10 +778,18 @@ mod tests {
                         ""
                     },
                     r.dialect.map(|d| format!(" {d}-only")).unwrap_or_default()
+                        + if r.port == Port::Management {
+                            " management"
+                        } else {
+                            ""
+                        }
                 ));
             }
         }
         let expected = [
+            "GET,POST /models open other torchserve-only management",
+            "GET,DELETE /models/{name} open other torchserve-only management",
+            "GET,DELETE /models/{name}/{version} open other torchserve-only management",
             "GET /ping open health torchserve-only",
             "POST,PUT /predictions/{name} predict infer torchserve-only",
             "POST,PUT /predictions/{name}/{version} predict infer torchserve-only",

@@ -17,6 +17,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch, OwnedSemaphorePermit};
 
 use super::handle;
+use super::routes::Port;
 use crate::app::App;
 use crate::read_ahead::ReadAhead;
 
@@ -26,6 +27,7 @@ pub async fn serve(
     listener: TcpListener,
     mut stop: watch::Receiver<bool>,
     grace: Duration,
+    port: Port,
 ) {
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
@@ -41,6 +43,7 @@ pub async fn serve(
     // Every connection task holds a clone; `recv` returns `None` once all have ended.
     let (open, mut all_closed) = mpsc::channel::<()>(1);
     let conn = Conn {
+        port,
         app: app.clone(),
         builder,
         tls: app.config.tls.clone().map(tokio_rustls::TlsAcceptor::from),
@@ -77,6 +80,7 @@ pub async fn serve(
 
 /// What each connection task needs.
 struct Conn {
+    port: Port,
     app: Arc<App>,
     builder: auto::Builder<TokioExecutor>,
     tls: Option<tokio_rustls::TlsAcceptor>,
@@ -92,7 +96,7 @@ impl Conn {
         let peer = stream
             .peer_addr()
             .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |a| a.ip());
-        let app = self.app.clone();
+        let (app, port) = (self.app.clone(), self.port);
         let first = Arc::new(tokio::sync::Notify::new());
         let asked = first.clone();
         let svc = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
@@ -100,7 +104,7 @@ impl Conn {
             asked.notify_waiters();
             async move {
                 let http1 = req.version() < hyper::Version::HTTP_2;
-                let mut response = handle::handle(app.clone(), req, peer).await;
+                let mut response = handle::handle(app.clone(), req, peer, port).await;
                 // A draining or recycling worker: the client opens its next request's
                 // connection elsewhere instead of racing the close of this one.
                 if http1 && !app.is_ready() {

@@ -29,13 +29,17 @@ pub const NO_RESOURCE: &str = "Requested resource is not found, please refer to 
 /// With TorchServe's token authorization on, a request without the inference key is
 /// refused (400 InvalidKeyException, TorchServe's answer).
 fn admit(app: &App, headers: &http::HeaderMap) -> Result<(), ServeError> {
+    admit_to(app, headers, Api::Inference)
+}
+
+fn admit_to(app: &App, headers: &http::HeaderMap, api: Api) -> Result<(), ServeError> {
     let Some(keys) = &app.config.torchserve_keys else {
         return Ok(());
     };
     let header = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
-    if keys.admits(header, Api::Inference) {
+    if keys.admits(header, api) {
         Ok(())
     } else {
         Err(ServeError::new(Kind::BadRequest, FAILED))
@@ -110,6 +114,174 @@ pub async fn predict(
     let deadline = app.deadline(obs.start, None);
     let response = crate::dataplane::infer_whole(app, &model, request, deadline).await?;
     reply(response.outputs, &response.parameters)
+}
+
+// -- the management API ------------------------------------------------------------------
+
+/// What inferwire answers a register or unregister while TorchServe's model API is off.
+pub const MODEL_API_OFF: &str = "Model API is disabled: start with --enable-model-api (or \
+     enable_model_api=true) to register and unregister models";
+
+/// `GET /models?limit=&next_page_token=`: the models served, a page at a time.
+pub async fn list(app: &App, req: Request<Incoming>) -> Result<Reply, ServeError> {
+    admit_to(app, req.headers(), Api::Management)?;
+    let query = query_pairs(req.uri().query().unwrap_or(""));
+    let number = |name: &str| -> Result<Option<usize>, ServeError> {
+        let Some(v) = param(&query, name) else {
+            return Ok(None);
+        };
+        v.parse().map(Some).map_err(|_| {
+            ServeError::new(
+                Kind::BadRequest,
+                format!("Invalid {name}: {v}, must be an integer"),
+            )
+        })
+    };
+    // TorchServe's bounds: 100 by default, at most 1,000 a page.
+    let limit = number("limit")?.unwrap_or(100).clamp(1, 1000);
+    let from = number("next_page_token")?.unwrap_or(0);
+    let index = app.models.index().await?;
+    let mut names: Vec<String> = index
+        .iter()
+        .filter(|m| m["state"] == "READY")
+        .filter_map(|m| m["name"].as_str().map(str::to_owned))
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    let mut models = Vec::new();
+    for name in names.iter().skip(from).take(limit) {
+        let url = match app.model(name, "").await {
+            Ok(model) => described(&model).await?["modelUrl"].clone(),
+            Err(_) => Value::Null,
+        };
+        models.push(json!({"modelName": name, "modelUrl": url}));
+    }
+    let mut out = json!({ "models": models });
+    if from + limit < names.len() {
+        out["nextPageToken"] = Value::String((from + limit).to_string());
+    }
+    Ok(pretty(StatusCode::OK, &out))
+}
+
+/// `GET /models/{name}[/{version}|/all]`: the model's description, as TorchServe's.
+pub async fn describe(
+    app: &App,
+    req: Request<Incoming>,
+    name: &str,
+    version: &str,
+) -> Result<Reply, ServeError> {
+    admit_to(app, req.headers(), Api::Management)?;
+    let version = if version == "all" { "" } else { version };
+    let model = app.model(name, version).await?;
+    Ok(pretty(StatusCode::OK, &json!([described(&model).await?])))
+}
+
+/// A model's description: what its adapter says of its archive (`torchserve` in its
+/// metadata), with the server's part.
+async fn described(model: &crate::models::Served) -> Result<Value, ServeError> {
+    let meta = model.runner.metadata(None).await?;
+    let mut d = meta.get("torchserve").cloned().unwrap_or_else(|| json!({}));
+    d["modelName"] = Value::String(model.name.clone());
+    d["modelVersion"] = Value::String(model.version.clone());
+    d["workers"] = json!([{
+        "id": std::process::id().to_string(),
+        "status": "READY",
+        "pid": std::process::id(),
+        "gpu": false,
+    }]);
+    Ok(d)
+}
+
+/// `POST /models?url=ARCHIVE[&model_name=...]`: registers an archive of the model store
+/// (TorchServe's model API: `enable_model_api`).
+pub async fn register(app: &App, req: Request<Incoming>) -> Result<Reply, ServeError> {
+    admit_to(app, req.headers(), Api::Management)?;
+    if !app.config.allow_unauthenticated_repository {
+        return Err(ServeError::new(Kind::MethodNotAllowed, MODEL_API_OFF));
+    }
+    let query = query_pairs(req.uri().query().unwrap_or(""));
+    let mut parameters = Map::new();
+    for pair in query.as_array().into_iter().flatten() {
+        if let (Some(k), Some(v)) = (pair[0].as_str(), pair[1].as_str()) {
+            parameters.insert(k.to_owned(), Value::String(v.to_owned()));
+        }
+    }
+    let url = param(&query, "url").unwrap_or_default();
+    if url.is_empty() {
+        return Err(ServeError::new(
+            Kind::BadRequest,
+            "Parameter url is required.",
+        ));
+    }
+    let name = param(&query, "model_name")
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| default_name(&url));
+    if app.model(&name, "").await.is_ok() {
+        let message = format!("Model {name} is already registered.");
+        let mut e = ServeError::new(Kind::BadRequest, message.clone());
+        e.model_reply = Some(Box::new(crate::error::ModelReply {
+            status: 409,
+            body: Some(error_text(409, "ConflictStatusException", &message).into()),
+        }));
+        return Err(e);
+    }
+    app.load_model(&name, Value::Object(parameters)).await?;
+    let version = app
+        .model(&name, "")
+        .await
+        .map(|m| m.version.clone())
+        .unwrap_or_default();
+    let status = format!("Model \"{name}\" Version: {version} registered with 1 initial workers");
+    Ok(pretty(StatusCode::OK, &json!({ "status": status })))
+}
+
+/// `DELETE /models/{name}[/{version}]`: unregisters the model (TorchServe's model API).
+pub async fn unregister(
+    app: &App,
+    req: Request<Incoming>,
+    name: &str,
+    version: &str,
+) -> Result<Reply, ServeError> {
+    admit_to(app, req.headers(), Api::Management)?;
+    if !app.config.allow_unauthenticated_repository {
+        return Err(ServeError::new(Kind::MethodNotAllowed, MODEL_API_OFF));
+    }
+    app.model(name, version).await?;
+    app.unload_model(name).await?;
+    let status = format!("Model \"{name}\" unregistered");
+    Ok(pretty(StatusCode::OK, &json!({ "status": status })))
+}
+
+/// The last value of query parameter `name`.
+fn param(query: &Value, name: &str) -> Option<String> {
+    query.as_array()?.iter().rev().find_map(|p| {
+        (p[0] == name)
+            .then(|| p[1].as_str().map(str::to_owned))
+            .flatten()
+    })
+}
+
+/// The name TorchServe gives an archive registered without one: its file name without
+/// `.mar`, anything but letters, digits and `_` made `_`.
+fn default_name(url: &str) -> String {
+    let last = url.trim_end_matches('/').rsplit('/').next().unwrap_or(url);
+    let stem = last.strip_suffix(".mar").unwrap_or(last);
+    stem.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// A JSON reply pretty-printed, as TorchServe's frontend writes its own.
+fn pretty(status: StatusCode, value: &Value) -> Reply {
+    let mut out = serde_json::to_vec_pretty(value).unwrap_or_default();
+    out.push(b'\n');
+    body::json(status, out)
 }
 
 /// The query string's parameters, in order, as `[[name, value], ...]` (decoded).
@@ -189,6 +361,7 @@ pub fn error(e: &ServeError) -> Reply {
         Kind::NotFound if e.message == NO_RESOURCE => "ResourceNotFoundException",
         Kind::BadRequest if e.message == FAILED => "InvalidKeyException",
         Kind::NotFound => "ModelNotFoundException",
+        Kind::MethodNotAllowed if e.message == MODEL_API_OFF => "ModelAPIDisabledException",
         Kind::MethodNotAllowed => "MethodNotAllowedException",
         Kind::Overloaded | Kind::Unavailable | Kind::ShuttingDown => "ServiceUnavailableException",
         Kind::Unauthenticated | Kind::Forbidden => "InvalidKeyException",
@@ -197,15 +370,18 @@ pub fn error(e: &ServeError) -> Reply {
         _ if status.is_client_error() => "BadRequestException",
         _ => "InternalServerException",
     };
-    // TorchServe's frontend writes its errors pretty-printed, in this order.
-    let message = serde_json::to_string(&e.message).unwrap_or_default();
-    let out = format!(
-        "{{\n  \"code\": {},\n  \"type\": \"{kind}\",\n  \"message\": {message}\n}}\n",
-        status.as_u16()
+    let mut r = body::json(
+        status,
+        error_text(status.as_u16(), kind, &e.message).into_bytes(),
     );
-    let mut r = body::json(status, out.into_bytes());
     body::for_kind(&mut r, e.kind);
     r
+}
+
+/// TorchServe's error body: pretty-printed, in its frontend's order.
+fn error_text(code: u16, kind: &str, message: &str) -> String {
+    let message = serde_json::to_string(message).unwrap_or_default();
+    format!("{{\n  \"code\": {code},\n  \"type\": \"{kind}\",\n  \"message\": {message}\n}}\n")
 }
 
 /// A body as bytes, for tests of `reply`.
