@@ -375,6 +375,11 @@ class Settings(BaseSettings, ModelServing):
         "inference API then takes only requests with its inference key, as TorchServe's "
         "token authorization does",
     )
+    torchserve_token_minutes: Float = _opt(
+        60.0,
+        "how long a key TorchServe's token API (GET /token) makes lasts, in minutes "
+        "(inferwire torchserve sets it from token_expiration_min)",
+    )
     management_port: Int = _opt(
         0,
         "TorchServe's management API's port (inferwire torchserve sets it from "

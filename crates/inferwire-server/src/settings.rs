@@ -70,6 +70,7 @@ pub struct Settings {
     pub repository_sync_dir: String,
     pub repository_poll_secs: f64,
     pub torchserve_key_file: String,
+    pub torchserve_token_minutes: f64,
     pub management_port: u16,
     pub metrics_port: u16,
     pub metrics_endpoint: String,
@@ -151,6 +152,7 @@ impl Settings {
             repository_sync_dir,
             repository_poll_secs,
             torchserve_key_file,
+            torchserve_token_minutes,
             management_port,
             metrics_port,
             metrics_endpoint,
@@ -290,8 +292,12 @@ impl Settings {
             repository_poll: seconds(repository_poll_secs),
             management_port: (management_port > 0 && management_port != http_port)
                 .then_some(management_port),
-            torchserve_keys: (!torchserve_key_file.is_empty())
-                .then(|| Arc::new(crate::torchserve_keys::KeyFile::new(torchserve_key_file))),
+            torchserve_keys: (!torchserve_key_file.is_empty()).then(|| {
+                Arc::new(crate::torchserve_keys::KeyFile::new(
+                    torchserve_key_file,
+                    Duration::from_secs_f64(torchserve_token_minutes.max(0.0) * 60.0),
+                ))
+            }),
             supervised,
             max_requests: limit(max_requests),
             max_requests_jitter,

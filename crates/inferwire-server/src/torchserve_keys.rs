@@ -27,7 +27,17 @@ const MAX_BYTES: u64 = 64 * 1024;
 #[derive(Debug)]
 pub struct KeyFile {
     path: PathBuf,
+    /// How long a regenerated key lasts (TorchServe's `token_expiration_min`).
+    lifetime: Duration,
     cache: Mutex<Cached>,
+}
+
+/// What a key file's regeneration (`GET /token`) replaced, or why it did not.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Renewed {
+    Done,
+    /// Not the API key, or not `inference` or `management`.
+    Refused,
 }
 
 #[derive(Debug, Default)]
@@ -54,14 +64,51 @@ struct Entry {
 struct File {
     inference: Entry,
     management: Entry,
+    #[serde(rename = "API")]
+    api: ApiKey,
+}
+
+#[derive(Deserialize)]
+struct ApiKey {
+    key: String,
 }
 
 impl KeyFile {
-    pub fn new(path: impl Into<PathBuf>) -> Self {
+    pub fn new(path: impl Into<PathBuf>, lifetime: Duration) -> Self {
         Self {
             path: path.into(),
+            lifetime,
             cache: Mutex::new(Cached::default()),
         }
+    }
+
+    /// TorchServe's token API (`GET /token?type=inference|management`): with the API key,
+    /// that key is replaced in the file by a new one, expiring `lifetime` from now (every
+    /// worker reads the file at its next request).
+    pub fn renew(&self, authorization: Option<&str>, kind: &str) -> Result<Renewed, String> {
+        let Some(token) = authorization.and_then(bearer) else {
+            return Ok(Renewed::Refused);
+        };
+        let bytes =
+            std::fs::read(&self.path).map_err(|e| format!("{}: {e}", self.path.display()))?;
+        let Some(file) = serde_json::from_slice::<File>(&bytes).ok() else {
+            return Ok(Renewed::Refused);
+        };
+        if !constant_time_eq(token.as_bytes(), file.api.key.as_bytes())
+            || !matches!(kind, "inference" | "management")
+        {
+            return Ok(Renewed::Refused);
+        }
+        let mut value: serde_json::Value =
+            serde_json::from_slice(&bytes).map_err(|e| e.to_string())?;
+        value[kind] = serde_json::json!({
+            "key": new_key()?,
+            "expiration time": stamp(SystemTime::now() + self.lifetime),
+        });
+        let text = serde_json::to_vec_pretty(&value).map_err(|e| e.to_string())?;
+        write_private(&self.path, &text).map_err(|e| format!("{}: {e}", self.path.display()))?;
+        *self.cache.lock().unwrap_or_else(|e| e.into_inner()) = Cached::default();
+        Ok(Renewed::Done)
     }
 
     /// Whether `authorization` (the header's value) carries `api`'s key, unexpired.
@@ -110,6 +157,59 @@ fn parse(bytes: &[u8]) -> Option<Keys> {
         inference: (f.inference.key, instant(&f.inference.expires)?),
         management: (f.management.key, instant(&f.management.expires)?),
     })
+}
+
+/// A new key: 128 random bits, URL-safe base64 (as inferwire.torchserve.tokens makes them).
+fn new_key() -> Result<String, String> {
+    let mut b = [0u8; 16];
+    getrandom::fill(&mut b).map_err(|e| format!("no randomness: {e}"))?;
+    Ok(base64_simd::URL_SAFE_NO_PAD.encode_to_string(b))
+}
+
+/// Written beside and renamed over: a reader sees the old file or the new, never half;
+/// readable by its owner only.
+fn write_private(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)?;
+    f.write_all(bytes)?;
+    f.write_all(b"\n")?;
+    drop(f);
+    std::fs::rename(&tmp, path)
+}
+
+/// An instant as Java's `Instant.toString` writes it, to the microsecond.
+fn stamp(t: SystemTime) -> String {
+    let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = d.as_secs() as i64;
+    let (days, rest) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let (y, m, day) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{day:02}T{:02}:{:02}:{:02}.{:06}Z",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60,
+        d.subsec_micros()
+    )
+}
+
+/// The date of a day count since 1970-01-01 (Howard Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, i64, i64) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
 }
 
 /// `Bearer TOKEN` (then nothing), as TorchServe matches the header.
@@ -164,6 +264,54 @@ mod tests {
     use super::*;
 
     #[test]
+    fn stamps_read_back() {
+        let t = UNIX_EPOCH + Duration::new(1_708_117_944, 123_456_000);
+        assert_eq!(stamp(t), "2024-02-16T21:12:24.123456Z");
+        assert_eq!(instant(&stamp(t)), Some(t));
+        assert_eq!(stamp(UNIX_EPOCH), "1970-01-01T00:00:00.000000Z");
+    }
+
+    #[test]
+    fn the_api_key_renews_one_key_and_nothing_else_does() {
+        let dir = std::env::temp_dir().join(format!("inferwire-renew-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("key_file.json");
+        std::fs::write(
+            &path,
+            r#"{"management": {"key": "m", "expiration time": "2999-01-01T00:00:00Z"},
+                "inference": {"key": "i", "expiration time": "2999-01-01T00:00:00Z"},
+                "API": {"key": "a"}}"#,
+        )
+        .unwrap();
+        let keys = KeyFile::new(&path, Duration::from_secs(600));
+        assert!(keys.admits(Some("Bearer i"), Api::Inference));
+        assert_eq!(
+            keys.renew(Some("Bearer i"), "inference"),
+            Ok(Renewed::Refused)
+        );
+        assert_eq!(keys.renew(Some("Bearer a"), "API"), Ok(Renewed::Refused));
+        assert_eq!(keys.renew(Some("Bearer a"), "inference"), Ok(Renewed::Done));
+        assert!(
+            !keys.admits(Some("Bearer i"), Api::Inference),
+            "the old key is gone"
+        );
+        assert!(
+            keys.admits(Some("Bearer m"), Api::Management),
+            "the other key stays"
+        );
+        let file: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        let new = file["inference"]["key"].as_str().unwrap();
+        assert!(keys.admits(Some(&format!("Bearer {new}")), Api::Inference));
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
     fn instants_as_java_writes_them() {
         let t = |s: &str| instant(s).map(|t| t.duration_since(UNIX_EPOCH).unwrap());
         assert_eq!(t("1970-01-01T00:00:00Z"), Some(Duration::ZERO));
@@ -190,7 +338,7 @@ mod tests {
             std::fs::write(&path, body).unwrap();
         };
         write(later);
-        let keys = KeyFile::new(&path);
+        let keys = KeyFile::new(&path, Duration::from_secs(60));
         assert!(keys.admits(Some("Bearer i-key"), Api::Inference));
         assert!(keys.admits(Some("Bearer   m-key"), Api::Management));
         assert!(!keys.admits(Some("Bearer m-key"), Api::Inference));

@@ -45,6 +45,7 @@ def serve(config: TorchServeConfig, settings: Any) -> int:
             "server_name": "torchserve",
             # TorchServe's token authorization: its keys, checked by the core.
             "torchserve_key_file": config.key_file if config.token_auth else "",
+            "torchserve_token_minutes": config.token_expiration_min,
             "management_port": config.management.port,
             # TorchServe's model API (register, unregister) is its explicit opt-in to
             # loading archives at run time, as the repository API's opt-in is inferwire's.

@@ -295,10 +295,51 @@ def test_the_management_api_lists_describes_registers_and_unregisters(tmp_path: 
             params = {"url": bad, "model_name": "bad"}
             refused = httpx.post(f"{mgmt}/models", params=params, headers=auth)
             assert refused.status_code in (400, 404), (bad, refused.text)
+        scaled = httpx.put(f"{mgmt}/models/later", params={"min_worker": 3}, headers=auth)
+        assert scaled.status_code == 200, scaled.text
+        assert "min_worker=3 changes nothing" in scaled.json()["status"]
+        bad_scale = httpx.put(f"{mgmt}/models/later", params={"min_worker": "x"}, headers=auth)
+        assert bad_scale.status_code == 400
+        default = httpx.put(f"{mgmt}/models/later/3.0/set-default", headers=auth)
+        assert default.status_code == 200
+        assert default.json() == {
+            "status": 'Default version successfully updated for model "later" to "3.0"'
+        }
+        assert httpx.put(f"{mgmt}/models/later/9.0/set-default", headers=auth).status_code == 404
         gone = httpx.delete(f"{mgmt}/models/later", headers=auth)
         assert gone.status_code == 200 and gone.json() == {"status": 'Model "later" unregistered'}
         after = httpx.post(f"{s.url}/predictions/later", params={"data": "x"}, headers=s.headers)
         assert after.status_code == 404
+    finally:
+        s.stop()
+
+
+def test_the_token_api_replaces_a_key_with_the_api_key(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    store.mkdir()
+    archive(store, "echo", VENDOR / "echo" / "handler.py")
+    s = TorchServe(store, "echo.mar", extra="token_expiration_min=5\n", tokens=True)
+    mgmt = f"http://127.0.0.1:{s.mgmt}"
+    key_file = tmp_path / "key_file.json"
+    keys = json.loads(key_file.read_text())
+    api = {"Authorization": f"Bearer {keys['API']['key']}"}
+    url = f"{s.url}/predictions/echo?data=z"
+    try:
+        for refused in (
+            httpx.get(f"{mgmt}/token", params={"type": "inference"}, headers=s.headers),
+            httpx.get(f"{mgmt}/token", params={"type": "API"}, headers=api),
+            httpx.get(f"{mgmt}/token", headers=api),
+        ):
+            assert refused.status_code == 400
+            assert refused.json()["type"] == "InvalidKeyException"
+        renewed = httpx.get(f"{mgmt}/token", params={"type": "inference"}, headers=api)
+        assert renewed.status_code == 200 and renewed.text == ""
+        assert httpx.post(url, headers=s.headers).status_code == 400, "the old key is gone"
+        new = json.loads(key_file.read_text())
+        assert new["management"] == keys["management"] and new["API"] == keys["API"]
+        fresh = {"Authorization": f"Bearer {new['inference']['key']}"}
+        assert httpx.post(url, headers=fresh).text == "z"
+        assert key_file.stat().st_mode & 0o777 == 0o600
     finally:
         s.stop()
 

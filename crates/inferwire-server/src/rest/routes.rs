@@ -212,7 +212,23 @@ pub(super) static ROUTES: &[Route] = &[
             (Delete, |c| {
                 Box::pin(torchserve::unregister(c.app, c.req, c.name, c.version))
             }),
+            (Put, |c| {
+                Box::pin(torchserve::scale(c.app, c.req, c.name, c.version))
+            }),
         ],
+    ),
+    torchserve_management(
+        &["/models/{name}/{version}/set-default"],
+        A::OPEN,
+        &[(Put, |c| {
+            Box::pin(torchserve::set_default(c.app, c.req, c.name, c.version))
+        })],
+    ),
+    // The token API checks the API key itself.
+    torchserve_management(
+        &["/token"],
+        A::OPEN,
+        &[(Get, |c| Box::pin(torchserve::token(c.app, c.req)))],
     ),
     // TorchServe's inference API.
     torchserve(
@@ -788,8 +804,10 @@ mod tests {
         }
         let expected = [
             "GET,POST /models open other torchserve-only management",
-            "GET,DELETE /models/{name} open other torchserve-only management",
-            "GET,DELETE /models/{name}/{version} open other torchserve-only management",
+            "GET,DELETE,PUT /models/{name} open other torchserve-only management",
+            "GET,DELETE,PUT /models/{name}/{version} open other torchserve-only management",
+            "PUT /models/{name}/{version}/set-default open other torchserve-only management",
+            "GET /token open other torchserve-only management",
             "GET /ping open health torchserve-only",
             "POST,PUT /predictions/{name} predict infer torchserve-only",
             "POST,PUT /predictions/{name}/{version} predict infer torchserve-only",

@@ -16,7 +16,11 @@ use super::seldon::percent_decode;
 use crate::app::App;
 use crate::error::{Kind, ServeError};
 use crate::observe::Observed;
-use crate::torchserve_keys::{Api, FAILED};
+use crate::torchserve_keys::{Api, Renewed, FAILED};
+
+/// TorchServe's words for a refused token API call.
+const TOKEN_FAILED: &str =
+    "Token Authentication failed. Token either incorrect, expired, or not provided correctly";
 
 /// The input that holds the body, and the output that holds the reply.
 pub const BODY: &str = "body";
@@ -252,6 +256,86 @@ pub async fn unregister(
     Ok(pretty(StatusCode::OK, &json!({ "status": status })))
 }
 
+/// `PUT /models/{name}[/{version}]?min_worker=&max_worker=`: TorchServe's scaling. inferwire's
+/// workers are processes that each serve every model (`--workers`): nothing changes, and
+/// the reply says so in TorchServe's shape, so the scripts that call it go on.
+pub async fn scale(
+    app: &App,
+    req: Request<Incoming>,
+    name: &str,
+    version: &str,
+) -> Result<Reply, ServeError> {
+    admit_to(app, req.headers(), Api::Management)?;
+    let model = app.model(name, version).await?;
+    let query = query_pairs(req.uri().query().unwrap_or(""));
+    for key in ["min_worker", "max_worker"] {
+        if let Some(v) = param(&query, key) {
+            if v.parse::<u32>().is_err() {
+                return Err(ServeError::new(
+                    Kind::BadRequest,
+                    format!("Invalid {key}: {v}, must be a number"),
+                ));
+            }
+        }
+    }
+    let asked = param(&query, "min_worker").unwrap_or_else(|| "1".into());
+    tracing::warn!(
+        "scale workers of {name:?} to min_worker={asked}: inferwire's workers are processes \
+         that each serve every model (--workers); nothing changes"
+    );
+    let status = format!(
+        "Workers of model \"{}\" are inferwire's processes, each serving every model: \
+         min_worker={asked} changes nothing",
+        model.name
+    );
+    Ok(pretty(StatusCode::OK, &json!({ "status": status })))
+}
+
+/// `PUT /models/{name}/{version}/set-default`: the version served without one. inferwire
+/// serves an archive's one version: setting it again is what succeeds.
+pub async fn set_default(
+    app: &App,
+    req: Request<Incoming>,
+    name: &str,
+    version: &str,
+) -> Result<Reply, ServeError> {
+    admit_to(app, req.headers(), Api::Management)?;
+    let wanted = app.model(name, version).await?;
+    let current = app.model(name, "").await?;
+    if wanted.version != current.version {
+        return Err(ServeError::new(
+            Kind::Unsupported,
+            format!(
+                "model {name:?} serves version {:?} by default; changing the default \
+                 version is not served yet",
+                current.version
+            ),
+        ));
+    }
+    let status =
+        format!("Default version successfully updated for model \"{name}\" to \"{version}\"");
+    Ok(pretty(StatusCode::OK, &json!({ "status": status })))
+}
+
+/// `GET /token?type=inference|management`: with the API key, that key replaced in the key
+/// file (TorchServe's token API); 200 with an empty body, as TorchServe answers.
+pub async fn token(app: &App, req: Request<Incoming>) -> Result<Reply, ServeError> {
+    let Some(keys) = &app.config.torchserve_keys else {
+        return Err(ServeError::new(Kind::NotFound, NO_RESOURCE));
+    };
+    let query = query_pairs(req.uri().query().unwrap_or(""));
+    let kind = param(&query, "type").unwrap_or_default();
+    let header = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    match keys.renew(header, &kind) {
+        Ok(Renewed::Done) => Ok(body::json(StatusCode::OK, Vec::new())),
+        Ok(Renewed::Refused) => Err(ServeError::new(Kind::BadRequest, TOKEN_FAILED)),
+        Err(e) => Err(ServeError::new(Kind::Internal, e)),
+    }
+}
+
 /// The last value of query parameter `name`.
 fn param(query: &Value, name: &str) -> Option<String> {
     query.as_array()?.iter().rev().find_map(|p| {
@@ -359,7 +443,9 @@ pub fn error(e: &ServeError) -> Reply {
     }
     let kind = match e.kind {
         Kind::NotFound if e.message == NO_RESOURCE => "ResourceNotFoundException",
-        Kind::BadRequest if e.message == FAILED => "InvalidKeyException",
+        Kind::BadRequest if e.message == FAILED || e.message == TOKEN_FAILED => {
+            "InvalidKeyException"
+        }
         Kind::NotFound => "ModelNotFoundException",
         Kind::MethodNotAllowed if e.message == MODEL_API_OFF => "ModelAPIDisabledException",
         Kind::MethodNotAllowed => "MethodNotAllowedException",
