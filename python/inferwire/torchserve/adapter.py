@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..contract import Adapter, Request
-from .handler_model import HandlerModel, Reply
+from .handler_model import STREAM_NEXT, HandlerModel, Reply
 from .handler_model import Request as HandlerRequest
 
 BODY = "body"
@@ -105,8 +105,11 @@ def _answer(reply: Reply) -> Any:
     if reply.error:
         return HandlerError(reply)
     body = np.empty(1, dtype=object)
-    body[0] = bytes(reply.body)
+    # A handler's intermediate responses (send_intermediate_predict_response) come
+    # first, as TorchServe's chunks do; they are sent together with the last one.
+    body[0] = b"".join([*(bytes(p.body) for p in reply.pieces), bytes(reply.body)])
     parameters: dict[str, Any] = {"status": reply.status, "content_type": reply.content_type}
-    if reply.headers:
-        parameters["headers"] = dict(reply.headers)
+    headers = {k: v for k, v in reply.headers.items() if k.lower() != STREAM_NEXT}
+    if headers:
+        parameters["headers"] = headers
     return {"outputs": [(BODY, body)], "parameters": parameters}

@@ -18,7 +18,13 @@ from pathlib import Path
 import httpx
 import pytest
 from conftest import free_port
-from torchserve_archives import VENDOR, archive, handler_file
+from torchserve_archives import (
+    VENDOR,
+    archive,
+    handler_file,
+    needs_ts,
+    streaming_handler_source,
+)
 
 # Answers each request with what it got and the size of the batch it came in.
 BATCH_REPORTER = """
@@ -172,6 +178,22 @@ def test_concurrent_requests_are_batched_up_to_batch_size(server: TorchServe) ->
     assert sorted(a["body"] for a in answers) == sorted(f"r{i}" for i in range(8))
     sizes = [int(str(a["batch"])) for a in answers]
     assert max(sizes) > 1 and max(sizes) <= 4, sizes
+
+
+@needs_ts
+def test_torchserve_s_streaming_handler_s_pieces_all_arrive(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    store.mkdir()
+    handler = handler_file(tmp_path / "src", "stream_handler.py", streaming_handler_source())
+    archive(store, "tp_model", handler)
+    s = TorchServe(store, "tp_model.mar")
+    try:
+        r = httpx.post(f"{s.url}/predictions/tp_model", content=b"x")
+        assert r.status_code == 200, r.text
+        assert r.content == b"hello" * 3 + b"hello world "
+        assert "ts_stream_next" not in r.headers
+    finally:
+        s.stop()
 
 
 def test_the_handler_s_status_type_and_headers_go_back(server: TorchServe) -> None:
