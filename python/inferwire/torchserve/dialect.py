@@ -28,7 +28,7 @@ class TorchServeDialect(Dialect):
         c = self.config
         if c is None:
             return TorchServeRepository(root, self, load_all=True)
-        return TorchServeRepository(root, self, c.models, c.load_all)
+        return TorchServeRepository(root, self, c.models, c.load_all, c.allowed_urls)
 
 
 def serve(config: TorchServeConfig, settings: Any) -> int:

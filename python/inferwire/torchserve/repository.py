@@ -6,8 +6,14 @@ TorchServe archives (``runtimes``), which opens the archive and runs its handler
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
+import re
+import shutil
+import tempfile
+import urllib.parse
+import urllib.request
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -20,6 +26,9 @@ from .cli import StartupModel, default_name
 log = logging.getLogger("inferwire")
 
 ARCHIVES = (".mar", ".tar.gz", ".tgz")
+# An archive registered from a URL: at most this big, and this long without data.
+MAX_DOWNLOAD = 16 * 1024**3
+DOWNLOAD_TIMEOUT = 60.0
 # What the management API's register takes; the ones not served yet are warned about.
 IGNORED_PARAMETERS = {
     "initial_workers",
@@ -44,10 +53,14 @@ class TorchServeRepository(Repository):
         dialect: Any = None,
         models: tuple[StartupModel, ...] = (),
         load_all: bool = False,
+        allowed_urls: tuple[str, ...] = (),
     ) -> None:
         super().__init__(root, dialect)
         self.models = models
         self.load_all = load_all
+        self.allowed_urls = allowed_urls
+        # Where archives registered from URLs are downloaded (made at the first).
+        self._downloads: Path | None = None
         # Archive → the name it is served under, as `folders` last found them.
         self._names: dict[Path, str] = {}
         # Archives registered through the management API since the start, by name.
@@ -110,12 +123,14 @@ class TorchServeRepository(Repository):
         return self.load_versions(name)
 
     def _in_store(self, url: str) -> Path:
-        """A model store archive by the name a register gives: a file or folder directly
-        in the store (URLs are not fetched yet)."""
+        """The archive a register names: a file or folder directly in the model store by
+        its name, or an http(s) URL that ``allowed_urls`` allows, downloaded."""
+        if url.startswith(("http://", "https://")):
+            return self._download(url)
         if "://" in url:
             raise ModelLoadError(
-                f"url {url!r}: registering archives from URLs is not served yet; put the "
-                "archive in the model store and register it by its file name"
+                f"url {url!r}: only http(s) URLs are fetched; an archive on this machine is "
+                "registered by its file name in the model store"
             )
         if not url or "/" in url or "\\" in url or url in (".", ".."):
             raise ModelLoadError(f"url {url!r}: must be an archive's file name in the model store")
@@ -123,6 +138,39 @@ class TorchServeRepository(Repository):
         if not path.exists():
             raise ModelLoadError(f"Model not found in model store: {url}")
         return path
+
+    def _download(self, url: str) -> Path:
+        """``url``'s archive, fetched into a private folder: only where ``allowed_urls``
+        allows, redirects included; at most ``MAX_DOWNLOAD`` bytes, ``DOWNLOAD_TIMEOUT``
+        seconds without data."""
+        self._allowed(url)
+        name = urllib.parse.urlsplit(url).path.rsplit("/", 1)[-1]
+        if not name.endswith(ARCHIVES) or name in ARCHIVES:
+            raise ModelLoadError(f"url {url!r}: must name a model archive (.mar, .tar.gz)")
+        if self._downloads is None:
+            self._downloads = Path(tempfile.mkdtemp(prefix="inferwire-torchserve-"))
+            atexit.register(shutil.rmtree, self._downloads, True)
+        target = Path(tempfile.mkdtemp(dir=self._downloads)) / name
+        opener = urllib.request.build_opener(_Redirects(self._allowed))
+        try:
+            with opener.open(url, timeout=DOWNLOAD_TIMEOUT) as r, open(target, "wb") as out:
+                size = 0
+                while chunk := r.read(1 << 20):
+                    size += len(chunk)
+                    if size > MAX_DOWNLOAD:
+                        raise ModelLoadError(f"url {url!r}: larger than {MAX_DOWNLOAD} bytes")
+                    out.write(chunk)
+        except (OSError, ValueError) as e:
+            shutil.rmtree(target.parent, ignore_errors=True)
+            raise ModelLoadError(f"Failed to download archive from: {url}: {e}") from None
+        except ModelLoadError:
+            shutil.rmtree(target.parent, ignore_errors=True)
+            raise
+        return target
+
+    def _allowed(self, url: str) -> None:
+        if not any(re.fullmatch(p, url) for p in self.allowed_urls):
+            raise ModelLoadError(f"Given URL {url} does not match any allowed URL(s)")
 
     def _holds(self, folder: Path) -> bool:
         return folder.exists()
@@ -143,6 +191,18 @@ class TorchServeRepository(Repository):
                 **model.config.serving(),
             )
             return built.adapter, settings
+
+
+class _Redirects(urllib.request.HTTPRedirectHandler):
+    """Follows a redirect only to a URL ``allowed_urls`` allows too."""
+
+    def __init__(self, allowed: Any) -> None:
+        self.allowed = allowed
+
+    def redirect_request(self, req: Any, fp: Any, code: Any, msg: Any, headers: Any,
+                         newurl: str) -> Any:  # fmt: skip
+        self.allowed(newurl)
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
 
 
 def _manifest_name(path: Path) -> str:
