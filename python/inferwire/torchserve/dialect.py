@@ -28,7 +28,9 @@ class TorchServeDialect(Dialect):
         c = self.config
         if c is None:
             return TorchServeRepository(root, self, load_all=True)
-        return TorchServeRepository(root, self, c.models, c.load_all, c.allowed_urls)
+        return TorchServeRepository(
+            root, self, c.models, c.load_all, c.allowed_urls, c.model_config
+        )
 
 
 def serve(config: TorchServeConfig, settings: Any) -> int:

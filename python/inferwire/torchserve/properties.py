@@ -56,10 +56,12 @@ KEYS: dict[str, str] = {
     "model_store": "dialect: the folder archives are loaded from (--model-store)",
     "load_models": "dialect: the models loaded at start (--models): all, or [name=]archive "
     "separated by commas",
-    "models": "dialect: each model version's settings (JSON: minWorkers, maxWorkers, "
-    "batchSize, maxBatchDelay, responseTimeout, defaultVersion, marName, ...)",
+    "models": "dialect: each model version's settings (JSON), over its archive's "
+    "model-config.yaml: batchSize and maxBatchDelay (the batches), minWorkers (handler "
+    "instances); defaultVersion, marName, maxWorkers, responseTimeout read; others warned "
+    "about",
     "model_snapshot": "dialect: the models a snapshot lists are loaded at start instead of "
-    "load_models (KServe's file sets it)",
+    "load_models, with their settings as in models (KServe's file sets it)",
     "workflow_store": "accepted: workflows (.war) are not served",
     "default_workers_per_model": "honoured: workers, processes that each serve every model "
     "(default: the CPUs, as TorchServe)",

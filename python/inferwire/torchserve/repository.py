@@ -41,6 +41,9 @@ IGNORED_PARAMETERS = {
     "s3_sse_kms",
 }
 REGISTER_PARAMETERS = {"url", "model_name", *IGNORED_PARAMETERS}
+# config.properties' per-model keys (`models`, `model_snapshot`): served, and only shown.
+SERVED_KEYS = {"batchSize", "maxBatchDelay", "minWorkers"}
+INFORMATIVE_KEYS = {"marName", "defaultVersion", "maxWorkers", "responseTimeout"}
 MANIFEST = "MAR-INF/MANIFEST.json"
 # A manifest larger than this is not one torch-model-archiver wrote.
 MAX_MANIFEST = 1 << 20
@@ -54,11 +57,14 @@ class TorchServeRepository(Repository):
         models: tuple[StartupModel, ...] = (),
         load_all: bool = False,
         allowed_urls: tuple[str, ...] = (),
+        model_config: dict[str, dict[str, dict[str, Any]]] | None = None,
     ) -> None:
         super().__init__(root, dialect)
         self.models = models
         self.load_all = load_all
         self.allowed_urls = allowed_urls
+        # config.properties' `models`: {model: {version: {batchSize, ...}}}.
+        self.model_config = model_config or {}
         # Where archives registered from URLs are downloaded (made at the first).
         self._downloads: Path | None = None
         # Archive → the name it is served under, as `folders` last found them.
@@ -182,15 +188,40 @@ class TorchServeRepository(Repository):
     def build_at(self, folder: Path) -> tuple[Any, ModelSettings]:
         with self._lock:  # one import at a time: sys.path and sys.modules are shared
             s = self.read(folder)
-            built = runtimes.build(runtimes.Source(str(folder), s, name=s.name, torchserve=True))
+            given = self.settings_of(s.name)
+            source = runtimes.Source(
+                str(folder), s, name=s.name, torchserve=True, parameters=lambda: given
+            )
+            built = runtimes.build(source)
             model = built.adapter.model
             settings = ModelSettings(
                 name=s.name,
                 implementation=str(folder),
                 version=model.version,
-                **model.config.serving(),
+                **{**model.config.serving(), **_serving(given)},
             )
             return built.adapter, settings
+
+    def settings_of(self, name: str) -> dict[str, Any]:
+        """What config.properties says of model ``name`` (``model_snapshot``'s entry, then
+        ``models``' for its version: the one ``model_snapshot`` names, the only one, or
+        the ``defaultVersion``), over what its archive's model-config.yaml says."""
+        out: dict[str, Any] = {}
+        version = None
+        for m in self.models:
+            if m.name == name:
+                out.update(m.config)
+                version = m.version
+        versions = self.model_config.get(name, {})
+        chosen = versions.get(version) if version is not None else None
+        if chosen is None and len(versions) == 1:
+            chosen = next(iter(versions.values()))
+        if chosen is None:
+            chosen = next((v for v in versions.values() if v.get("defaultVersion")), None)
+        out.update(chosen or {})
+        for key in sorted(set(out) - SERVED_KEYS - INFORMATIVE_KEYS):
+            log.warning("model %s: %s=%r in config.properties is not served", name, key, out[key])
+        return out
 
 
 class _Redirects(urllib.request.HTTPRedirectHandler):
@@ -227,9 +258,33 @@ def _manifest_name(path: Path) -> str:
         return ""
 
 
+def _serving(given: dict[str, Any]) -> dict[str, Any]:
+    """inferwire's serving settings for config.properties' per-model keys."""
+    out: dict[str, Any] = {}
+    batch = given.get("batchSize")
+    if isinstance(batch, int) and batch > 0:
+        out["max_batch_size"] = batch
+        delay = given.get("maxBatchDelay", 100)
+        out["max_batch_delay"] = delay / 1000 if batch > 1 and isinstance(delay, int) else 0.0
+    workers = given.get("minWorkers")
+    if isinstance(workers, int) and workers > 0:
+        out["model_threads"] = workers
+    return out
+
+
 def build(source: Any) -> Any:
-    """The runtime registry's builder for a TorchServe archive: its handler, ready."""
+    """The runtime registry's builder for a TorchServe archive: its handler, ready (with
+    config.properties' batch size and worker count for it, when it gives them)."""
     from .adapter import HandlerAdapter
     from .handler_model import HandlerModel
 
-    return HandlerAdapter(HandlerModel(source.spec, name=source.name))
+    given = source.parameters()
+    batch, workers = given.get("batchSize"), given.get("minWorkers")
+    return HandlerAdapter(
+        HandlerModel(
+            source.spec,
+            name=source.name,
+            batch_size=batch if isinstance(batch, int) and batch > 0 else 0,
+            instances=workers if isinstance(workers, int) and workers > 0 else 0,
+        )
+    )

@@ -425,3 +425,39 @@ def test_register_from_a_url_only_where_allowed_urls_allows(tmp_path: Path) -> N
     finally:
         s.stop()
         web.shutdown()
+
+
+def test_model_snapshot_as_kserve_writes_it_loads_and_sets_the_batch(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    store.mkdir()
+    archive(store, "batches", handler_file(tmp_path / "src", "batches.py", BATCH_REPORTER))
+    snapshot = {
+        "name": "startup.cfg",
+        "modelCount": 1,
+        "models": {
+            "reporter": {
+                "1.0": {
+                    "defaultVersion": True,
+                    "marName": "batches.mar",
+                    "minWorkers": 1,
+                    "maxWorkers": 1,
+                    "batchSize": 2,
+                    "maxBatchDelay": 300,
+                    "responseTimeout": 120,
+                }
+            }
+        },
+    }
+    s = TorchServe(store, extra=f"model_snapshot={json.dumps(snapshot)}\n")
+
+    def one(i: int) -> int:
+        r = httpx.post(f"{s.url}/predictions/reporter", content=f"{i}".encode(), timeout=20)
+        assert r.status_code == 200, r.text
+        return int(r.json()["batch"])
+
+    try:
+        with concurrent.futures.ThreadPoolExecutor(6) as pool:
+            sizes = list(pool.map(one, range(6)))
+        assert max(sizes) == 2, sizes
+    finally:
+        s.stop()
