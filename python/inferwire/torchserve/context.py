@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -193,6 +194,8 @@ class Context:
 # Series (a metric and one set of dimension values) kept per model: a handler that puts a
 # request id in a dimension would otherwise grow the table without end.
 MAX_SERIES = 10_000
+# Every model's ``Metrics`` in this process, while the model lives.
+_live: weakref.WeakSet[Metrics] = weakref.WeakSet()
 
 _TIME_UNITS = ("ms", "s")
 _SIZE_UNITS = ("MB", "kB", "GB", "B")
@@ -255,12 +258,18 @@ class Metric:
         self.add_or_update(value, [getattr(d, "value", d) for d in dimensions or []], request_id)
 
 
+def live_metrics() -> list[Metrics]:
+    """The metrics of every model this process serves (for the metrics page)."""
+    return list(_live)
+
+
 class Metrics:
     """``context.metrics``: the ``add_*`` methods handlers call, each recording into a
     series that ``samples`` reads back (a dialect exposes them with its metrics)."""
 
     def __init__(self, model_name: str) -> None:
         self.model_name = model_name
+        _live.add(self)
         self.request_ids: dict[int, str] | None = None
         self.cache: dict[tuple[str, str], Metric] = {}
         self._lock = threading.Lock()

@@ -6,11 +6,13 @@ core's (``crates/inferwire-server/src/rest/torchserve.rs``)."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ..dialects import Dialect
 from .cli import TorchServeConfig
+from .metrics import metrics_text as handler_metrics_text
 from .repository import TorchServeRepository
 
 log = logging.getLogger("inferwire")
@@ -23,6 +25,24 @@ class TorchServeDialect(Dialect):
 
     def __init__(self, config: TorchServeConfig | None = None) -> None:
         self.config = config
+
+    def metrics_text(self) -> Callable[[], str] | None:
+        # The handlers' context.metrics, after the core's TorchServe series. The page is
+        # metrics_mode=prometheus's whatever the mode: no metric logs are written.
+        mode = self.config.metrics_mode if self.config is not None else "prometheus"
+        if mode == "log" and self.config is not None and self.config.metrics is not None:
+            log.warning(
+                "metrics_mode=log (TorchServe's default): inferwire writes no ts_metrics.log "
+                "or model_metrics.log; TorchServe's metrics are on the metrics port in "
+                "Prometheus' format, as metrics_mode=prometheus serves them"
+            )
+        elif mode == "legacy":
+            log.warning(
+                "metrics_mode=legacy: inferwire writes no metric logs; every TorchServe "
+                "metric is on the metrics port in Prometheus' format (as "
+                "metrics_mode=prometheus), not only the three ts_* series"
+            )
+        return handler_metrics_text
 
     def repository(self, root: str | Path) -> Any:
         c = self.config
