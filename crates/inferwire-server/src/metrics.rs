@@ -388,6 +388,25 @@ impl Metrics {
         self.region.latency[model * PROTOCOLS.len() * ROUTES + pr].observe_duration(took);
     }
 
+    /// HTTP replies by TorchServe's classes (its `Requests2XX`, `Requests4XX`,
+    /// `Requests5XX`): 200–299, 400–499, and every other status. A status outside the
+    /// label table (`code="other"`) is in none.
+    pub fn http_replies(&self) -> [u64; 3] {
+        let mut out = [0; 3];
+        for (i, n) in self.region.requests.iter().enumerate() {
+            let Some(status) = Code::http_status(i % CODES) else {
+                continue;
+            };
+            let class = match status {
+                200..=299 => 0,
+                400..=499 => 1,
+                _ => 2,
+            };
+            out[class] += n.load(Relaxed);
+        }
+        out
+    }
+
     /// One model call serving `requests` requests (more than one when batched).
     pub fn model_call(&self, requests: usize, took: Duration) {
         self.region.model[self.model].observe_duration(took);
@@ -743,7 +762,8 @@ fn model_name(slot: &ModelName) -> Vec<u8> {
 }
 
 /// A label value escaped as the text format wants.
-fn label_value(v: &str) -> String {
+/// A label value escaped as the text format wants.
+pub(crate) fn label_value(v: &str) -> String {
     v.replace('\\', "\\\\")
         .replace('"', "\\\"")
         .replace('\n', "\\n")
@@ -753,6 +773,36 @@ fn label_value(v: &str) -> String {
 mod tests {
     use super::*;
     use inferwire_codec::protocol::seldon::MetricType;
+
+    #[test]
+    fn http_replies_by_torchserve_s_classes() {
+        let m = Metrics::shared().unwrap();
+        let took = Duration::from_micros(1);
+        for (code, times) in [
+            (Code::Http(200), 3),
+            (Code::Http(201), 1),
+            (Code::Http(404), 2),
+            (Code::Http(503), 1),
+            // Not HTTP, or not a labelled status: in no class.
+            (Code::Grpc(tonic::Code::Ok), 5),
+            (Code::Http(299), 1),
+        ] {
+            for model in [0, 3].into_iter().take(times) {
+                m.request(
+                    model,
+                    Protocol::Rest,
+                    Route::Infer,
+                    Encoding::Bytes,
+                    code,
+                    took,
+                );
+            }
+            for _ in 2..times {
+                m.request(1, Protocol::Rest, Route::Other, Encoding::None, code, took);
+            }
+        }
+        assert_eq!(m.http_replies(), [4, 2, 1]);
+    }
 
     #[test]
     fn counts_render_as_prometheus_text() {

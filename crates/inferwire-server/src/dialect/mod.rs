@@ -18,7 +18,7 @@ use inferwire_codec::CodecError;
 use serde_json::Value;
 
 use crate::error::{Kind, ServeError};
-use crate::metrics::ModelSeries;
+use crate::metrics::{Metrics, ModelSeries};
 use crate::model_config::Mismatch;
 
 pub use mlserver::{validation_body, Mlserver};
@@ -135,8 +135,8 @@ pub trait Dialect: Send + Sync + Debug + 'static {
     }
 
     /// The dialect's own series at the top of the metrics page, from the loaded models'
-    /// counts; `None`: inferwire's alone.
-    fn metrics_text(&self, _models: &[ModelSeries]) -> Option<String> {
+    /// counts and the server's (`metrics`); `None`: inferwire's alone.
+    fn metrics_text(&self, _models: &[ModelSeries], _metrics: &Metrics) -> Option<String> {
         None
     }
 }
@@ -241,8 +241,8 @@ impl Dialect for Tuned {
     fn stream_reply(&self) -> StreamReply {
         self.stream_reply
     }
-    fn metrics_text(&self, models: &[ModelSeries]) -> Option<String> {
-        self.base.metrics_text(models)
+    fn metrics_text(&self, models: &[ModelSeries], metrics: &Metrics) -> Option<String> {
+        self.base.metrics_text(models, metrics)
     }
 }
 

@@ -13,7 +13,7 @@ use inferwire_codec::{Cause, CodecError};
 
 use super::{Absent, Dialect, Missing};
 use crate::error::{Kind, ServeError};
-use crate::metrics::{Failure, ModelSeries};
+use crate::metrics::{Failure, Metrics, ModelSeries};
 use crate::model_config::{input_names, Mismatch};
 
 /// How Triton says a load failed before any model was built (the repository poll).
@@ -83,7 +83,7 @@ impl Dialect for Triton {
         true
     }
 
-    fn metrics_text(&self, models: &[ModelSeries]) -> Option<String> {
+    fn metrics_text(&self, models: &[ModelSeries], _metrics: &Metrics) -> Option<String> {
         let mut out = String::with_capacity(4096);
         render_models(models, &mut out);
         render_host(crate::metrics::host::sample(), &mut out);
@@ -679,7 +679,8 @@ mod tests {
             failures: [1, 0, 1, 0],
             pending: 4,
         };
-        let text = Triton.metrics_text(&[series]).unwrap();
+        let metrics = Metrics::shared().unwrap();
+        let text = Triton.metrics_text(&[series], &metrics).unwrap();
         for line in [
             "# HELP nv_inference_request_success Number of successful inference requests, \
              all batch sizes\n# TYPE nv_inference_request_success counter\n\
@@ -699,7 +700,7 @@ mod tests {
             assert!(text.contains(line), "{line}\n---\n{text}");
         }
         // No model: no per-model family.
-        let none = Triton.metrics_text(&[]).unwrap();
+        let none = Triton.metrics_text(&[], &metrics).unwrap();
         assert!(!none.contains("nv_inference") && none.contains("nv_cpu_memory_total_bytes"));
     }
 }

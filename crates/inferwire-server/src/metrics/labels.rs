@@ -191,6 +191,11 @@ impl Code {
         }
     }
 
+    /// The HTTP status of slot `i`; `None` for a gRPC code's slot and for `other`.
+    pub fn http_status(i: usize) -> Option<u16> {
+        HTTP.get(i).copied()
+    }
+
     /// The label of slot `i`.
     pub fn label_of(i: usize) -> &'static str {
         if i < HTTP.len() {

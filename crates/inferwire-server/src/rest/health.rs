@@ -37,7 +37,7 @@ pub async fn metrics(app: &App) -> Result<Reply, ServeError> {
     let mut text = app
         .config
         .dialect
-        .metrics_text(&app.model_series())
+        .metrics_text(&app.model_series(), &app.metrics)
         .unwrap_or_default();
     text.push_str(&app.metrics.render());
     if let Some(extra) = app.extra_metrics.clone() {
