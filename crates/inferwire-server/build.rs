@@ -1,6 +1,8 @@
 //! Generates the tonic service traits for `proto/prediction.proto` and
 //! `proto/grpc_service.proto` (V2); the message types
 //! themselves come from inferwire-codec (extern paths), so there is one definition.
+//! TorchServe's inference service (`proto/torchserve_inference.proto`) is the server's
+//! alone: its messages are generated here, with its descriptor set for reflection.
 use std::path::PathBuf;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -13,6 +15,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "prediction.proto",
             "grpc_service.proto",
             "model_repository.proto",
+            "torchserve_inference.proto",
         ],
         [&root],
     )?;
@@ -23,6 +26,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .extern_path(".seldon.protos", "::inferwire_codec::pb::seldon::protos")
         .extern_path(".tensorflow", "::inferwire_codec::pb::tensorflow")
         .extern_path(".inference", "::inferwire_codec::pb::inference")
+        // TorchServe's inputs and replies as `Bytes` (the V2 request's BYTES elements,
+        // uncopied), its inputs in name order.
+        .bytes(".org.pytorch.serve.grpc.inference")
+        .btree_map(".org.pytorch.serve.grpc.inference.PredictionsRequest.input")
         .compile_fds(fds)?;
+    let mut torchserve = protox::Compiler::new([&root])?;
+    torchserve.include_imports(true);
+    torchserve.open_files(["torchserve_inference.proto"])?;
+    let out = PathBuf::from(std::env::var("OUT_DIR")?);
+    std::fs::write(
+        out.join("torchserve_inference.bin"),
+        torchserve.encode_file_descriptor_set(),
+    )?;
     Ok(())
 }

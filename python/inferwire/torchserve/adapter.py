@@ -5,7 +5,13 @@ Content-Type, headers and query parameters as the request's parameters
 archive's ``batchSize`` of them, and ``infer_many`` hands them to the handler in one call,
 as TorchServe's worker does. Each reply goes back as the output ``body`` with its content
 type, status and headers as the response's parameters; a failed one as an exception
-carrying TorchServe's status and error body."""
+carrying TorchServe's status and error body.
+
+A request of TorchServe's gRPC API (``crates/inferwire-server/src/grpc/torchserve.rs``,
+parameter ``grpc``) brings its named inputs instead of a body, one BYTES input each: the
+handler gets them by name (``{"data": ...}``). With the parameter ``pieces`` the output
+``body`` holds the handler's intermediate responses and then its reply, one element
+each (``StreamPredictions`` sends each as a message)."""
 
 from __future__ import annotations
 
@@ -76,7 +82,10 @@ class HandlerAdapter(Adapter):
 
     def infer_many(self, requests: list[Request]) -> list[Any]:
         replies = self.model.handle_batch([_handler_request(r) for r in requests])
-        return [_answer(reply) for reply in replies]
+        return [
+            _answer(reply, bool((r.parameters or {}).get("pieces")))
+            for r, reply in zip(requests, replies, strict=True)
+        ]
 
     def __del__(self) -> None:
         # Unloaded: the archive's extracted files go, in the process that extracted them
@@ -85,29 +94,43 @@ class HandlerAdapter(Adapter):
             self.model.close()
 
 
-def _handler_request(r: Request) -> HandlerRequest:
-    body = r.inputs.get(BODY)
+def _first(value: Any) -> bytes:
+    """A BYTES input's one element (b"" when it has none)."""
     data = b""
-    if body is not None and np.size(body):
-        data = np.asarray(body).reshape(-1)[0]
+    if value is not None and np.size(value):
+        data = np.asarray(value).reshape(-1)[0]
+    return data if isinstance(data, (bytes, bytearray)) else bytes(data)
+
+
+def _handler_request(r: Request) -> HandlerRequest:
     p = r.parameters or {}
     query = [(str(k), str(v)) for k, v in p.get("query") or ()]
+    inputs = None
+    if p.get("grpc"):
+        inputs = [(str(name), _first(value)) for name, value in r.inputs.items()]
     return HandlerRequest(
-        body=data if isinstance(data, (bytes, bytearray)) else bytes(data),
+        body=b"" if inputs is not None else _first(r.inputs.get(BODY)),
         content_type=str(p.get("content_type") or ""),
         headers=dict(p.get("headers") or {}),
         query=query,
+        inputs=inputs,
         request_id=r.id,
     )
 
 
-def _answer(reply: Reply) -> Any:
+def _answer(reply: Reply, pieces: bool = False) -> Any:
     if reply.error:
         return HandlerError(reply)
-    body = np.empty(1, dtype=object)
     # A handler's intermediate responses (send_intermediate_predict_response) come
-    # first, as TorchServe's chunks do; they are sent together with the last one.
-    body[0] = b"".join([*(bytes(p.body) for p in reply.pieces), bytes(reply.body)])
+    # first, as TorchServe's chunks do; they are sent together with the last one, one
+    # element each when the request asked for ``pieces`` (gRPC's StreamPredictions).
+    parts = [*(bytes(p.body) for p in reply.pieces), bytes(reply.body)]
+    if pieces:
+        body = np.empty(len(parts), dtype=object)
+        body[:] = parts
+    else:
+        body = np.empty(1, dtype=object)
+        body[0] = b"".join(parts)
     parameters: dict[str, Any] = {"status": reply.status, "content_type": reply.content_type}
     headers = {k: v for k, v in reply.headers.items() if k.lower() != STREAM_NEXT}
     if headers:

@@ -9,18 +9,12 @@ import concurrent.futures
 import functools
 import http.server
 import json
-import os
-import signal
-import subprocess
-import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-from conftest import free_port
 from torchserve_archives import (
     VENDOR,
     archive,
@@ -28,6 +22,7 @@ from torchserve_archives import (
     needs_ts,
     streaming_handler_source,
 )
+from torchserve_server import TorchServe
 
 # Answers each request with what it got and the size of the batch it came in.
 BATCH_REPORTER = """
@@ -70,57 +65,6 @@ def handle(data, context):
         out.append(body.upper())
     return out
 """
-
-
-class TorchServe:
-    """``inferwire torchserve --start --foreground`` on free ports (its config.properties)."""
-
-    def __init__(self, store: Path, *models: str, extra: str = "", tokens: bool = False) -> None:
-        self.port, self.mgmt, self.metrics = free_port(), free_port(), free_port()
-        props = store.parent / "config.properties"
-        props.write_text(
-            f"inference_address=http://127.0.0.1:{self.port}\n"
-            f"management_address=http://127.0.0.1:{self.mgmt}\n"
-            f"metrics_address=http://127.0.0.1:{self.metrics}\n"
-            f"grpc_inference_port={free_port()}\ngrpc_management_port={free_port()}\n"
-            f"default_workers_per_model=1\n{extra}"
-        )
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log = store.parent / "server.log"
-        cmd = [sys.executable, "-m", "inferwire", "torchserve", "--start", "--foreground"]
-        cmd += ["--model-store", str(store), "--ts-config", str(props), "--ncs"]
-        cmd += [] if tokens else ["--disable-token-auth"]
-        cmd += ["--models", *models] if models else []
-        self.headers: dict[str, str] = {}
-        env = {**os.environ, "TMPDIR": str(store.parent)}  # its own pid file
-        with open(self.log, "w") as out:
-            self.proc = subprocess.Popen(
-                cmd, cwd=store.parent, stdout=out, stderr=subprocess.STDOUT, env=env
-            )
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if tokens and (store.parent / "key_file.json").exists():
-                    keys = json.loads((store.parent / "key_file.json").read_text())
-                    self.headers = {"Authorization": f"Bearer {keys['inference']['key']}"}
-                r = httpx.get(f"{self.url}/ping", headers=self.headers, timeout=2)
-                if r.status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"inferwire torchserve did not start:\n{self.log.read_text()}")
-            time.sleep(0.2)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
 
 
 @pytest.fixture(scope="module")

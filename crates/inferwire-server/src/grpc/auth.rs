@@ -56,7 +56,9 @@ where
             .get(http::header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok());
         let app = &self.layer.app;
-        let method = methods::find(req.uri().path());
+        // A method of another dialect's service is not served here.
+        let method =
+            methods::find(req.uri().path()).filter(|m| m.served_in(app.config.dialect.name()));
         let admitted = admit(
             app.config.auth.as_deref(),
             app.config.allow_unauthenticated_repository,

@@ -20,6 +20,9 @@ pub struct Rpc {
     /// method both reads and changes Triton's trace and logging settings, so its handler
     /// checks this once the message says it changes them (`grpc::auth::admit_change`).
     pub change_access: Option<Access>,
+    /// Served only in this dialect (`v2_dialect`), as REST's `Route::dialect`; `None`:
+    /// in every dialect.
+    pub dialect: Option<&'static str>,
 }
 
 /// What serves a method.
@@ -36,12 +39,19 @@ pub enum Handler {
     Health,
     /// tonic-reflection.
     Reflection,
+    /// `grpc::torchserve::TorchServeService`, through the generated server.
+    TorchServe,
 }
 
 impl Rpc {
     /// The method's name, for the access log.
     pub fn name(&self) -> &'static str {
         self.path.rsplit('/').next().unwrap_or(self.path)
+    }
+
+    /// Whether a server in `dialect` serves it.
+    pub fn served_in(&self, dialect: &str) -> bool {
+        self.dialect.is_none_or(|d| d == dialect)
     }
 
     /// What is recorded about one call, counted under the method's route.
@@ -57,10 +67,11 @@ const fn rpc(path: &'static str, access: Access, metric: Option<Route>, handler:
         metric,
         handler,
         change_access: None,
+        dialect: None,
     }
 }
 
-use Handler::{FastPredict, Health, Reflection, Seldon, V2};
+use Handler::{FastPredict, Health, Reflection, Seldon, TorchServe, V2};
 
 pub const SELDON_PREDICT: Rpc = rpc(
     "/seldon.protos.Seldon/Predict",
@@ -168,6 +179,37 @@ pub const LOG_SETTINGS: Rpc = Rpc {
         V2,
     )
 };
+
+/// TorchServe's inference service (`inferwire torchserve` only): open to inferwire's own
+/// auth as its REST routes are; TorchServe's token is checked by the service.
+const fn torchserve(method: &'static str, access: Access, metric: Route) -> Rpc {
+    Rpc {
+        dialect: Some("torchserve"),
+        ..rpc(method, access, Some(metric), TorchServe)
+    }
+}
+
+pub const TS_PING: Rpc = torchserve(
+    "/org.pytorch.serve.grpc.inference.InferenceAPIsService/Ping",
+    Access::OPEN,
+    Route::Health,
+);
+pub const TS_PREDICTIONS: Rpc = torchserve(
+    "/org.pytorch.serve.grpc.inference.InferenceAPIsService/Predictions",
+    Access::PREDICT,
+    Route::Infer,
+);
+pub const TS_STREAM_PREDICTIONS: Rpc = torchserve(
+    "/org.pytorch.serve.grpc.inference.InferenceAPIsService/StreamPredictions",
+    Access::PREDICT,
+    Route::InferStream,
+);
+/// Each request on the stream is counted.
+pub const TS_STREAM_PREDICTIONS2: Rpc = torchserve(
+    "/org.pytorch.serve.grpc.inference.InferenceAPIsService/StreamPredictions2",
+    Access::PREDICT,
+    Route::InferStream,
+);
 
 /// The table.
 pub static METHODS: &[Rpc] = &[
@@ -307,6 +349,10 @@ pub static METHODS: &[Rpc] = &[
     ),
     TRACE_SETTING,
     LOG_SETTINGS,
+    TS_PING,
+    TS_PREDICTIONS,
+    TS_STREAM_PREDICTIONS,
+    TS_STREAM_PREDICTIONS2,
     rpc("/grpc.health.v1.Health/Check", Access::OPEN, None, Health),
     rpc("/grpc.health.v1.Health/Watch", Access::OPEN, None, Health),
     rpc(
@@ -351,7 +397,8 @@ mod tests {
                     Some(change) => format!("{} change:{}", m.access.name(), change.name()),
                     None => m.access.name().to_owned(),
                 };
-                format!("{} {access} {metric} {:?}", m.path, m.handler)
+                let only = m.dialect.map(|d| format!(" {d}-only")).unwrap_or_default();
+                format!("{} {access} {metric} {:?}{only}", m.path, m.handler)
             })
             .collect();
         let expected = [
@@ -395,6 +442,10 @@ mod tests {
             "/inference.GRPCInferenceService/CudaSharedMemoryUnregister publish - V2",
             "/inference.GRPCInferenceService/TraceSetting predict change:repository-write - V2",
             "/inference.GRPCInferenceService/LogSettings predict change:repository-write - V2",
+            "/org.pytorch.serve.grpc.inference.InferenceAPIsService/Ping open health TorchServe torchserve-only",
+            "/org.pytorch.serve.grpc.inference.InferenceAPIsService/Predictions predict infer TorchServe torchserve-only",
+            "/org.pytorch.serve.grpc.inference.InferenceAPIsService/StreamPredictions predict infer-stream TorchServe torchserve-only",
+            "/org.pytorch.serve.grpc.inference.InferenceAPIsService/StreamPredictions2 predict infer-stream TorchServe torchserve-only",
             "/grpc.health.v1.Health/Check open - Health",
             "/grpc.health.v1.Health/Watch open - Health",
             "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo open - Reflection",
@@ -412,6 +463,7 @@ mod tests {
             tonic_health::pb::FILE_DESCRIPTOR_SET,
             tonic_reflection::pb::v1::FILE_DESCRIPTOR_SET,
             tonic_reflection::pb::v1alpha::FILE_DESCRIPTOR_SET,
+            super::super::generated_torchserve::FILE_DESCRIPTOR_SET,
         ] {
             let set = prost_types::FileDescriptorSet::decode(set).unwrap();
             for file in set.file {

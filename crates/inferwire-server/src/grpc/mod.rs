@@ -1,5 +1,6 @@
 //! gRPC: `seldon.protos.Seldon` and `seldon.protos.Model`, V2's
-//! `inference.GRPCInferenceService`, plus health and reflection.
+//! `inference.GRPCInferenceService`, TorchServe's `InferenceAPIsService` (in its dialect
+//! only), plus health and reflection.
 mod auth;
 mod body_guard;
 pub mod codec;
@@ -13,6 +14,7 @@ mod seldon;
 mod serve;
 mod stream;
 mod timeout;
+mod torchserve;
 mod trailers;
 mod v2;
 
@@ -30,4 +32,34 @@ pub(crate) mod generated_v2 {
     pub(crate) mod model_repository {
         include!(concat!(env!("OUT_DIR"), "/inference.model_repository.rs"));
     }
+}
+
+/// TorchServe's inference service (`proto/torchserve_inference.proto`), in modules that
+/// nest as its packages do (prost names `google.rpc.Status` by a relative path).
+#[allow(clippy::all)]
+pub(crate) mod generated_torchserve {
+    pub(crate) mod org {
+        pub(crate) mod pytorch {
+            pub(crate) mod serve {
+                pub(crate) mod grpc {
+                    pub(crate) mod inference {
+                        include!(concat!(
+                            env!("OUT_DIR"),
+                            "/org.pytorch.serve.grpc.inference.rs"
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    pub(crate) mod google {
+        pub(crate) mod rpc {
+            include!(concat!(env!("OUT_DIR"), "/google.rpc.rs"));
+        }
+    }
+    pub(crate) use org::pytorch::serve::grpc::inference;
+
+    /// Its descriptors (and its imports'), for reflection.
+    pub(crate) const FILE_DESCRIPTOR_SET: &[u8] =
+        include_bytes!(concat!(env!("OUT_DIR"), "/torchserve_inference.bin"));
 }

@@ -11,11 +11,13 @@ use super::generated::output_transformer_server::OutputTransformerServer;
 use super::generated::router_server::RouterServer;
 use super::generated::transformer_server::TransformerServer;
 use super::generated::{model_server::ModelServer, seldon_server::SeldonServer};
+use super::generated_torchserve::inference::inference_ap_is_service_server::InferenceApIsServiceServer;
 use super::generated_v2::grpc_inference_service_server::GrpcInferenceServiceServer;
 use super::generated_v2::model_repository::model_repository_service_server::ModelRepositoryServiceServer;
 use super::methods;
 use super::predict::FastPredict;
 use super::seldon::SeldonService;
+use super::torchserve::TorchServeService;
 use super::v2::V2Service;
 use crate::app::App;
 
@@ -63,23 +65,30 @@ pub async fn serve(app: Arc<App>, listener: TcpListener, mut stop: watch::Receiv
         .accept_compressed(Deflate)
         .max_decoding_message_size(limit);
 
+    // TorchServe's inference service, in its dialect only (its rows in `methods`).
+    let torchserve = methods::TS_PREDICTIONS
+        .served_in(app.config.dialect.name())
+        .then(|| {
+            InferenceApIsServiceServer::new(TorchServeService(app.clone()))
+                .accept_compressed(Gzip)
+                .accept_compressed(Deflate)
+                .max_decoding_message_size(limit)
+                .max_encoding_message_size(usize::MAX)
+        });
+
     let (health, health_svc) = super::health::Reporter::new();
     let health_svc = health_svc
         .accept_compressed(Gzip)
         .accept_compressed(Deflate)
         .max_decoding_message_size(limit);
 
-    let reflection = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(inferwire_codec::pb::FILE_DESCRIPTOR_SET)
-        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+    let reflection = reflected(torchserve.is_some())
         .build_v1()
         .expect("the built-in descriptors are valid")
         .accept_compressed(Gzip)
         .accept_compressed(Deflate)
         .max_decoding_message_size(limit);
-    let reflection_alpha = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(inferwire_codec::pb::FILE_DESCRIPTOR_SET)
-        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+    let reflection_alpha = reflected(torchserve.is_some())
         .build_v1alpha()
         .expect("the built-in descriptors are valid")
         .accept_compressed(Gzip)
@@ -127,6 +136,7 @@ pub async fn serve(app: Arc<App>, listener: TcpListener, mut stop: watch::Receiv
         .add_service(combiner)
         .add_service(v2)
         .add_service(repository)
+        .add_optional_service(torchserve)
         .add_service(health_svc)
         .add_service(reflection)
         .add_service(reflection_alpha);
@@ -142,5 +152,27 @@ pub async fn serve(app: Arc<App>, listener: TcpListener, mut stop: watch::Receiv
         .await;
     if let Err(e) = result {
         tracing::error!("gRPC server stopped: {e}");
+    }
+}
+
+/// Reflection's descriptors: the services served (TorchServe's with `torchserve`).
+fn reflected(torchserve: bool) -> tonic_reflection::server::Builder<'static> {
+    let b = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(inferwire_codec::pb::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET);
+    if torchserve {
+        b.register_encoded_file_descriptor_set(super::generated_torchserve::FILE_DESCRIPTOR_SET)
+    } else {
+        b
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The descriptors reflection is built from are valid together.
+    #[test]
+    fn reflection_builds_with_torchserve_s_service() {
+        assert!(super::reflected(true).build_v1().is_ok());
+        assert!(super::reflected(false).build_v1alpha().is_ok());
     }
 }
