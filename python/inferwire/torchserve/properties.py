@@ -107,8 +107,10 @@ KEYS: dict[str, str] = {
     "metrics_mode": "dialect: log or prometheus (TorchServe's metric names); legacy as prometheus",
     "metrics_format": "accepted: an older TorchServe's key; 0.12 reads metrics_mode",
     "metrics_config": "accepted: the dialect's metrics are TorchServe's default ones",
-    "model_metrics_auto_detect": "accepted: the dialect's metrics are TorchServe's default ones",
-    "disable_system_metrics": "accepted: inferwire collects no system metrics",
+    "model_metrics_auto_detect": "accepted: every metric a handler records is on the "
+    "metrics page, as with auto-detection on",
+    "disable_system_metrics": "accepted: the host's CPU and memory metrics are always on the "
+    "metrics page",
     "system_metrics_cmd": "accepted: inferwire collects no system metrics",
     "metric_time_interval": "accepted: inferwire collects no system metrics",
     "async_logging": "accepted: log4j's setting; logs go to stderr",
