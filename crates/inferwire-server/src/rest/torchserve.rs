@@ -199,10 +199,7 @@ async fn described(model: &crate::models::Served) -> Result<Value, ServeError> {
 /// `POST /models?url=ARCHIVE[&model_name=...]`: registers an archive of the model store
 /// (TorchServe's model API: `enable_model_api`).
 pub async fn register(app: &App, req: Request<Incoming>) -> Result<Reply, ServeError> {
-    admit_to(app, req.headers(), Api::Management)?;
-    if !app.config.allow_unauthenticated_repository {
-        return Err(ServeError::new(Kind::MethodNotAllowed, MODEL_API_OFF));
-    }
+    model_api(app, req.headers())?;
     let query = query_pairs(req.uri().query().unwrap_or(""));
     let mut parameters = Map::new();
     for pair in query.as_array().into_iter().flatten() {
@@ -236,7 +233,7 @@ pub async fn register(app: &App, req: Request<Incoming>) -> Result<Reply, ServeE
         .map(|m| m.version.clone())
         .unwrap_or_default();
     let status = format!("Model \"{name}\" Version: {version} registered with 1 initial workers");
-    Ok(pretty(StatusCode::OK, &json!({ "status": status })))
+    Ok(status_reply(&status))
 }
 
 /// `DELETE /models/{name}[/{version}]`: unregisters the model (TorchServe's model API).
@@ -246,14 +243,11 @@ pub async fn unregister(
     name: &str,
     version: &str,
 ) -> Result<Reply, ServeError> {
-    admit_to(app, req.headers(), Api::Management)?;
-    if !app.config.allow_unauthenticated_repository {
-        return Err(ServeError::new(Kind::MethodNotAllowed, MODEL_API_OFF));
-    }
+    model_api(app, req.headers())?;
     app.model(name, version).await?;
     app.unload_model(name).await?;
     let status = format!("Model \"{name}\" unregistered");
-    Ok(pretty(StatusCode::OK, &json!({ "status": status })))
+    Ok(status_reply(&status))
 }
 
 /// `PUT /models/{name}[/{version}]?min_worker=&max_worker=`: TorchServe's scaling. inferwire's
@@ -288,7 +282,7 @@ pub async fn scale(
          min_worker={asked} changes nothing",
         model.name
     );
-    Ok(pretty(StatusCode::OK, &json!({ "status": status })))
+    Ok(status_reply(&status))
 }
 
 /// `PUT /models/{name}/{version}/set-default`: the version served without one. inferwire
@@ -314,7 +308,7 @@ pub async fn set_default(
     }
     let status =
         format!("Default version successfully updated for model \"{name}\" to \"{version}\"");
-    Ok(pretty(StatusCode::OK, &json!({ "status": status })))
+    Ok(status_reply(&status))
 }
 
 /// `GET /token?type=inference|management`: with the API key, that key replaced in the key
@@ -334,6 +328,22 @@ pub async fn token(app: &App, req: Request<Incoming>) -> Result<Reply, ServeErro
         Ok(Renewed::Refused) => Err(ServeError::new(Kind::BadRequest, TOKEN_FAILED)),
         Err(e) => Err(ServeError::new(Kind::Internal, e)),
     }
+}
+
+/// What registering and unregistering need: the management key (with tokens on), and
+/// TorchServe's model API switched on.
+fn model_api(app: &App, headers: &http::HeaderMap) -> Result<(), ServeError> {
+    admit_to(app, headers, Api::Management)?;
+    if app.config.allow_unauthenticated_repository {
+        Ok(())
+    } else {
+        Err(ServeError::new(Kind::MethodNotAllowed, MODEL_API_OFF))
+    }
+}
+
+/// The management API's `{"status": ...}` reply.
+fn status_reply(status: &str) -> Reply {
+    pretty(StatusCode::OK, &json!({ "status": status }))
 }
 
 /// The last value of query parameter `name`.
