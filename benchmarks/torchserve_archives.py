@@ -361,12 +361,29 @@ def start(name: str, args: argparse.Namespace, store: Path, bodies: Bodies) -> R
                 raise RuntimeError(f"{name} not serving in {args.start_timeout:.0f} s ({last})")
             time.sleep(0.5)
         answers = check_answers(url, grpc, bodies, args.protocols)
+        answers["described"] = describe(f"http://127.0.0.1:{ports['management']}")
     except BaseException as e:
         log.flush()
         message = f"{e}\n{tail(tmp)}"
         stop()
         raise RuntimeError(message) from None
     return Running(name, proc.pid, url, grpc, time.monotonic() - started, answers, stop)
+
+
+def describe(management: str) -> dict[str, Any]:
+    """Each model's batch settings and workers as the management API describes them."""
+    out: dict[str, Any] = {}
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    for model in ("noop", "densenet161"):
+        try:
+            with opener.open(f"{management}/models/{model}", timeout=10) as r:
+                (d,) = json.loads(r.read())
+        except (urllib.error.URLError, OSError, ValueError) as e:
+            out[model] = f"not described: {e}"
+            continue
+        keys = ("batchSize", "maxBatchDelay", "minWorkers", "maxWorkers")
+        out[model] = {k: d.get(k) for k in keys} | {"workers": len(d.get("workers", []))}
+    return out
 
 
 def tail(tmp: Path) -> str:
@@ -813,9 +830,23 @@ def main() -> int:
             + ("the same on both servers." if agree else f"DIFFER between servers: {same}"),
             "",
         ]
+    described = {n: f[0]["answers"].get("described") for n, f in facts.items() if f}
+    if described and len({json.dumps(d, sort_keys=True) for d in described.values()}) == 1:
+        settings_line = [
+            "- Both management APIs describe the models alike: "
+            + "; ".join(
+                f"`{m}` " + ", ".join(f"{k} {v}" for k, v in d.items())
+                if isinstance(d, dict)
+                else f"`{m}` {d}"
+                for m, d in next(iter(described.values())).items()
+            )
+        ]
+    else:
+        settings_line = [f"- As the management APIs describe the models: {described}"]
     md += [
         "## Servers",
         "",
+        *settings_line,
         *[
             f"- **{LABEL[n]}**: ready (every kind of request answered correctly) in "
             f"{', '.join(str(x['start_s']) for x in f)} s"
