@@ -19,6 +19,10 @@ from inferwire.local import _free_port as free_port  # never the same port twice
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = ROOT / "tests"
+
+# Other projects' files, vendored unchanged for the tests that run them: their own test
+# modules are not this suite's.
+collect_ignore = ["vendor"]
 # The benchmarks' helpers (data sets, the notebook's payloads) are shared with the tests.
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
