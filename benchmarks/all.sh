@@ -26,7 +26,7 @@ while [ $# -gt 0 ]; do
     shift
 done
 
-ALL="seldon_matrix peers_seldon_matrix peer_servers torchserve_densenet runtime v2_mlserver images_numpy realtime_rows generator_overhead reliability scaleout perf_analyzer streaming floor multimodel"
+ALL="seldon_matrix peers_seldon_matrix peer_servers torchserve_densenet torchserve_archives runtime v2_mlserver images_numpy realtime_rows generator_overhead reliability scaleout perf_analyzer streaming floor multimodel"
 CHOSEN="${ONLY//,/ }"
 CHOSEN="${CHOSEN:-$ALL}"
 for name in $CHOSEN; do
@@ -72,6 +72,8 @@ for name in $CHOSEN; do
             if [ "$QUICK" = 1 ]; then cmd+=(--seconds 1 --repeats 1); fi ;;
         torchserve_densenet) cmd=("$PY" benchmarks/torchserve_densenet.py --out "$OUT")
             if [ "$QUICK" = 1 ]; then cmd+=(--rounds 1 --sizes 360); fi ;;
+        torchserve_archives) cmd=("$PY" benchmarks/torchserve_archives.py --out "$OUT")
+            if [ "$QUICK" = 1 ]; then cmd+=(--rounds 1); fi ;;
         multimodel) cmd=("$PY" benchmarks/multimodel.py --out "$OUT")
             if [ "$QUICK" = 1 ]; then cmd+=(--models 60 --fit 6 --trees 20 --seconds 2 --rounds 1); fi ;;
         floor) cmd=(bash benchmarks/floor.sh --out "$OUT")
