@@ -22,7 +22,7 @@ use crate::metrics::{Metrics, ModelSeries};
 use crate::model_config::Mismatch;
 
 pub use mlserver::{validation_body, Mlserver};
-pub use torchserve::TorchServe;
+pub use torchserve::{TorchServe, BODY as TORCHSERVE_BODY};
 pub use triton::Triton;
 
 /// What a model lookup that found nothing asked for, and what the server has of it.

@@ -13,6 +13,10 @@ use crate::error::{Kind, ServeError};
 use crate::metrics::host::HostUse;
 use crate::metrics::{label_value, Metrics, ModelSeries};
 
+/// The BYTES input a TorchServe request's body travels in to the model, and the output
+/// its reply comes back in (REST and gRPC alike).
+pub const BODY: &str = "body";
+
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TorchServe;
 

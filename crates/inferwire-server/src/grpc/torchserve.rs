@@ -26,13 +26,11 @@ use super::generated_torchserve::inference::{
 use super::methods;
 use super::timeout::client_timeout;
 use crate::app::App;
+use crate::dialect::TORCHSERVE_BODY as BODY;
 use crate::error::{Kind, ServeError};
 use crate::metrics::{Code as Answered, Encoding};
 use crate::torchserve_keys::{Api, FAILED};
 
-/// The input the REST route puts the body in, and the output that holds the reply
-/// (`rest::torchserve::BODY`).
-const BODY: &str = "body";
 /// TorchServe's headers for a StreamPredictions2 request's sequence (its defaults of
 /// `ts_header_key_sequence_id`/`_start`).
 const SEQUENCE_ID: &str = "ts_request_sequence_id";

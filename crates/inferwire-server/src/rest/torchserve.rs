@@ -14,6 +14,7 @@ use serde_json::{json, Map, Value};
 use super::body::{self, Reply};
 use super::seldon::percent_decode;
 use crate::app::App;
+use crate::dialect::TORCHSERVE_BODY as BODY;
 use crate::error::{Kind, ServeError};
 use crate::observe::Observed;
 use crate::torchserve_keys::{Api, Renewed, FAILED};
@@ -22,8 +23,6 @@ use crate::torchserve_keys::{Api, Renewed, FAILED};
 const TOKEN_FAILED: &str =
     "Token Authentication failed. Token either incorrect, expired, or not provided correctly";
 
-/// The input that holds the body, and the output that holds the reply.
-pub const BODY: &str = "body";
 /// At most this many query parameters and headers are handed over (the rest dropped).
 const MAX_PAIRS: usize = 256;
 
