@@ -96,22 +96,25 @@ class HandlerAdapter(Adapter):
 
 def _first(value: Any) -> bytes:
     """A BYTES input's one element (b"" when it has none)."""
-    data = b""
-    if value is not None and np.size(value):
-        data = np.asarray(value).reshape(-1)[0]
+    if value is None:
+        return b""
+    if not isinstance(value, np.ndarray):
+        value = np.asarray(value)
+    data = value.item(0) if value.size else b""
     return data if isinstance(data, (bytes, bytearray)) else bytes(data)
 
 
 def _handler_request(r: Request) -> HandlerRequest:
     p = r.parameters or {}
-    query = [(str(k), str(v)) for k, v in p.get("query") or ()]
+    # The core builds these from the wire: strings already, and a fresh dict per request.
+    query = p.get("query") or ()
     inputs = None
     if p.get("grpc"):
         inputs = [(str(name), _first(value)) for name, value in r.inputs.items()]
     return HandlerRequest(
         body=b"" if inputs is not None else _first(r.inputs.get(BODY)),
-        content_type=str(p.get("content_type") or ""),
-        headers=dict(p.get("headers") or {}),
+        content_type=p.get("content_type") or "",
+        headers=p.get("headers") or {},
         query=query,
         inputs=inputs,
         request_id=r.id,

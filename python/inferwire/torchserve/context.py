@@ -32,14 +32,19 @@ class Headers(dict[str, Any]):
 
     def __init__(self, items: Any = ()) -> None:
         super().__init__(items)
-        self._lower = {k.lower(): k for k in self if isinstance(k, str)}
+        # Lower-case name -> name as kept; made at the first lookup that needs it (most
+        # requests' handlers never look a header up in another case).
+        self._lower: dict[str, str] | None = None
 
     def __setitem__(self, key: str, value: Any) -> None:
         super().__setitem__(key, value)
-        self._lower[key.lower()] = key
+        if self._lower is not None and isinstance(key, str):
+            self._lower[key.lower()] = key
 
     def _key(self, key: object) -> object:
         if isinstance(key, str) and not dict.__contains__(self, key):
+            if self._lower is None:
+                self._lower = {k.lower(): k for k in self if isinstance(k, str)}
             return self._lower.get(key.lower(), key)
         return key
 
@@ -198,6 +203,8 @@ MAX_SERIES = 10_000
 _live: weakref.WeakSet[Metrics] = weakref.WeakSet()
 
 _TIME_UNITS = ("ms", "s")
+# The dimensions of a metric recorded with none of its own (TorchServe's defaults).
+_MODEL_DIMENSIONS = ["ModelName", "Level"]
 _SIZE_UNITS = ("MB", "kB", "GB", "B")
 
 
@@ -383,6 +390,15 @@ class Metrics:
         kind: str,
         level: str = "Model",
     ) -> None:
+        if not dimensions and level == "Model":
+            # The common call (no dimensions of its own, e.g. the PredictionTime of every
+            # batch): the series is known, so only the value needs checking.
+            metric = self.cache.get((kind, name))
+            if metric is not None and metric.dimension_names == _MODEL_DIMENSIONS:
+                if isinstance(value, bool) or not isinstance(value, (int, float)):
+                    raise ValueError(f"metric {name}: value must be a number, not {value!r}")
+                self._record(metric, (self.model_name, level), float(value))
+                return
         # TorchServe adds ModelName and Level to every metric a handler records.
         dims = [(str(d.name), str(d.value)) for d in dimensions or []]
         names = [n for n, _ in dims]

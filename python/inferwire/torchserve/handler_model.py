@@ -26,6 +26,7 @@ TorchServe's response frame to ``context.cl_socket``; here that is an object who
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import logging
@@ -329,7 +330,7 @@ class HandlerModel:
         ctx.request_processor = [RequestProcessor(p.headers) for p in prepared]
         ctx.stopping_criteria = None
         self.metrics.set_request_ids(ids)
-        pieces: dict[int, list[Reply]] = {i: [] for i in ids}
+        pieces: dict[int, list[Reply]] = {}
         ended: dict[int, Reply] = {}
 
         def piece(i: int, reply: Reply) -> None:
@@ -340,7 +341,7 @@ class HandlerModel:
             elif on_piece is not None:
                 on_piece(i, reply)
             else:
-                pieces[i].append(reply)
+                pieces.setdefault(i, []).append(reply)
 
         ctx.cl_socket = _PieceSocket(ids, piece)
         start = time.time()
@@ -384,7 +385,7 @@ class HandlerModel:
                 log.warning("model %s: unable to serialize model output", self.name, exc_info=True)
                 return self._failed(ids, ended, 503, "Unsupported model output data type.")
             reply = _reply(ctx, i, body, value)
-            reply.pieces = pieces[i]
+            reply.pieces = pieces.get(i) or []
             replies.append(reply)
         return replies
 
@@ -404,14 +405,13 @@ class HandlerModel:
         else:
             params.extend(_body_params(request.body, request.content_type))
         data: dict[str, Any] = {}
-        headers = Headers()
+        fields: dict[str, Any] = {}
         for name, value, kind in params:
             data[name] = self._decode(value, kind)
-            headers[name] = {"content-type": kind}
-        pairs = request.headers.items() if isinstance(request.headers, Mapping) else request.headers
-        for key, val in pairs:
-            headers[key] = val
-        return data, headers
+            fields[name] = {"content-type": kind}
+        # The request's own headers after its fields' (a header wins over a field's name).
+        fields.update(request.headers)
+        return data, Headers(fields)
 
     def _decode(self, value: bytes, kind: str) -> Any:
         if self.decode_inputs and kind == "application/json":
@@ -445,19 +445,21 @@ def _reply(ctx: Context, i: int, body: bytes, value: Any) -> Reply:
     batching, what the request's stopping criterion says."""
     more = False
     criteria = ctx.stopping_criteria
+    processor = ctx._processor(i)
+    set_headers = processor.get_response_headers()
     if criteria:
         stop = criteria[i](value)
         if stop is not None:
             more = not stop
-            ctx.set_response_header(i, STREAM_NEXT, "true" if more else "false")
-    elif ctx.get_response_headers(i).get(STREAM_NEXT) == "true":
-        ctx.set_response_header(i, STREAM_NEXT, "false")
-    headers = dict(ctx.get_response_headers(i))
-    status, phrase = ctx.get_response_status(i)
+            set_headers[STREAM_NEXT] = "true" if more else "false"
+    elif set_headers.get(STREAM_NEXT) == "true":
+        set_headers[STREAM_NEXT] = "false"
+    headers = dict(set_headers)
+    status = processor.get_response_status_code()
     return Reply(
         body=body,
         status=status if status is not None else 200,
-        message=phrase or "",
+        message=processor.get_response_status_phrase() or "",
         content_type=headers.pop("content-type", "") or "",
         headers=headers,
         more=more,
@@ -554,8 +556,13 @@ class _PieceSocket:
     worker sends its frontend), decoded into a piece per request it names."""
 
     def __init__(self, ids: dict[int, str], deliver: Callable[[int, Reply], None]) -> None:
-        self._index = {rid: i for i, rid in ids.items()}
+        self._ids = ids
         self._deliver = deliver
+
+    @functools.cached_property
+    def _index(self) -> dict[str, int]:
+        # Made when the handler first sends (most never do).
+        return {rid: i for i, rid in self._ids.items()}
 
     def sendall(self, frame: bytes | bytearray | memoryview) -> None:
         for rid, reply in decode_frame(bytes(frame)):

@@ -231,7 +231,12 @@ async fn predict(
         let model = app.model(&req.model_name, &req.model_version).await?;
         obs.model = model.slot;
         obs.id = crate::uuid::v4();
-        let request = to_v2(req, obs.id.clone(), pieces, headers);
+        let id = if obs.id.is_empty() {
+            crate::uuid::v4()
+        } else {
+            obs.id.clone()
+        };
+        let request = to_v2(req, id, pieces, headers);
         let deadline = app.deadline(obs.start, client);
         let response = crate::dataplane::infer_whole(app, &model, request, deadline).await?;
         replies(response.outputs)

@@ -95,7 +95,12 @@ pub async fn predict(
         headers.insert("explain".into(), Value::String("True".into()));
     }
     let query = query_pairs(req.uri().query().unwrap_or(""));
-    let id = obs.id.clone();
+    // The id handlers see (`context.request_ids`); TorchServe gives every request one.
+    let id = if obs.id.is_empty() {
+        crate::uuid::v4()
+    } else {
+        obs.id.clone()
+    };
     let data = body::read(app, req, app.config.max_body_bytes).await?;
     let mut parameters = Parameters::new();
     parameters.insert("content_type".into(), Value::String(content_type));
