@@ -100,7 +100,7 @@ def _first(value: Any) -> bytes:
         return b""
     if not isinstance(value, np.ndarray):
         value = np.asarray(value)
-    data = value.item(0) if value.size else b""
+    data: Any = value.item(0) if value.size else b""
     return data if isinstance(data, (bytes, bytearray)) else bytes(data)
 
 
