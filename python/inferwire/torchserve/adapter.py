@@ -100,8 +100,8 @@ def _first(value: Any) -> bytes:
         return b""
     if not isinstance(value, np.ndarray):
         value = np.asarray(value)
-    data: Any = value.item(0) if value.size else b""
-    return data if isinstance(data, (bytes, bytearray)) else bytes(data)
+    data = value.item(0) if value.size else b""
+    return data if isinstance(data, bytes) else bytes(data)
 
 
 def _handler_request(r: Request) -> HandlerRequest:
