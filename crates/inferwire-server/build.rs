@@ -1,8 +1,9 @@
 //! Generates the tonic service traits for `proto/prediction.proto` and
 //! `proto/grpc_service.proto` (V2); the message types
 //! themselves come from inferwire-codec (extern paths), so there is one definition.
-//! TorchServe's inference service (`proto/torchserve_inference.proto`) is the server's
-//! alone: its messages are generated here, with its descriptor set for reflection.
+//! TorchServe's inference and management services (`proto/torchserve_inference.proto`,
+//! `proto/torchserve_management.proto`) are the server's alone: their messages are
+//! generated here, with a descriptor set each for reflection.
 use std::path::PathBuf;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -16,6 +17,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "grpc_service.proto",
             "model_repository.proto",
             "torchserve_inference.proto",
+            "torchserve_management.proto",
         ],
         [&root],
     )?;
@@ -31,13 +33,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .bytes(".org.pytorch.serve.grpc.inference")
         .btree_map(".org.pytorch.serve.grpc.inference.PredictionsRequest.input")
         .compile_fds(fds)?;
-    let mut torchserve = protox::Compiler::new([&root])?;
-    torchserve.include_imports(true);
-    torchserve.open_files(["torchserve_inference.proto"])?;
     let out = PathBuf::from(std::env::var("OUT_DIR")?);
-    std::fs::write(
-        out.join("torchserve_inference.bin"),
-        torchserve.encode_file_descriptor_set(),
-    )?;
+    for name in ["torchserve_inference", "torchserve_management"] {
+        let mut torchserve = protox::Compiler::new([&root])?;
+        torchserve.include_imports(true);
+        torchserve.open_files([format!("{name}.proto")])?;
+        std::fs::write(
+            out.join(format!("{name}.bin")),
+            torchserve.encode_file_descriptor_set(),
+        )?;
+    }
     Ok(())
 }

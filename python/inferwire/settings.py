@@ -385,6 +385,12 @@ class Settings(BaseSettings, ModelServing):
         "TorchServe's management API's port (inferwire torchserve sets it from "
         "management_address); 0 or the REST port: its routes are served on the REST port",
     )
+    grpc_management_port: Int = _opt(
+        0,
+        "TorchServe's gRPC management service's port (inferwire torchserve sets it from "
+        "grpc_management_port); 0 or the gRPC port: in TorchServe's dialect, the service is "
+        "served on the gRPC port",
+    )
     server_name: Str = _opt("inferwire", "the server's name in GET /v2 and ServerMetadata")
     server_version: Str = _opt(
         "", "the server's version in GET /v2 and ServerMetadata (empty: inferwire's)"

@@ -61,6 +61,9 @@ pub struct ServerConfig {
     pub repository_poll: Option<Duration>,
     /// TorchServe's management API's own port (`None`: its routes are on the REST port).
     pub management_port: Option<u16>,
+    /// TorchServe's gRPC management service's own port (`None`: on the gRPC port, in
+    /// TorchServe's dialect).
+    pub grpc_management_port: Option<u16>,
     /// TorchServe's key file, whose inference key its inference API requires.
     pub torchserve_keys: Option<std::sync::Arc<crate::torchserve_keys::KeyFile>>,
     /// A model call running longer than this is stuck: the server stops reporting live
@@ -218,6 +221,7 @@ impl Default for ServerConfig {
             repository_poll: None,
             torchserve_keys: None,
             management_port: None,
+            grpc_management_port: None,
             stuck_after: Some(Duration::from_secs(120)),
             supervised: false,
             max_requests: None,

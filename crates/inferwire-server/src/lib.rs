@@ -32,6 +32,7 @@ pub mod shared_memory;
 pub mod stream;
 pub mod tls;
 pub mod torchserve_keys;
+mod torchserve_management;
 mod uuid;
 
 pub use config::{AccessLog, ServerConfig};

@@ -91,6 +91,8 @@ pub struct Listeners {
     pub metrics: Option<std::net::TcpListener>,
     /// TorchServe's management port (`config.management_port`), when it has its own.
     pub management: Option<std::net::TcpListener>,
+    /// TorchServe's gRPC management port (`config.grpc_management_port`), when it has one.
+    pub grpc_management: Option<std::net::TcpListener>,
 }
 
 impl Listeners {
@@ -110,6 +112,10 @@ impl Listeners {
                 .management_port
                 .map(|port| bind(&config.host, port, "management", reuse_port))
                 .transpose()?,
+            grpc_management: config
+                .grpc_management_port
+                .map(|port| bind(&config.host, port, "gRPC management", reuse_port))
+                .transpose()?,
         })
     }
 
@@ -124,6 +130,11 @@ impl Listeners {
                 .transpose()?,
             management: self
                 .management
+                .as_ref()
+                .map(|m| m.try_clone().map_err(internal))
+                .transpose()?,
+            grpc_management: self
+                .grpc_management
                 .as_ref()
                 .map(|m| m.try_clone().map_err(internal))
                 .transpose()?,
@@ -210,6 +221,22 @@ fn management_thread(
     })
 }
 
+/// TorchServe's gRPC management port's own small runtime (`grpc::serve_management`),
+/// until `stop`.
+fn grpc_management_thread(
+    app: Arc<App>,
+    listener: std::net::TcpListener,
+    stop: watch::Receiver<bool>,
+) -> Result<(), ServeError> {
+    let runtime = single_threaded_runtime()?;
+    runtime.block_on(async move {
+        tokio::spawn(heartbeat());
+        let listener = tokio::net::TcpListener::from_std(listener).map_err(internal)?;
+        grpc::serve_management(app, listener, stop).await;
+        Ok(())
+    })
+}
+
 /// The metrics port's own small runtime (`rest::metrics_port`), until `stop`.
 fn metrics_thread(
     app: Arc<App>,
@@ -265,6 +292,7 @@ pub fn serve(
         grpc: grpc_listener,
         metrics: metrics_listener,
         management: management_listener,
+        grpc_management: grpc_management_listener,
     } = match listeners {
         Some(l) => l,
         None => Listeners::bind_with(&config, config.reuse_port)?,
@@ -402,6 +430,15 @@ pub fn serve(
             std::thread::Builder::new()
                 .name("inferwire-management".into())
                 .spawn(move || management_thread(app, listener, stop_rx))
+                .map_err(internal)?,
+        );
+    }
+    if let Some(listener) = grpc_management_listener {
+        let (app, stop_rx) = (app.clone(), stop_rx.clone());
+        handles.push(
+            std::thread::Builder::new()
+                .name("inferwire-grpc-management".into())
+                .spawn(move || grpc_management_thread(app, listener, stop_rx))
                 .map_err(internal)?,
         );
     }

@@ -72,6 +72,7 @@ pub struct Settings {
     pub torchserve_key_file: String,
     pub torchserve_token_minutes: f64,
     pub management_port: u16,
+    pub grpc_management_port: u16,
     pub metrics_port: u16,
     pub metrics_endpoint: String,
     pub system_shared_memory: bool,
@@ -154,6 +155,7 @@ impl Settings {
             torchserve_key_file,
             torchserve_token_minutes,
             management_port,
+            grpc_management_port,
             metrics_port,
             metrics_endpoint,
             system_shared_memory,
@@ -292,6 +294,8 @@ impl Settings {
             repository_poll: seconds(repository_poll_secs),
             management_port: (management_port > 0 && management_port != http_port)
                 .then_some(management_port),
+            grpc_management_port: (grpc_management_port > 0 && grpc_management_port != grpc_port)
+                .then_some(grpc_management_port),
             torchserve_keys: (!torchserve_key_file.is_empty()).then(|| {
                 Arc::new(crate::torchserve_keys::KeyFile::new(
                     torchserve_key_file,

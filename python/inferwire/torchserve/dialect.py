@@ -69,6 +69,7 @@ def serve(config: TorchServeConfig, settings: Any) -> int:
             "torchserve_key_file": config.key_file if config.token_auth else "",
             "torchserve_token_minutes": config.token_expiration_min,
             "management_port": config.management.port,
+            "grpc_management_port": config.grpc_management.port,
             # TorchServe's model API (register, unregister) is its explicit opt-in to
             # loading archives at run time, as the repository API's opt-in is inferwire's.
             "allow_unauthenticated_repository": config.enable_model_api,

@@ -55,7 +55,7 @@ KEYS: dict[str, str] = {
     # -- models
     "model_store": "dialect: the folder archives are loaded from (--model-store)",
     "load_models": "dialect: the models loaded at start (--models): all, or [name=]archive "
-    "separated by commas",
+    "(or an http(s) URL that allowed_urls allows, downloaded at start) separated by commas",
     "models": "dialect: each model version's settings (JSON), over its archive's "
     "model-config.yaml: batchSize and maxBatchDelay (the batches), minWorkers (handler "
     "instances); defaultVersion, marName, maxWorkers, responseTimeout read; others warned "

@@ -39,6 +39,7 @@ IGNORED_PARAMETERS = {
     "runtime",
     "handler",
     "s3_sse_kms",
+    "queue_timeout",
 }
 REGISTER_PARAMETERS = {"url", "model_name", *IGNORED_PARAMETERS}
 # config.properties' per-model keys (`models`, `model_snapshot`): served, and only shown.
@@ -71,6 +72,8 @@ class TorchServeRepository(Repository):
         self._names: dict[Path, str] = {}
         # Archives registered through the management API since the start, by name.
         self._registered: dict[str, Path] = {}
+        # --models' http(s) URLs, downloaded once each.
+        self._fetched: dict[str, Path] = {}
 
     def _entries(self) -> list[tuple[str | None, Path]]:
         """(the name given, or None, and the archive) of each model to serve."""
@@ -84,13 +87,26 @@ class TorchServeRepository(Repository):
         out: list[tuple[str | None, Path]] = []
         for m in self.models:
             if "://" in m.url:
-                raise SettingsError(
-                    f"--models {m.url}: loading archives from URLs is not served yet; put the "
-                    "archive in the model store and name it"
-                )
+                out.append((m.name, self._fetch(m.url)))
+                continue
             path = Path(m.url)
             out.append((m.name, path if path.is_absolute() else self.root / path))
         return out
+
+    def _fetch(self, url: str) -> Path:
+        """A ``--models`` URL's archive: an http(s) URL ``allowed_urls`` allows, downloaded
+        at the first look, as register downloads one."""
+        if url not in self._fetched:
+            if not url.startswith(("http://", "https://")):
+                raise SettingsError(
+                    f"--models {url}: only http(s) URLs are fetched; put the archive in the "
+                    "model store and name it"
+                )
+            try:
+                self._fetched[url] = self._download(url)
+            except ModelLoadError as e:
+                raise SettingsError(f"--models {url}: {e}") from None
+        return self._fetched[url]
 
     def folders(self) -> dict[str, Path]:
         out: dict[str, Path] = {}

@@ -21,13 +21,13 @@ class TorchServe:
 
     def __init__(self, store: Path, *models: str, extra: str = "", tokens: bool = False) -> None:
         self.port, self.mgmt, self.metrics = free_port(), free_port(), free_port()
-        self.grpc = free_port()
+        self.grpc, self.grpc_mgmt = free_port(), free_port()
         props = store.parent / "config.properties"
         props.write_text(
             f"inference_address=http://127.0.0.1:{self.port}\n"
             f"management_address=http://127.0.0.1:{self.mgmt}\n"
             f"metrics_address=http://127.0.0.1:{self.metrics}\n"
-            f"grpc_inference_port={self.grpc}\ngrpc_management_port={free_port()}\n"
+            f"grpc_inference_port={self.grpc}\ngrpc_management_port={self.grpc_mgmt}\n"
             f"default_workers_per_model=1\n{extra}"
         )
         self.url = f"http://127.0.0.1:{self.port}"

@@ -41,6 +41,8 @@ pub enum Handler {
     Reflection,
     /// `grpc::torchserve::TorchServeService`, through the generated server.
     TorchServe,
+    /// `grpc::torchserve_management::TorchServeManagement`, on its own port.
+    TorchServeManagement,
 }
 
 impl Rpc {
@@ -71,7 +73,7 @@ const fn rpc(path: &'static str, access: Access, metric: Option<Route>, handler:
     }
 }
 
-use Handler::{FastPredict, Health, Reflection, Seldon, TorchServe, V2};
+use Handler::{FastPredict, Health, Reflection, Seldon, TorchServe, TorchServeManagement, V2};
 
 pub const SELDON_PREDICT: Rpc = rpc(
     "/seldon.protos.Seldon/Predict",
@@ -210,6 +212,16 @@ pub const TS_STREAM_PREDICTIONS2: Rpc = torchserve(
     Access::PREDICT,
     Route::InferStream,
 );
+
+/// TorchServe's management service (`inferwire torchserve` only, on
+/// `grpc_management_port`): open to inferwire's own auth as its REST routes are, not
+/// counted as they are not; TorchServe's token is checked by the service.
+const fn torchserve_management(method: &'static str) -> Rpc {
+    Rpc {
+        dialect: Some("torchserve"),
+        ..rpc(method, Access::OPEN, None, TorchServeManagement)
+    }
+}
 
 /// The table.
 pub static METHODS: &[Rpc] = &[
@@ -353,6 +365,14 @@ pub static METHODS: &[Rpc] = &[
     TS_PREDICTIONS,
     TS_STREAM_PREDICTIONS,
     TS_STREAM_PREDICTIONS2,
+    torchserve_management("/org.pytorch.serve.grpc.management.ManagementAPIsService/DescribeModel"),
+    torchserve_management("/org.pytorch.serve.grpc.management.ManagementAPIsService/ListModels"),
+    torchserve_management("/org.pytorch.serve.grpc.management.ManagementAPIsService/RegisterModel"),
+    torchserve_management("/org.pytorch.serve.grpc.management.ManagementAPIsService/ScaleWorker"),
+    torchserve_management("/org.pytorch.serve.grpc.management.ManagementAPIsService/SetDefault"),
+    torchserve_management(
+        "/org.pytorch.serve.grpc.management.ManagementAPIsService/UnregisterModel",
+    ),
     rpc("/grpc.health.v1.Health/Check", Access::OPEN, None, Health),
     rpc("/grpc.health.v1.Health/Watch", Access::OPEN, None, Health),
     rpc(
@@ -446,6 +466,12 @@ mod tests {
             "/org.pytorch.serve.grpc.inference.InferenceAPIsService/Predictions predict infer TorchServe torchserve-only",
             "/org.pytorch.serve.grpc.inference.InferenceAPIsService/StreamPredictions predict infer-stream TorchServe torchserve-only",
             "/org.pytorch.serve.grpc.inference.InferenceAPIsService/StreamPredictions2 predict infer-stream TorchServe torchserve-only",
+            "/org.pytorch.serve.grpc.management.ManagementAPIsService/DescribeModel open - TorchServeManagement torchserve-only",
+            "/org.pytorch.serve.grpc.management.ManagementAPIsService/ListModels open - TorchServeManagement torchserve-only",
+            "/org.pytorch.serve.grpc.management.ManagementAPIsService/RegisterModel open - TorchServeManagement torchserve-only",
+            "/org.pytorch.serve.grpc.management.ManagementAPIsService/ScaleWorker open - TorchServeManagement torchserve-only",
+            "/org.pytorch.serve.grpc.management.ManagementAPIsService/SetDefault open - TorchServeManagement torchserve-only",
+            "/org.pytorch.serve.grpc.management.ManagementAPIsService/UnregisterModel open - TorchServeManagement torchserve-only",
             "/grpc.health.v1.Health/Check open - Health",
             "/grpc.health.v1.Health/Watch open - Health",
             "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo open - Reflection",
@@ -464,6 +490,7 @@ mod tests {
             tonic_reflection::pb::v1::FILE_DESCRIPTOR_SET,
             tonic_reflection::pb::v1alpha::FILE_DESCRIPTOR_SET,
             super::super::generated_torchserve::FILE_DESCRIPTOR_SET,
+            super::super::generated_torchserve::MANAGEMENT_FILE_DESCRIPTOR_SET,
         ] {
             let set = prost_types::FileDescriptorSet::decode(set).unwrap();
             for file in set.file {

@@ -1,6 +1,7 @@
 //! gRPC: `seldon.protos.Seldon` and `seldon.protos.Model`, V2's
-//! `inference.GRPCInferenceService`, TorchServe's `InferenceAPIsService` (in its dialect
-//! only), plus health and reflection.
+//! `inference.GRPCInferenceService`, TorchServe's `InferenceAPIsService` and
+//! `ManagementAPIsService` (in its dialect only; the latter on its own port), plus health
+//! and reflection.
 mod auth;
 mod body_guard;
 pub mod codec;
@@ -15,10 +16,11 @@ mod serve;
 mod stream;
 mod timeout;
 mod torchserve;
+mod torchserve_management;
 mod trailers;
 mod v2;
 
-pub use serve::serve;
+pub use serve::{serve, serve_management};
 
 #[allow(clippy::all)]
 pub(crate) mod generated {
@@ -34,8 +36,8 @@ pub(crate) mod generated_v2 {
     }
 }
 
-/// TorchServe's inference service (`proto/torchserve_inference.proto`), in modules that
-/// nest as its packages do (prost names `google.rpc.Status` by a relative path).
+/// TorchServe's inference and management services (`proto/torchserve_inference.proto`,
+/// `proto/torchserve_management.proto`), in modules that nest as their packages do (prost names `google.rpc.Status` by a relative path).
 #[allow(clippy::all)]
 pub(crate) mod generated_torchserve {
     pub(crate) mod org {
@@ -48,6 +50,12 @@ pub(crate) mod generated_torchserve {
                             "/org.pytorch.serve.grpc.inference.rs"
                         ));
                     }
+                    pub(crate) mod management {
+                        include!(concat!(
+                            env!("OUT_DIR"),
+                            "/org.pytorch.serve.grpc.management.rs"
+                        ));
+                    }
                 }
             }
         }
@@ -57,9 +65,13 @@ pub(crate) mod generated_torchserve {
             include!(concat!(env!("OUT_DIR"), "/google.rpc.rs"));
         }
     }
-    pub(crate) use org::pytorch::serve::grpc::inference;
+    pub(crate) use org::pytorch::serve::grpc::{inference, management};
 
-    /// Its descriptors (and its imports'), for reflection.
+    /// The inference service's descriptors (and its imports'), for reflection.
     pub(crate) const FILE_DESCRIPTOR_SET: &[u8] =
         include_bytes!(concat!(env!("OUT_DIR"), "/torchserve_inference.bin"));
+
+    /// The management service's, for reflection on its port.
+    pub(crate) const MANAGEMENT_FILE_DESCRIPTOR_SET: &[u8] =
+        include_bytes!(concat!(env!("OUT_DIR"), "/torchserve_management.bin"));
 }

@@ -1,4 +1,6 @@
-//! The gRPC server: Seldon services, `grpc.health.v1.Health` and server reflection.
+//! The gRPC servers: on the gRPC port, the Seldon, V2 and TorchServe inference services;
+//! on TorchServe's management port (`grpc_management_port`), its management service;
+//! each with `grpc.health.v1.Health`, server reflection, and the same bounds and layers.
 use std::sync::Arc;
 
 use tokio::net::TcpListener;
@@ -12,12 +14,14 @@ use super::generated::router_server::RouterServer;
 use super::generated::transformer_server::TransformerServer;
 use super::generated::{model_server::ModelServer, seldon_server::SeldonServer};
 use super::generated_torchserve::inference::inference_ap_is_service_server::InferenceApIsServiceServer;
+use super::generated_torchserve::management::management_ap_is_service_server::ManagementApIsServiceServer;
 use super::generated_v2::grpc_inference_service_server::GrpcInferenceServiceServer;
 use super::generated_v2::model_repository::model_repository_service_server::ModelRepositoryServiceServer;
 use super::methods;
 use super::predict::FastPredict;
 use super::seldon::SeldonService;
 use super::torchserve::TorchServeService;
+use super::torchserve_management::TorchServeManagement;
 use super::v2::V2Service;
 use crate::app::App;
 
@@ -25,9 +29,50 @@ use crate::app::App;
 /// before GOAWAY (a client that reads nothing would hold it back for ever).
 const WATCH_TOLD_WITHIN: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// Serves until `stop` flips to true; tonic then drains open calls.
-pub async fn serve(app: Arc<App>, listener: TcpListener, mut stop: watch::Receiver<bool>) {
+/// The gRPC port's server, until `stop` flips to true; tonic then drains open calls.
+pub async fn serve(app: Arc<App>, listener: TcpListener, stop: watch::Receiver<bool>) {
+    serve_on(app, listener, stop, Port::Main).await;
+}
+
+/// TorchServe's gRPC management port's server (`grpc_management_port`), until `stop`.
+pub async fn serve_management(app: Arc<App>, listener: TcpListener, stop: watch::Receiver<bool>) {
+    serve_on(app, listener, stop, Port::Management).await;
+}
+
+/// Which gRPC listener a server is for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Port {
+    Main,
+    Management,
+}
+
+/// TorchServe's management service (`inferwire torchserve`), bounded as the others.
+fn management_service(
+    app: &Arc<App>,
+    limit: usize,
+) -> ManagementApIsServiceServer<TorchServeManagement> {
+    ManagementApIsServiceServer::new(TorchServeManagement(app.clone()))
+        .accept_compressed(Gzip)
+        .accept_compressed(Deflate)
+        .max_decoding_message_size(limit)
+        .max_encoding_message_size(usize::MAX)
+}
+
+async fn serve_on(
+    app: Arc<App>,
+    listener: TcpListener,
+    mut stop: watch::Receiver<bool>,
+    port: Port,
+) {
     let limit = app.config.max_body_bytes;
+    let torchserve_dialect = methods::TS_PREDICTIONS.served_in(app.config.dialect.name());
+    // The management service: on its own port, or on this one where it has none (as
+    // REST's management routes are on the REST port without `management_port`).
+    let management = match port {
+        Port::Management => Some(management_service(&app, limit)),
+        Port::Main => (torchserve_dialect && app.config.grpc_management_port.is_none())
+            .then(|| management_service(&app, limit)),
+    };
     let svc = SeldonService(app.clone());
     let seldon = SeldonServer::new(svc.clone())
         .accept_compressed(Gzip)
@@ -66,15 +111,13 @@ pub async fn serve(app: Arc<App>, listener: TcpListener, mut stop: watch::Receiv
         .max_decoding_message_size(limit);
 
     // TorchServe's inference service, in its dialect only (its rows in `methods`).
-    let torchserve = methods::TS_PREDICTIONS
-        .served_in(app.config.dialect.name())
-        .then(|| {
-            InferenceApIsServiceServer::new(TorchServeService(app.clone()))
-                .accept_compressed(Gzip)
-                .accept_compressed(Deflate)
-                .max_decoding_message_size(limit)
-                .max_encoding_message_size(usize::MAX)
-        });
+    let torchserve = torchserve_dialect.then(|| {
+        InferenceApIsServiceServer::new(TorchServeService(app.clone()))
+            .accept_compressed(Gzip)
+            .accept_compressed(Deflate)
+            .max_decoding_message_size(limit)
+            .max_encoding_message_size(usize::MAX)
+    });
 
     let (health, health_svc) = super::health::Reporter::new();
     let health_svc = health_svc
@@ -82,13 +125,18 @@ pub async fn serve(app: Arc<App>, listener: TcpListener, mut stop: watch::Receiv
         .accept_compressed(Deflate)
         .max_decoding_message_size(limit);
 
-    let reflection = reflected(torchserve.is_some())
+    let descriptors = Descriptors {
+        main: port == Port::Main,
+        torchserve: torchserve.is_some() && port == Port::Main,
+        management: management.is_some(),
+    };
+    let reflection = reflected(descriptors)
         .build_v1()
         .expect("the built-in descriptors are valid")
         .accept_compressed(Gzip)
         .accept_compressed(Deflate)
         .max_decoding_message_size(limit);
-    let reflection_alpha = reflected(torchserve.is_some())
+    let reflection_alpha = reflected(descriptors)
         .build_v1alpha()
         .expect("the built-in descriptors are valid")
         .accept_compressed(Gzip)
@@ -127,19 +175,25 @@ pub async fn serve(app: Arc<App>, listener: TcpListener, mut stop: watch::Receiv
             timeout: app.config.body_timeout,
             max_message: limit,
         })
-        .add_service(seldon)
-        .add_service(model)
-        .add_service(generic)
-        .add_service(router_svc)
-        .add_service(transformer)
-        .add_service(output_transformer)
-        .add_service(combiner)
-        .add_service(v2)
-        .add_service(repository)
-        .add_optional_service(torchserve)
         .add_service(health_svc)
         .add_service(reflection)
-        .add_service(reflection_alpha);
+        .add_service(reflection_alpha)
+        .add_optional_service(management);
+    let router = if port == Port::Main {
+        router
+            .add_service(seldon)
+            .add_service(model)
+            .add_service(generic)
+            .add_service(router_svc)
+            .add_service(transformer)
+            .add_service(output_transformer)
+            .add_service(combiner)
+            .add_service(v2)
+            .add_service(repository)
+            .add_optional_service(torchserve)
+    } else {
+        router
+    };
     let incoming = super::incoming::incoming(
         listener,
         tls,
@@ -155,24 +209,54 @@ pub async fn serve(app: Arc<App>, listener: TcpListener, mut stop: watch::Receiv
     }
 }
 
-/// Reflection's descriptors: the services served (TorchServe's with `torchserve`).
-fn reflected(torchserve: bool) -> tonic_reflection::server::Builder<'static> {
-    let b = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(inferwire_codec::pb::FILE_DESCRIPTOR_SET)
+/// The descriptor sets a port's reflection lists.
+#[derive(Clone, Copy)]
+struct Descriptors {
+    /// The Seldon and V2 services (the gRPC port's).
+    main: bool,
+    /// TorchServe's inference service.
+    torchserve: bool,
+    /// TorchServe's management service.
+    management: bool,
+}
+
+/// Reflection's descriptors: the services served.
+fn reflected(d: Descriptors) -> tonic_reflection::server::Builder<'static> {
+    let mut b = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET);
-    if torchserve {
-        b.register_encoded_file_descriptor_set(super::generated_torchserve::FILE_DESCRIPTOR_SET)
-    } else {
-        b
+    if d.main {
+        b = b.register_encoded_file_descriptor_set(inferwire_codec::pb::FILE_DESCRIPTOR_SET);
     }
+    if d.torchserve {
+        b = b
+            .register_encoded_file_descriptor_set(super::generated_torchserve::FILE_DESCRIPTOR_SET);
+    }
+    if d.management {
+        b = b.register_encoded_file_descriptor_set(
+            super::generated_torchserve::MANAGEMENT_FILE_DESCRIPTOR_SET,
+        );
+    }
+    b
 }
 
 #[cfg(test)]
 mod tests {
+    use super::{reflected, Descriptors};
+
     /// The descriptors reflection is built from are valid together.
     #[test]
-    fn reflection_builds_with_torchserve_s_service() {
-        assert!(super::reflected(true).build_v1().is_ok());
-        assert!(super::reflected(false).build_v1alpha().is_ok());
+    fn reflection_builds_with_torchserve_s_services() {
+        let all = Descriptors {
+            main: true,
+            torchserve: true,
+            management: true,
+        };
+        assert!(reflected(all).build_v1().is_ok());
+        let management = Descriptors {
+            main: false,
+            torchserve: false,
+            management: true,
+        };
+        assert!(reflected(management).build_v1alpha().is_ok());
     }
 }

@@ -18,6 +18,7 @@ use crate::dialect::TORCHSERVE_BODY as BODY;
 use crate::error::{Kind, ServeError};
 use crate::observe::Observed;
 use crate::torchserve_keys::{Api, Renewed, FAILED};
+use crate::torchserve_management::{self as management, MODEL_API_OFF};
 
 /// TorchServe's words for a refused token API call.
 const TOKEN_FAILED: &str =
@@ -124,17 +125,13 @@ pub async fn predict(
     reply(response.outputs, &response.parameters)
 }
 
-// -- the management API ------------------------------------------------------------------
-
-/// What inferwire answers a register or unregister while TorchServe's model API is off.
-pub const MODEL_API_OFF: &str = "Model API is disabled: start with --enable-model-api (or \
-     enable_model_api=true) to register and unregister models";
+// -- the management API (what each call does is `torchserve_management`'s) -------------
 
 /// `GET /models?limit=&next_page_token=`: the models served, a page at a time.
 pub async fn list(app: &App, req: Request<Incoming>) -> Result<Reply, ServeError> {
-    admit_to(app, req.headers(), Api::Management)?;
+    management_key(app, req.headers())?;
     let query = query_pairs(req.uri().query().unwrap_or(""));
-    let number = |name: &str| -> Result<Option<usize>, ServeError> {
+    let number = |name: &str| -> Result<Option<i64>, ServeError> {
         let Some(v) = param(&query, name) else {
             return Ok(None);
         };
@@ -145,29 +142,8 @@ pub async fn list(app: &App, req: Request<Incoming>) -> Result<Reply, ServeError
             )
         })
     };
-    // TorchServe's bounds: 100 by default, at most 1,000 a page.
-    let limit = number("limit")?.unwrap_or(100).clamp(1, 1000);
-    let from = number("next_page_token")?.unwrap_or(0);
-    let index = app.models.index().await?;
-    let mut names: Vec<String> = index
-        .iter()
-        .filter(|m| m["state"] == "READY")
-        .filter_map(|m| m["name"].as_str().map(str::to_owned))
-        .collect();
-    names.sort_unstable();
-    names.dedup();
-    let mut models = Vec::new();
-    for name in names.iter().skip(from).take(limit) {
-        let url = match app.model(name, "").await {
-            Ok(model) => described(&model).await?["modelUrl"].clone(),
-            Err(_) => Value::Null,
-        };
-        models.push(json!({"modelName": name, "modelUrl": url}));
-    }
-    let mut out = json!({ "models": models });
-    if from + limit < names.len() {
-        out["nextPageToken"] = Value::String((from + limit).to_string());
-    }
+    let (limit, from) = (number("limit")?, number("next_page_token")?);
+    let out = management::list(app, limit, from).await?;
     Ok(pretty(StatusCode::OK, &out))
 }
 
@@ -178,32 +154,15 @@ pub async fn describe(
     name: &str,
     version: &str,
 ) -> Result<Reply, ServeError> {
-    admit_to(app, req.headers(), Api::Management)?;
-    let version = if version == "all" { "" } else { version };
-    let model = app.model(name, version).await?;
-    Ok(pretty(StatusCode::OK, &json!([described(&model).await?])))
+    management_key(app, req.headers())?;
+    let out = management::describe(app, name, version).await?;
+    Ok(pretty(StatusCode::OK, &out))
 }
 
-/// A model's description: what its adapter says of its archive (`torchserve` in its
-/// metadata), with the server's part.
-async fn described(model: &crate::models::Served) -> Result<Value, ServeError> {
-    let meta = model.runner.metadata(None).await?;
-    let mut d = meta.get("torchserve").cloned().unwrap_or_else(|| json!({}));
-    d["modelName"] = Value::String(model.name.clone());
-    d["modelVersion"] = Value::String(model.version.clone());
-    d["workers"] = json!([{
-        "id": std::process::id().to_string(),
-        "status": "READY",
-        "pid": std::process::id(),
-        "gpu": false,
-    }]);
-    Ok(d)
-}
-
-/// `POST /models?url=ARCHIVE[&model_name=...]`: registers an archive of the model store
-/// (TorchServe's model API: `enable_model_api`).
+/// `POST /models?url=ARCHIVE[&model_name=...]`: registers an archive (TorchServe's model
+/// API: `enable_model_api`).
 pub async fn register(app: &App, req: Request<Incoming>) -> Result<Reply, ServeError> {
-    model_api(app, req.headers())?;
+    management_key(app, req.headers())?;
     let query = query_pairs(req.uri().query().unwrap_or(""));
     let mut parameters = Map::new();
     for pair in query.as_array().into_iter().flatten() {
@@ -212,31 +171,8 @@ pub async fn register(app: &App, req: Request<Incoming>) -> Result<Reply, ServeE
         }
     }
     let url = param(&query, "url").unwrap_or_default();
-    if url.is_empty() {
-        return Err(ServeError::new(
-            Kind::BadRequest,
-            "Parameter url is required.",
-        ));
-    }
-    let name = param(&query, "model_name")
-        .filter(|n| !n.is_empty())
-        .unwrap_or_else(|| default_name(&url));
-    if app.model(&name, "").await.is_ok() {
-        let message = format!("Model {name} is already registered.");
-        let mut e = ServeError::new(Kind::BadRequest, message.clone());
-        e.model_reply = Some(Box::new(crate::error::ModelReply {
-            status: 409,
-            body: Some(error_text(409, "ConflictStatusException", &message).into()),
-        }));
-        return Err(e);
-    }
-    app.load_model(&name, Value::Object(parameters)).await?;
-    let version = app
-        .model(&name, "")
-        .await
-        .map(|m| m.version.clone())
-        .unwrap_or_default();
-    let status = format!("Model \"{name}\" Version: {version} registered with 1 initial workers");
+    let name = param(&query, "model_name");
+    let status = management::register(app, &url, name.as_deref(), parameters).await?;
     Ok(status_reply(&status))
 }
 
@@ -247,71 +183,44 @@ pub async fn unregister(
     name: &str,
     version: &str,
 ) -> Result<Reply, ServeError> {
-    model_api(app, req.headers())?;
-    app.model(name, version).await?;
-    app.unload_model(name).await?;
-    let status = format!("Model \"{name}\" unregistered");
+    management_key(app, req.headers())?;
+    let status = management::unregister(app, name, version).await?;
     Ok(status_reply(&status))
 }
 
-/// `PUT /models/{name}[/{version}]?min_worker=&max_worker=`: TorchServe's scaling. inferwire's
-/// workers are processes that each serve every model (`--workers`): nothing changes, and
-/// the reply says so in TorchServe's shape, so the scripts that call it go on.
+/// `PUT /models/{name}[/{version}]?min_worker=&max_worker=`: TorchServe's scaling.
 pub async fn scale(
     app: &App,
     req: Request<Incoming>,
     name: &str,
     version: &str,
 ) -> Result<Reply, ServeError> {
-    admit_to(app, req.headers(), Api::Management)?;
-    let model = app.model(name, version).await?;
+    management_key(app, req.headers())?;
     let query = query_pairs(req.uri().query().unwrap_or(""));
-    for key in ["min_worker", "max_worker"] {
+    let mut workers = [None, None];
+    for (key, slot) in ["min_worker", "max_worker"].into_iter().zip(&mut workers) {
         if let Some(v) = param(&query, key) {
-            if v.parse::<u32>().is_err() {
-                return Err(ServeError::new(
+            *slot = Some(v.parse::<u32>().map_err(|_| {
+                ServeError::new(
                     Kind::BadRequest,
                     format!("Invalid {key}: {v}, must be a number"),
-                ));
-            }
+                )
+            })?);
         }
     }
-    let asked = param(&query, "min_worker").unwrap_or_else(|| "1".into());
-    tracing::warn!(
-        "scale workers of {name:?} to min_worker={asked}: inferwire's workers are processes \
-         that each serve every model (--workers); nothing changes"
-    );
-    let status = format!(
-        "Workers of model \"{}\" are inferwire's processes, each serving every model: \
-         min_worker={asked} changes nothing",
-        model.name
-    );
+    let status = management::scale(app, name, version, workers[0], workers[1]).await?;
     Ok(status_reply(&status))
 }
 
-/// `PUT /models/{name}/{version}/set-default`: the version served without one. inferwire
-/// serves an archive's one version: setting it again is what succeeds.
+/// `PUT /models/{name}/{version}/set-default`: the version served without one.
 pub async fn set_default(
     app: &App,
     req: Request<Incoming>,
     name: &str,
     version: &str,
 ) -> Result<Reply, ServeError> {
-    admit_to(app, req.headers(), Api::Management)?;
-    let wanted = app.model(name, version).await?;
-    let current = app.model(name, "").await?;
-    if wanted.version != current.version {
-        return Err(ServeError::new(
-            Kind::Unsupported,
-            format!(
-                "model {name:?} serves version {:?} by default; changing the default \
-                 version is not served yet",
-                current.version
-            ),
-        ));
-    }
-    let status =
-        format!("Default version successfully updated for model \"{name}\" to \"{version}\"");
+    management_key(app, req.headers())?;
+    let status = management::set_default(app, name, version).await?;
     Ok(status_reply(&status))
 }
 
@@ -334,14 +243,16 @@ pub async fn token(app: &App, req: Request<Incoming>) -> Result<Reply, ServeErro
     }
 }
 
-/// What registering and unregistering need: the management key (with tokens on), and
-/// TorchServe's model API switched on.
-fn model_api(app: &App, headers: &http::HeaderMap) -> Result<(), ServeError> {
-    admit_to(app, headers, Api::Management)?;
-    if app.config.allow_unauthenticated_repository {
+/// With TorchServe's token authorization on, a management call needs the management key
+/// (400 InvalidKeyException otherwise, TorchServe's answer).
+fn management_key(app: &App, headers: &http::HeaderMap) -> Result<(), ServeError> {
+    let header = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    if management::management_key(app, header) {
         Ok(())
     } else {
-        Err(ServeError::new(Kind::MethodNotAllowed, MODEL_API_OFF))
+        Err(ServeError::new(Kind::BadRequest, FAILED))
     }
 }
 
@@ -359,25 +270,9 @@ fn param(query: &Value, name: &str) -> Option<String> {
     })
 }
 
-/// The name TorchServe gives an archive registered without one: its file name without
-/// `.mar`, anything but letters, digits and `_` made `_`.
-fn default_name(url: &str) -> String {
-    let last = url.trim_end_matches('/').rsplit('/').next().unwrap_or(url);
-    let stem = last.strip_suffix(".mar").unwrap_or(last);
-    stem.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
-}
-
 /// A JSON reply pretty-printed, as TorchServe's frontend writes its own.
 fn pretty(status: StatusCode, value: &Value) -> Reply {
-    let mut out = serde_json::to_vec_pretty(value).unwrap_or_default();
+    let mut out = management::pretty(value).into_bytes();
     out.push(b'\n');
     body::json(status, out)
 }
@@ -461,6 +356,7 @@ pub fn error(e: &ServeError) -> Reply {
             "InvalidKeyException"
         }
         Kind::NotFound => "ModelNotFoundException",
+        _ if management::is_conflict(e) => "ConflictStatusException",
         Kind::MethodNotAllowed if e.message == MODEL_API_OFF => "ModelAPIDisabledException",
         Kind::MethodNotAllowed => "MethodNotAllowedException",
         Kind::Overloaded | Kind::Unavailable | Kind::ShuttingDown => "ServiceUnavailableException",
