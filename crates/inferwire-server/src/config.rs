@@ -64,6 +64,9 @@ pub struct ServerConfig {
     /// TorchServe's gRPC management service's own port (`None`: on the gRPC port, in
     /// TorchServe's dialect).
     pub grpc_management_port: Option<u16>,
+    /// The port of KServe's wrapper in TorchServe's KServe image (`None`: not served, or
+    /// the REST port is it).
+    pub kserve_port: Option<u16>,
     /// TorchServe's key file, whose inference key its inference API requires.
     pub torchserve_keys: Option<std::sync::Arc<crate::torchserve_keys::KeyFile>>,
     /// A model call running longer than this is stuck: the server stops reporting live
@@ -222,6 +225,7 @@ impl Default for ServerConfig {
             torchserve_keys: None,
             management_port: None,
             grpc_management_port: None,
+            kserve_port: None,
             stuck_after: Some(Duration::from_secs(120)),
             supervised: false,
             max_requests: None,

@@ -91,6 +91,8 @@ pub struct Listeners {
     pub metrics: Option<std::net::TcpListener>,
     /// TorchServe's management port (`config.management_port`), when it has its own.
     pub management: Option<std::net::TcpListener>,
+    /// KServe's wrapper's port (`config.kserve_port`), when it has its own.
+    pub kserve: Option<std::net::TcpListener>,
     /// TorchServe's gRPC management port (`config.grpc_management_port`), when it has one.
     pub grpc_management: Option<std::net::TcpListener>,
 }
@@ -112,6 +114,10 @@ impl Listeners {
                 .management_port
                 .map(|port| bind(&config.host, port, "management", reuse_port))
                 .transpose()?,
+            kserve: config
+                .kserve_port
+                .map(|port| bind(&config.host, port, "KServe", reuse_port))
+                .transpose()?,
             grpc_management: config
                 .grpc_management_port
                 .map(|port| bind(&config.host, port, "gRPC management", reuse_port))
@@ -130,6 +136,11 @@ impl Listeners {
                 .transpose()?,
             management: self
                 .management
+                .as_ref()
+                .map(|m| m.try_clone().map_err(internal))
+                .transpose()?,
+            kserve: self
+                .kserve
                 .as_ref()
                 .map(|m| m.try_clone().map_err(internal))
                 .transpose()?,
@@ -205,18 +216,20 @@ fn io_thread(
     })
 }
 
-/// TorchServe's management port's own small runtime (its REST routes), until `stop`.
+/// TorchServe's management port's (or KServe's wrapper's) own small runtime (its REST
+/// routes), until `stop`.
 fn management_thread(
     app: Arc<App>,
     listener: std::net::TcpListener,
     stop: watch::Receiver<bool>,
+    port: rest::Port,
 ) -> Result<(), ServeError> {
     let runtime = single_threaded_runtime()?;
     let grace = app.config.grace_period;
     runtime.block_on(async move {
         tokio::spawn(heartbeat());
         let listener = tokio::net::TcpListener::from_std(listener).map_err(internal)?;
-        rest::serve(app, listener, stop, grace, rest::Port::Management).await;
+        rest::serve(app, listener, stop, grace, port).await;
         Ok(())
     })
 }
@@ -292,6 +305,7 @@ pub fn serve(
         grpc: grpc_listener,
         metrics: metrics_listener,
         management: management_listener,
+        kserve: kserve_listener,
         grpc_management: grpc_management_listener,
     } = match listeners {
         Some(l) => l,
@@ -429,7 +443,7 @@ pub fn serve(
         handles.push(
             std::thread::Builder::new()
                 .name("inferwire-management".into())
-                .spawn(move || management_thread(app, listener, stop_rx))
+                .spawn(move || management_thread(app, listener, stop_rx, rest::Port::Management))
                 .map_err(internal)?,
         );
     }
@@ -439,6 +453,15 @@ pub fn serve(
             std::thread::Builder::new()
                 .name("inferwire-grpc-management".into())
                 .spawn(move || grpc_management_thread(app, listener, stop_rx))
+                .map_err(internal)?,
+        );
+    }
+    if let Some(listener) = kserve_listener {
+        let (app, stop_rx) = (app.clone(), stop_rx.clone());
+        handles.push(
+            std::thread::Builder::new()
+                .name("inferwire-kserve".into())
+                .spawn(move || management_thread(app, listener, stop_rx, rest::Port::KServe))
                 .map_err(internal)?,
         );
     }

@@ -73,6 +73,7 @@ pub struct Settings {
     pub torchserve_token_minutes: f64,
     pub management_port: u16,
     pub grpc_management_port: u16,
+    pub kserve_port: u16,
     pub metrics_port: u16,
     pub metrics_endpoint: String,
     pub system_shared_memory: bool,
@@ -156,6 +157,7 @@ impl Settings {
             torchserve_token_minutes,
             management_port,
             grpc_management_port,
+            kserve_port,
             metrics_port,
             metrics_endpoint,
             system_shared_memory,
@@ -296,6 +298,7 @@ impl Settings {
                 .then_some(management_port),
             grpc_management_port: (grpc_management_port > 0 && grpc_management_port != grpc_port)
                 .then_some(grpc_management_port),
+            kserve_port: (kserve_port > 0 && kserve_port != http_port).then_some(kserve_port),
             torchserve_keys: (!torchserve_key_file.is_empty()).then(|| {
                 Arc::new(crate::torchserve_keys::KeyFile::new(
                     torchserve_key_file,

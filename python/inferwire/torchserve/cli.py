@@ -129,6 +129,12 @@ _DEFAULTS_SILENT = {
 }
 _METRICS_MODES = ("log", "prometheus", "legacy")
 DEFAULT_ALLOWED_URLS = "file://.*|http(s)?://.*"
+# TorchServe's service envelopes (ts.torch_handler.request_envelope).
+SERVICE_ENVELOPES = ("json", "body", "kserve", "kservev2")
+# Where KServe sends requests for the kserve-torchserve runtime: the KServe wrapper's port
+# in TorchServe's KServe image, which starts the wrapper beside TorchServe.
+KSERVE_PORT = 8080
+PORT_ENV = "INFERWIRE_KSERVE_PORT"
 
 
 @dataclass(frozen=True)
@@ -182,6 +188,7 @@ class TorchServeConfig:
     properties: dict[str, Entry]
     foreground: bool
     warnings: tuple[str, ...]
+    envelope: str = ""  # service_envelope: TorchServe's (json, body) or KServe's
 
 
 # -- the command line --------------------------------------------------------------------------
@@ -479,6 +486,35 @@ def _settings(
     return settings
 
 
+def _envelope(
+    props: Mapping[str, Entry],
+    settings: dict[str, Any],
+    others: tuple[Listener | None, ...],
+    environ: Mapping[str, str],
+) -> str:
+    """``service_envelope`` (``TS_SERVICE_ENVELOPE``); with KServe's (kserve, kservev2),
+    the KServe wrapper's port as well, as TorchServe's KServe image serves it (8080, or
+    inferwire's ``INFERWIRE_KSERVE_PORT``)."""
+    envelope = P.text(props, "service_envelope").strip()
+    if envelope and envelope not in SERVICE_ENVELOPES:
+        raise SettingsError(
+            f"{P.where(props, 'service_envelope')}: {envelope!r} is not one of TorchServe's "
+            f"envelopes ({', '.join(SERVICE_ENVELOPES)})"
+        )
+    if envelope in ("kserve", "kservev2"):
+        given = environ.get(PORT_ENV, "").strip()
+        port = int(given) if given.isdigit() else KSERVE_PORT
+        if any(o is not None and o.port == port for o in others):
+            raise SettingsError(
+                f"service_envelope={envelope}: KServe's requests come to port {port}, which "
+                "another of config.properties' addresses takes; move it (KServe's "
+                "config.properties puts inference and management on 8085)"
+            )
+        if not given:  # else the variable sets it, as any inferwire setting's
+            settings["kserve_port"] = KSERVE_PORT
+    return envelope
+
+
 def configure(
     args: Mapping[str, Any], environ: Mapping[str, str] | None = None, cwd: str | None = None
 ) -> TorchServeConfig:
@@ -514,6 +550,10 @@ def configure(
     )
     workers = _workers(props, warnings)
     settings = {**_settings(props, inference, metrics, grpc_inference, workers), **tls}
+
+    envelope = _envelope(
+        props, settings, (management, metrics, grpc_inference, grpc_management), environ
+    )
 
     snapshot = _snapshot_models(props)
     if snapshot is not None:
@@ -568,6 +608,7 @@ def configure(
         properties=props,
         foreground=bool(args.get("foreground")),
         warnings=tuple(warnings),
+        envelope=envelope,
     )
 
 
@@ -752,8 +793,14 @@ def main(
         print(f"inferwire torchserve: {e}", file=sys.stderr)
         return 1
     if not config.foreground:
-        background(argv, path)
-        return 0
+        if os.getpid() != 1:
+            background(argv, path)
+            return 0
+        # A container's main process (KServe's kserve-torchserve runtime runs `torchserve
+        # --start`; TorchServe's image then keeps the container up with its entrypoint's
+        # `tail -f /dev/null`): backgrounded, the container would exit with it.
+        log.info("running as process 1 (a container's main process): --start serves in the "
+                 "foreground, as --foreground does")  # fmt: skip
     for warning in config.warnings:
         log.warning("%s", warning)
     logging.getLogger().setLevel(settings.log_level.upper())

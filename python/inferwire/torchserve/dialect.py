@@ -49,7 +49,7 @@ class TorchServeDialect(Dialect):
         if c is None:
             return TorchServeRepository(root, self, load_all=True)
         return TorchServeRepository(
-            root, self, c.models, c.load_all, c.allowed_urls, c.model_config
+            root, self, c.models, c.load_all, c.allowed_urls, c.model_config, c.envelope
         )
 
 
@@ -76,6 +76,13 @@ def serve(config: TorchServeConfig, settings: Any) -> int:
             "load_models_at_startup": True,
         }
     )
+    if config.envelope in ("kserve", "kservev2"):
+        log.info(
+            "service_envelope=%s: KServe's protocol on port %s as well (the KServe wrapper's "
+            "in TorchServe's KServe image), under the inference API's token rule",
+            config.envelope,
+            served.kserve_port or served.http_port,
+        )
     if config.enable_model_api:
         log.warning(
             "enable_model_api is on: anyone who can reach the management port%s can register "

@@ -31,6 +31,7 @@ from types import ModuleType
 from typing import Any
 
 from ..errors import ModelLoadError
+from .envelope import ENVELOPES, wrap
 
 log = logging.getLogger("inferwire")
 
@@ -116,7 +117,15 @@ def _class_entry(module: ModuleType, handler: str) -> Resolved:
 
 def _enveloped(resolved: Resolved, envelope: str) -> Resolved:
     """TorchServe's ``service_envelope`` (json, body, kserve, kservev2): a wrapper from
-    ``ts.torch_handler.request_envelope`` that unwraps requests and wraps replies."""
+    ``ts.torch_handler.request_envelope`` that unwraps requests and wraps replies
+    (KServe's two are inferwire's own, ``envelope.py``: KServe's runtime has no torch)."""
+    if envelope in ENVELOPES:
+        return Resolved(
+            wrap(envelope, resolved.handle),
+            resolved.initialize,
+            f"{resolved.describe} in envelope {envelope}",
+            resolved.module,
+        )
     try:
         module = importlib.import_module(f"ts.torch_handler.request_envelope.{envelope}")
     except ImportError as e:

@@ -46,6 +46,8 @@ REGISTER_PARAMETERS = {"url", "model_name", *IGNORED_PARAMETERS}
 SERVED_KEYS = {"batchSize", "maxBatchDelay", "minWorkers"}
 INFORMATIVE_KEYS = {"marName", "defaultVersion", "maxWorkers", "responseTimeout"}
 MANIFEST = "MAR-INF/MANIFEST.json"
+# The parameter that hands the builder config.properties' service_envelope.
+ENVELOPE = "service_envelope"
 # A manifest larger than this is not one torch-model-archiver wrote.
 MAX_MANIFEST = 1 << 20
 
@@ -59,8 +61,11 @@ class TorchServeRepository(Repository):
         load_all: bool = False,
         allowed_urls: tuple[str, ...] = (),
         model_config: dict[str, dict[str, dict[str, Any]]] | None = None,
+        envelope: str = "",
     ) -> None:
         super().__init__(root, dialect)
+        # config.properties' service_envelope, around every model's handler.
+        self.envelope = envelope
         self.models = models
         self.load_all = load_all
         self.allowed_urls = allowed_urls
@@ -206,7 +211,11 @@ class TorchServeRepository(Repository):
             s = self.read(folder)
             given = self.settings_of(s.name)
             source = runtimes.Source(
-                str(folder), s, name=s.name, torchserve=True, parameters=lambda: given
+                str(folder),
+                s,
+                name=s.name,
+                torchserve=True,
+                parameters=lambda: {**given, ENVELOPE: self.envelope},
             )
             built = runtimes.build(source)
             model = built.adapter.model
@@ -302,5 +311,6 @@ def build(source: Any) -> Any:
             name=source.name,
             batch_size=batch if isinstance(batch, int) and batch > 0 else 0,
             instances=workers if isinstance(workers, int) and workers > 0 else 0,
+            envelope=str(given.get(ENVELOPE) or ""),
         )
     )

@@ -26,7 +26,7 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>, peer: IpAddr, port: P
     // A dialect's own routes are served in that dialect only.
     let dialect = app.config.dialect.name();
     let found = routes::find(&path).filter(|f| {
-        f.route.dialect.is_none_or(|d| d == dialect) && serves(&app, f.route.port, port)
+        f.route.dialect.is_none_or(|d| d == dialect) && serves(&app, f.route.port, port, &path)
     });
     let family = found.as_ref().and_then(|f| f.route.dialect).or(
         // A path no route serves is answered in the shape of the dialect's own API.
@@ -55,7 +55,7 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>, peer: IpAddr, port: P
     let result = match (refused, found) {
         (Some(refusal), _) => {
             let e = refusal.to_error();
-            let mut r = error(family, &path, &e);
+            let mut r = error(family, port, &path, &e);
             if e.kind == Kind::Unauthenticated {
                 r.headers_mut().insert(
                     http::header::WWW_AUTHENTICATE,
@@ -100,7 +100,7 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>, peer: IpAddr, port: P
             }
         }
     };
-    let mut reply = result.unwrap_or_else(|e| error(family, &path, &e));
+    let mut reply = result.unwrap_or_else(|e| error(family, port, &path, &e));
     if let Some(id) = request_id {
         reply.headers_mut().insert("x-request-id", id);
     }
@@ -113,15 +113,29 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>, peer: IpAddr, port: P
 }
 
 /// Whether a route for listener `route` is served on a connection to `on`: the
-/// management API on its own port, or on the REST port when it shares it; everything
-/// else on the REST port only.
-fn serves(app: &App, route: Port, on: Port) -> bool {
-    route == on || (route == Port::Management && app.config.management_port.is_none())
+/// management API on its own port, or on the REST port when it shares it; KServe's v1
+/// routes on the KServe wrapper's port and the REST port (TorchServe's frontend serves
+/// them too), and of the REST port's routes the wrapper's port serves V2's health,
+/// metadata and model routes, as KServe's model server; everything else on the REST
+/// port only.
+fn serves(app: &App, route: Port, on: Port, path: &str) -> bool {
+    match (route, on) {
+        _ if route == on => true,
+        (Port::Management, Port::Main) => app.config.management_port.is_none(),
+        (Port::KServe, Port::Main) => true,
+        (Port::Main, Port::KServe) => {
+            path == "/v2" || path.starts_with("/v2/health/") || path.starts_with("/v2/models/")
+        }
+        _ => false,
+    }
 }
 
-/// An error in the shape of the route's dialect (`family`), or the path's protocol.
-fn error(family: Option<&str>, path: &str, e: &ServeError) -> Reply {
-    if family == Some("torchserve") {
+/// An error in the shape of the route's dialect (`family`), or the path's protocol; on
+/// the KServe wrapper's port, KServe's `{"error": ...}`.
+fn error(family: Option<&str>, port: Port, path: &str, e: &ServeError) -> Reply {
+    if port == Port::KServe {
+        super::v2::error(e)
+    } else if family == Some("torchserve") {
         super::torchserve::error(e)
     } else if path.starts_with("/v2") {
         super::v2::error(e)

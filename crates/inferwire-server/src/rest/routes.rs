@@ -18,7 +18,7 @@ use hyper::body::Incoming;
 
 use super::body::Reply;
 use super::{
-    components, health, login, publish, runtime_settings, seldon, shared_memory, stream,
+    components, health, kserve, login, publish, runtime_settings, seldon, shared_memory, stream,
     torchserve, v2,
 };
 use crate::app::App;
@@ -78,12 +78,14 @@ pub(super) enum WrongMethod {
     Say(&'static str),
 }
 
-/// Which REST listener a connection came in on: the REST port, or TorchServe's
-/// management port (`management_port`) when it is a port of its own.
+/// Which REST listener a connection came in on: the REST port, TorchServe's
+/// management port (`management_port`) when it is a port of its own, or the port of
+/// KServe's wrapper in TorchServe's KServe image (`kserve_port`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Port {
     Main,
     Management,
+    KServe,
 }
 
 /// One route.
@@ -230,6 +232,30 @@ pub(super) static ROUTES: &[Route] = &[
         A::OPEN,
         &[(Get, |c| Box::pin(torchserve::token(c.app, c.req)))],
     ),
+    // KServe's v1 protocol as TorchServe's KServe image serves it (the wrapper's port,
+    // and TorchServe's inference port, as its frontend).
+    Route {
+        port: Port::KServe,
+        ..torchserve(
+            &["/v1/models"],
+            A::PREDICT,
+            M::Metadata,
+            &[(Get, |c| Box::pin(kserve::list(c.app)))],
+        )
+    },
+    Route {
+        port: Port::KServe,
+        post_access: Some(A::PREDICT),
+        ..torchserve(
+            &["/v1/models/{name}"],
+            A::OPEN,
+            M::Infer,
+            &[
+                (Get, |c| Box::pin(kserve::v1(c.app, c.req, c.name, c.obs))),
+                (Post, |c| Box::pin(kserve::v1(c.app, c.req, c.name, c.obs))),
+            ],
+        )
+    },
     // TorchServe's inference API.
     torchserve(
         &["/ping"],
@@ -548,7 +574,12 @@ pub(super) static ROUTES: &[Route] = &[
         A::PREDICT,
         M::Infer,
         &[(Post, |c| {
-            Box::pin(v2::infer(c.app, c.req, c.name, c.version, c.obs))
+            // TorchServe's frontend hands the body to the handler (its envelope reads it).
+            if c.app.config.dialect.name() == "torchserve" {
+                Box::pin(kserve::v2_infer(c.app, c.req, c.name, c.version, c.obs))
+            } else {
+                Box::pin(v2::infer(c.app, c.req, c.name, c.version, c.obs))
+            }
         })],
     ),
     // Streamed replies (server-sent events) and Triton's generate extension.
@@ -794,10 +825,10 @@ mod tests {
                         ""
                     },
                     r.dialect.map(|d| format!(" {d}-only")).unwrap_or_default()
-                        + if r.port == Port::Management {
-                            " management"
-                        } else {
-                            ""
+                        + match r.port {
+                            Port::Management => " management",
+                            Port::KServe => " kserve",
+                            Port::Main => "",
                         }
                 ));
             }
@@ -808,6 +839,8 @@ mod tests {
             "GET,DELETE,PUT /models/{name}/{version} open other torchserve-only management",
             "PUT /models/{name}/{version}/set-default open other torchserve-only management",
             "GET /token open other torchserve-only management",
+            "GET /v1/models predict metadata torchserve-only kserve",
+            "GET,POST /v1/models/{name} open post:predict infer torchserve-only kserve",
             "GET /ping open health torchserve-only",
             "POST,PUT /predictions/{name} predict infer torchserve-only",
             "POST,PUT /predictions/{name}/{version} predict infer torchserve-only",
