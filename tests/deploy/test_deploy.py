@@ -37,6 +37,7 @@ GO_TESTS = (
     "TestKServeMLServerRuntimeWithOnlyTheImageChanged",
     "TestMLServerDockerfile",
     "TestKServeTritonRuntimeWithOnlyTheImageChanged",
+    "TestKServeTorchServeRuntimeWithOnlyTheImageChanged",
     "TestTyposFail",
     "TestTypoFixturesAreOtherwiseValid",
 )
