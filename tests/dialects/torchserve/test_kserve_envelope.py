@@ -6,13 +6,14 @@ port and on the inference port, as TorchServe's KServe image answers them."""
 
 from __future__ import annotations
 
+import concurrent.futures
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 from conftest import free_port
-from torchserve_archives import VENDOR, archive
+from torchserve_archives import VENDOR, archive, handler_file
 from torchserve_server import TorchServe
 
 
@@ -128,3 +129,48 @@ def test_v2_bad_inputs_are_refused_naming_the_input(v2: TorchServe) -> None:
     assert r.status_code == 400 and r.json()["error"].startswith("inputs[0] ('x')"), r.text
     r = httpx.post(f"{k}/v2/models/echo/infer", json={"inputs": "x"})
     assert r.status_code == 400 and r.json()["error"].startswith('"inputs"'), r.text
+
+
+# Each instance back with the number of instances its handler call got.
+COUNTER = """
+def handle(data, context):
+    if data is None:
+        return None
+    return [{"instance": row, "call": len(data)} for row in data]
+"""
+
+
+def test_a_batch_s_instances_go_to_the_handler_together_and_back_to_their_requests(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TorchServe's kserve envelope reads only a batch's first request; here each request
+    of a batch (batchSize 4) gets the predictions of its own instances."""
+    store = tmp_path / "model-store"
+    store.mkdir()
+    archive(store, "counter", handler_file(tmp_path / "src", "counter.py", COUNTER))
+    port = free_port()
+    monkeypatch.setenv("INFERWIRE_KSERVE_PORT", str(port))
+    extra = (
+        "service_envelope=kserve\n"
+        'models={"counter": {"1.0": {"batchSize": 4, "maxBatchDelay": 500}}}\n'
+    )
+    server = TorchServe(store, "counter.mar", extra=extra)
+    try:
+        url = f"http://127.0.0.1:{port}/v1/models/counter:predict"
+
+        def ask(i: int) -> tuple[int, httpx.Response]:
+            instances = [f"r{i}-{j}" for j in range(i + 1)]
+            return i, httpx.post(url, json={"instances": instances}, timeout=30)
+
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            answers = list(pool.map(ask, range(4)))
+        seen = []  # (the request's instances, the instances of its handler call)
+        for i, r in answers:
+            assert r.status_code == 200, r.text
+            predictions = r.json()["predictions"]
+            assert [p["instance"] for p in predictions] == [f"r{i}-{j}" for j in range(i + 1)]
+            seen.append((i + 1, predictions[0]["call"]))
+        # Some handler call held other requests' instances too: they were batched.
+        assert any(call > own for own, call in seen), seen
+    finally:
+        server.stop()
