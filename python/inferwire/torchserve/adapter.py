@@ -127,15 +127,20 @@ def _answer(reply: Reply, pieces: bool = False) -> Any:
     # A handler's intermediate responses (send_intermediate_predict_response) come
     # first, as TorchServe's chunks do; they are sent together with the last one, one
     # element each when the request asked for ``pieces`` (gRPC's StreamPredictions).
-    parts = [*(bytes(p.body) for p in reply.pieces), bytes(reply.body)]
-    if pieces:
-        body = np.empty(len(parts), dtype=object)
-        body[:] = parts
-    else:
+    if not reply.pieces:
         body = np.empty(1, dtype=object)
-        body[0] = b"".join(parts)
+        body[0] = bytes(reply.body)
+    else:
+        parts = [*(bytes(p.body) for p in reply.pieces), bytes(reply.body)]
+        if pieces:
+            body = np.empty(len(parts), dtype=object)
+            body[:] = parts
+        else:
+            body = np.empty(1, dtype=object)
+            body[0] = b"".join(parts)
     parameters: dict[str, Any] = {"status": reply.status, "content_type": reply.content_type}
-    headers = {k: v for k, v in reply.headers.items() if k.lower() != STREAM_NEXT}
-    if headers:
-        parameters["headers"] = headers
+    if reply.headers:
+        headers = {k: v for k, v in reply.headers.items() if k.lower() != STREAM_NEXT}
+        if headers:
+            parameters["headers"] = headers
     return {"outputs": [(BODY, body)], "parameters": parameters}

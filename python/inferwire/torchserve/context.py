@@ -315,7 +315,8 @@ class Metrics:
     ) -> None:
         if unit not in _TIME_UNITS:
             raise ValueError(f"the unit for a timed metric should be one of {list(_TIME_UNITS)}")
-        self._add(name, value, unit, dimensions, _type_name(metric_type))
+        kind = "gauge" if metric_type == "gauge" else _type_name(metric_type)
+        self._add(name, value, unit, dimensions, kind)
 
     def add_size(
         self,

@@ -59,7 +59,7 @@ STREAM_NEXT = "ts_stream_next"
 PREDICTION_METRIC = "PredictionTime"
 
 
-@dataclass
+@dataclass(slots=True)
 class Request:
     """One inference request as the dialect hands it over.
 
@@ -79,7 +79,7 @@ class Request:
     request_id: str = ""
 
 
-@dataclass
+@dataclass(slots=True)
 class Reply:
     """One request's answer, or one piece of it.
 
@@ -121,7 +121,7 @@ def error_reply(status: int, message: str, kind: str = "InternalServerException"
     )
 
 
-@dataclass
+@dataclass(slots=True)
 class _Prepared:
     """A request turned into what the handler gets: its place in the dialect's list, its
     id, its data dict and its headers."""
@@ -327,7 +327,7 @@ class HandlerModel:
         ids = {k: p.request_id for k, p in enumerate(prepared)}
         batch = [p.data for p in prepared]
         ctx.request_ids = ids
-        ctx.request_processor = [RequestProcessor(p.headers) for p in prepared]
+        ctx._request_processor = [RequestProcessor(p.headers) for p in prepared]
         ctx.stopping_criteria = None
         self.metrics.set_request_ids(ids)
         pieces: dict[int, list[Reply]] = {}
@@ -495,10 +495,11 @@ def _body_params(
     a file name has no content type; a file's has its own, default
     application/octet-stream), else the whole body as ``body``."""
     mime = _mime(content_type)
-    raw = bytes(body)
-    if mime.lower() == "multipart/form-data":
+    raw = body if isinstance(body, bytes) else bytes(body)
+    form = mime.lower()
+    if form == "multipart/form-data":
         return _multipart(raw, content_type)
-    if mime.lower() == "application/x-www-form-urlencoded":
+    if form == "application/x-www-form-urlencoded":
         pairs = urllib.parse.parse_qsl(
             raw.decode("utf-8", "replace"),
             keep_blank_values=True,

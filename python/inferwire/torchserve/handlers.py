@@ -260,6 +260,8 @@ def _default_handler(stem: str, name: str) -> ModuleType:
 
 def forget_folder(model_dir: Path) -> None:
     """A model's folder is gone (its archive closed): off the import path and the list."""
+    if sys.is_finalizing():
+        return  # the interpreter is going: its import path with it
     folder = model_dir.resolve()
     with _import_lock:
         _model_folders.discard(folder)
