@@ -29,6 +29,13 @@ Both servers get one ``config.properties`` (only the ports differ): every listen
 - inferwire: ``INFERWIRE torchserve`` with the same arguments (``--inferwire``, shell
   words; the release build in docs/benchmarks.md).
 
+A third server, the floor (``--servers``, default ``torchserve,inferwire,floor``), runs
+the small cells only: ``http_floor`` and ``grpc_floor`` (release builds in ``--examples``,
+``cargo build --release -p inferwire-server --example http_floor --example grpc_floor``),
+which parse nothing and answer every request with the same small reply. Its requests/s
+is the most any server can answer here with the load generator on the same two cores:
+where it is below 10× TorchServe's, the goal cannot be met by any server in that cell.
+
 Before measuring, each server must answer correctly (content checked, not just the
 status): ``[7]`` for the small request, and for one image the top 5 as
 ``{"classes": [5 ints], "scores": [5 floats]}``, which must be the same classes on both
@@ -94,16 +101,18 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from images_numpy import SEED_001_MB, SIZES, field, jpeg  # noqa: E402
 from lib.proc_cpu import cpu_seconds  # noqa: E402
-from lib.servers import free_port  # noqa: E402
-from runtime import machine  # noqa: E402
+from lib.servers import FLOOR_EXAMPLES, floor_command, free_port  # noqa: E402
+from runtime import Proc, machine  # noqa: E402
 
 PEER = ROOT / "benchmarks/peers/torchserve"
 HANDLERS = PEER / "handlers"
 TS_BIN = ROOT / ".tools/peers/torchserve/bin"
 ARCHIVER = ROOT / ".venv/bin/torch-model-archiver"
 RELEASE_BENCH = ROOT / "target/release/inferwire-bench"
-SERVERS = ("torchserve", "inferwire")
-LABEL = {"torchserve": "TorchServe", "inferwire": "inferwire"}
+SERVERS = ("torchserve", "inferwire", "floor")
+# The two that serve the archives (the floor answers the small requests only).
+ARCHIVE_SERVERS = ("torchserve", "inferwire")
+LABEL = {"torchserve": "TorchServe", "inferwire": "inferwire", "floor": "floor"}
 TS_CALL = "org.pytorch.serve.grpc.inference.InferenceAPIsService/Predictions"
 CLIENTS = (1, 8, 64)
 IMAGE_CLIENTS = 20  # seed 001's burst
@@ -370,6 +379,15 @@ def start(name: str, args: argparse.Namespace, store: Path, bodies: Bodies) -> R
     return Running(name, proc.pid, url, grpc, time.monotonic() - started, answers, stop)
 
 
+def start_floor(args: argparse.Namespace) -> Running:
+    """The floor (``lib.servers.floor_command``): what the small cells cost a server that
+    parses nothing and runs no handler, measured beside the two in the same run."""
+    argv, http, grpc = floor_command(args.examples)
+    url = f"http://{http}"
+    proc = Proc(argv, f"{url}/ping", timeout=30.0)
+    return Running("floor", proc.pid, url, grpc, proc.start_seconds, {}, proc.stop)
+
+
 def describe(management: str) -> dict[str, Any]:
     """Each model's batch settings and workers as the management API describes them."""
     out: dict[str, Any] = {}
@@ -460,7 +478,7 @@ def measure_server(
     name: str, args: argparse.Namespace, store: Path, bodies: Bodies
 ) -> tuple[dict[str, Cell], dict[str, Any]]:
     began = time.monotonic()
-    r = start(name, args, store, bodies)
+    r = start_floor(args) if name == "floor" else start(name, args, store, bodies)
     facts: dict[str, Any] = {"start_s": round(r.start_s, 1), "answers": r.answers}
     cells: dict[str, Cell] = {}
     try:
@@ -474,7 +492,7 @@ def measure_server(
                     cell, _ = measure(args.bench, r, target, warm, run, limit)
                     cells[f"small|{protocol}|{clients}"] = cell
                     progress(name, f"small {protocol} c={clients}", cell)
-        if "images" in args.parts:
+        if "images" in args.parts and name != "floor":
             for size in args.sizes:
                 for protocol, form in IMAGE_KINDS:
                     if protocol not in args.protocols:
@@ -600,16 +618,18 @@ def ratio(a: float, b: float) -> str:
 
 
 def small_table(results: dict[str, dict[str, Cell]], protocols: list[str]) -> list[str]:
+    """Each server's figures, then what the goal asks (10× TorchServe's requests/s) beside
+    what inferwire and the floor reach of TorchServe's."""
     lines = [
         "| protocol | clients | TorchServe req/s | p50 / p99 | CPU/req "
-        "| inferwire req/s | p50 / p99 | CPU/req "
-        "| req/s inferwire ÷ TorchServe | CPU/req TorchServe ÷ inferwire |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| inferwire req/s | p50 / p99 | CPU/req | floor req/s | CPU/req "
+        "| req/s inferwire ÷ TorchServe | floor ÷ TorchServe | CPU/req TorchServe ÷ inferwire |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for protocol in protocols:
         for clients in CLIENTS:
             key = f"small|{protocol}|{clients}"
-            ts, iw = results.get("torchserve", {}).get(key), results.get("inferwire", {}).get(key)
+            ts, iw, fl = (results.get(s, {}).get(key) for s in SERVERS)
             row = f"| {'REST' if protocol == 'rest' else 'gRPC'} | {clients} |"
             for c in (ts, iw):
                 row += (
@@ -617,11 +637,10 @@ def small_table(results: dict[str, dict[str, Cell]], protocols: list[str]) -> li
                     if c
                     else " - | - | - |"
                 )
-            row += (
-                f" **{ratio(iw.rps, ts.rps)}** | {ratio(ts.server_cpu_us, iw.server_cpu_us)} |"
-                if ts and iw
-                else " - | - |"
-            )
+            row += f" {fl.rps:,.0f} | {fmt(fl.server_cpu_us)} |" if fl else " - | - |"
+            row += f" **{ratio(iw.rps, ts.rps)}** |" if ts and iw else " - |"
+            row += f" {ratio(fl.rps, ts.rps)} |" if ts and fl else " - |"
+            row += f" {ratio(ts.server_cpu_us, iw.server_cpu_us)} |" if ts and iw else " - |"
             lines.append(row)
     return lines
 
@@ -652,7 +671,7 @@ def image_table(
             key = f"image|{size[0]}|{protocol}|{form}"
             h = handler.get(f"densenet161|{size[0]}|{form}")
             row = f"| {'REST' if protocol == 'rest' else 'gRPC'} {form} |"
-            cells = [results.get(s, {}).get(key) for s in SERVERS]
+            cells = [results.get(s, {}).get(key) for s in ARCHIVE_SERVERS]
             for c in cells:
                 row += (
                     f" {c.round_s:.3f} s ({c.p50_us / 1e6:.2f} s; {fmt(c.server_cpu_us)}) |"
@@ -736,6 +755,12 @@ def main() -> int:
     )
     p.add_argument("--archiver", type=Path, default=ARCHIVER, help="torch-model-archiver")
     p.add_argument(
+        "--examples",
+        type=Path,
+        default=FLOOR_EXAMPLES,
+        help="folder of the release http_floor and grpc_floor (the floor server)",
+    )
+    p.add_argument(
         "--handler-python", default=sys.executable, help="the Python timing the handlers"
     )
     p.add_argument("--handler-time", action="store_true", help=argparse.SUPPRESS)
@@ -749,7 +774,7 @@ def main() -> int:
     args.parts = [s for s in args.parts.split(",") if s]
     args.protocols = [s for s in args.protocols.split(",") if s]
     if set(servers) - set(SERVERS) or set(args.parts) - {"small", "images"}:
-        p.error("--servers: torchserve,inferwire; --parts: small,images")
+        p.error("--servers: torchserve,inferwire,floor; --parts: small,images")
     if set(args.protocols) - {"rest", "grpc"} or not args.protocols:
         p.error("--protocols: rest, grpc or both")
     if "torchserve" in servers and not (TS_BIN / "torchserve").exists():
@@ -782,9 +807,11 @@ def main() -> int:
 
     results = {name: median_cells(r) for name, r in rounds.items() if r}
     handler = median_handler(handler_rounds) if handler_rounds else {}
+    archive_servers = [s for s in servers if s in ARCHIVE_SERVERS]
+    first = archive_servers[0] if archive_servers else ""
     same = {
-        k: {s: facts[s][0]["answers"].get(k) for s in servers if facts.get(s)}
-        for k in (facts[servers[0]][0]["answers"] if facts.get(servers[0]) else {})
+        k: {s: facts[s][0]["answers"].get(k) for s in archive_servers if facts.get(s)}
+        for k in (facts[first][0]["answers"] if facts.get(first) else {})
         if k.startswith("densenet161")
     }
     agree = all(len({json.dumps(v) for v in pair.values()}) == 1 for pair in same.values())
@@ -830,7 +857,9 @@ def main() -> int:
             + ("the same on both servers." if agree else f"DIFFER between servers: {same}"),
             "",
         ]
-    described = {n: f[0]["answers"].get("described") for n, f in facts.items() if f}
+    described = {
+        n: f[0]["answers"].get("described") for n, f in facts.items() if f and n != "floor"
+    }
     if described and len({json.dumps(d, sort_keys=True) for d in described.values()}) == 1:
         settings_line = [
             "- Both management APIs describe the models alike: "
@@ -851,7 +880,14 @@ def main() -> int:
             f"- **{LABEL[n]}**: ready (every kind of request answered correctly) in "
             f"{', '.join(str(x['start_s']) for x in f)} s"
             for n, f in facts.items()
-            if f
+            if f and n != "floor"
+        ],
+        *[
+            "- **floor**: `http_floor` and `grpc_floor` (crates/inferwire-server/examples), "
+            "which parse nothing and answer every request with the same small reply: the "
+            "least any server here can spend on the small cells"
+            for n, f in facts.items()
+            if f and n == "floor"
         ],
         *[
             f"- **{LABEL[n]}**: did not run: {why.strip().splitlines()[0][:300]}"

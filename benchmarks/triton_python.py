@@ -74,14 +74,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from lib.proc_cpu import cpu_seconds  # noqa: E402
-from lib.servers import free_port  # noqa: E402
+from lib.servers import FLOOR_EXAMPLES, floor_command, free_port  # noqa: E402
 from runtime import PeerProc, Proc, machine  # noqa: E402
 
 REPOSITORY = ROOT / "benchmarks/peers/tritonserver/repository"
 TRITON_PYTHON = ROOT / ".tools/peers/pytriton/bin/python"
 TRITON_SERVE = ROOT / "benchmarks/peers/tritonserver/serve.py"
 V2_CALL = "inference.GRPCInferenceService/ModelInfer"
-EXAMPLES = ROOT / "target/release/examples"
 SERVERS = ("inferwire", "triton", "floor")
 PROTOCOLS = ("http", "grpc")
 CLIENTS = (1, 8)
@@ -202,20 +201,11 @@ def start_inferwire(args: argparse.Namespace) -> Running:
 
 
 def start_floor(args: argparse.Namespace) -> Running:
-    """``http_floor`` and ``grpc_floor`` as two children of one ``bash``: the PID measured
-    is the shell's, whose tree holds both; stopping kills the process group."""
-    servers = [args.examples / "http_floor", args.examples / "grpc_floor"]
-    missing = [str(s) for s in servers if not s.exists()]
-    if missing:
-        raise RuntimeError(
-            f"not built: {', '.join(missing)} (cargo build --release -p inferwire-server "
-            "--example http_floor --example grpc_floor)"
-        )
-    http, grpc = f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"
-    http_floor, grpc_floor = (shlex.quote(str(s)) for s in servers)
-    script = f"{http_floor} {http} & {grpc_floor} {grpc} & wait"
+    """``http_floor`` and ``grpc_floor`` (``lib.servers.floor_command``): the PID measured
+    is their shell's; stopping kills the process group."""
+    argv, http, grpc = floor_command(args.examples)
     url = f"http://{http}"
-    proc = Proc(["bash", "-c", script], f"{url}/v2/health/ready", timeout=30.0)
+    proc = Proc(argv, f"{url}/v2/health/ready", timeout=30.0)
     try:
         wait_port(grpc)
     except RuntimeError:
@@ -447,7 +437,7 @@ def main() -> int:
     p.add_argument(
         "--examples",
         type=Path,
-        default=EXAMPLES,
+        default=FLOOR_EXAMPLES,
         help="folder of the release http_floor and grpc_floor (the floor server)",
     )
     p.add_argument(

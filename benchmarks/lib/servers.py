@@ -79,6 +79,28 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+# The release builds of the do-nothing servers (crates/inferwire-server/examples).
+FLOOR_EXAMPLES = ROOT / "target/release/examples"
+
+
+def floor_command(examples: Path = FLOOR_EXAMPLES) -> tuple[list[str], str, str]:
+    """The floor under any server here: ``http_floor`` and ``grpc_floor`` on free ports as
+    two children of one ``bash`` (its PID's tree holds both, so one /proc reading measures
+    them; stopping its process group stops both). Returns the argv and the HTTP and gRPC
+    addresses. Both answer every request, whatever its path or method, with the same
+    small reply."""
+    servers = [examples / "http_floor", examples / "grpc_floor"]
+    missing = [str(s) for s in servers if not s.exists()]
+    if missing:
+        raise RuntimeError(
+            f"not built: {', '.join(missing)} (cargo build --release -p inferwire-server "
+            "--example http_floor --example grpc_floor)"
+        )
+    http, grpc = f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"
+    http_floor, grpc_floor = (shlex.quote(str(s)) for s in servers)
+    return ["bash", "-c", f"{http_floor} {http} & {grpc_floor} {grpc} & wait"], http, grpc
+
+
 def _http_ok(url: str) -> bool:
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     try:
