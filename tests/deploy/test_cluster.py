@@ -1,8 +1,8 @@
 """inferwire on a real Kubernetes node (deploy/e2e): the Helm chart serving through a
 Service, a rolling update and a deleted pod under load with no accepted request lost,
 readiness during start and drain, the HPA, KServe's controller with the ServingRuntime
-and an InferenceService, KServe's own MLServer and Triton runtimes with only their image
-changed, Seldon Core's operator with a SeldonDeployment.
+and an InferenceService, KServe's own MLServer, Triton and TorchServe runtimes with only
+their image changed, Seldon Core's operator with a SeldonDeployment.
 
 Opt-in: runs only while the cluster is up (``bash deploy/e2e/run.sh``, or
 ``deploy/e2e/cluster.sh up`` and ``deploy/e2e/image.sh`` first); everywhere else, CI
@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -826,6 +827,197 @@ def test_kserve_tritonserver_runtime_with_only_its_image_changed(
         timeout=5,
     ).text
     assert 'nv_inference_request_success{model="add_sub",version="1"} 2' in metrics, metrics
+
+
+TORCHSERVE_NS = "kserve-torchserve-e2e"
+# /mnt/models/config/config.properties as KServe's TorchServe docs write it: TorchServe's
+# frontend on 8085 (the KServe wrapper's 8080 free), metrics on the annotation's 8082,
+# TS_* variables read (TS_SERVICE_ENVELOPE among them), the model from the snapshot.
+# Token authorization off, as TorchServe 0.12's own KServe image needs it: its wrapper
+# sends no key.
+TORCHSERVE_CONFIG = """\
+inference_address=http://0.0.0.0:8085
+management_address=http://0.0.0.0:8085
+metrics_address=http://0.0.0.0:8082
+grpc_inference_port=7070
+grpc_management_port=7071
+enable_metrics_api=true
+metrics_mode=prometheus
+number_of_netty_threads=4
+job_queue_size=10
+enable_envvars_config=true
+install_py_dep_per_model=true
+disable_token_authorization=true
+model_store=/mnt/models/model-store
+model_snapshot={"name":"startup.cfg","modelCount":1,"models":{"echo":{"1.0":{"defaultVersion":\
+true,"marName":"echo.mar","minWorkers":1,"maxWorkers":1,"batchSize":1,"maxBatchDelay":10,\
+"responseTimeout":60}}}}
+"""
+
+
+@pytest.fixture(scope="module")
+def kserve_torchserve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """KServe's kserve-torchserve ClusterServingRuntime with deploy/kserve's patch applied
+    (TorchServe's KServe image, pytorch/torchserve-kfs, replaced by inferwire's, here by
+    the node's local name for it; the args, `torchserve --start
+    --model-store=/mnt/models/model-store --ts-config=/mnt/models/config/config.properties`,
+    unchanged), and two InferenceServices of modelFormat pytorch over a PVC laid out as
+    KServe's TorchServe docs lay out a storageUri (config/config.properties and
+    model-store/echo.mar, an archive torch-model-archiver made of TorchServe's echo
+    handler, which imports no torch): one of protocol v1, one of v2, for which KServe sets
+    TS_SERVICE_ENVELOPE to kserve and kservev2."""
+    if not crd_installed("clusterservingruntimes.serving.kserve.io"):
+        pytest.skip("KServe is not installed (deploy/e2e/kserve.py up)")
+    sys.path.insert(0, str(ROOT / "tests" / "dialects" / "torchserve"))
+    from torchserve_archives import VENDOR, archive
+
+    runtime = kserve_runtime("kserve-torchserve")
+    (patch,) = json.loads((ROOT / "deploy/kserve/kserve-torchserve-image.json").read_text())
+    assert patch["path"] == "/spec/containers/0/image"
+    runtime["spec"]["containers"][0]["image"] = f"localhost/{patch['value']}"
+    fresh_namespace(TORCHSERVE_NS)
+    source = tmp_path_factory.mktemp("torchserve-models")
+    (source / "config").mkdir()
+    (source / "config" / "config.properties").write_text(TORCHSERVE_CONFIG)
+    (source / "model-store").mkdir()
+    archive(source / "model-store", "echo", VENDOR / "echo" / "handler.py")
+    model_volume(TORCHSERVE_NS, "models", source, under="echo")
+    services = []
+    for name, protocol in (("echo-v1", "v1"), ("echo-v2", "v2")):
+        services.append(
+            {
+                "apiVersion": "serving.kserve.io/v1beta1",
+                "kind": "InferenceService",
+                "metadata": {"name": name, "namespace": TORCHSERVE_NS},
+                "spec": {
+                    "predictor": {
+                        "model": {
+                            "modelFormat": {"name": "pytorch"},
+                            "protocolVersion": protocol,
+                            "runtime": "kserve-torchserve",
+                            "storageUri": "pvc://models/echo",
+                            # The runtime asks for a whole core and 2 GiB; a 2-core node's
+                            # share.
+                            "resources": {
+                                "requests": {"cpu": "100m", "memory": "256Mi"},
+                                "limits": {"cpu": "1", "memory": "2Gi"},
+                            },
+                        }
+                    }
+                },
+            }
+        )
+    kubectl("apply", "-f", "-", stdin=json.dumps(runtime))
+    apply(services, TORCHSERVE_NS)
+    for name in ("echo-v1", "echo-v2"):
+        kubectl(
+            "wait",
+            f"inferenceservice/{name}",
+            "-n",
+            TORCHSERVE_NS,
+            "--for=condition=Ready",
+            "--timeout=300s",
+        )
+    yield runtime
+    kubectl("delete", "namespace", TORCHSERVE_NS, "--wait=true", "--timeout=180s", check=False)
+    kubectl("delete", "clusterservingruntime", "kserve-torchserve", check=False)
+
+
+def _torchserve_predictor(name: str) -> tuple[dict[str, Any], str, dict[str, Any]]:
+    """The InferenceService's predictor: its container, its Service's URL and its pod."""
+    deployment = json.loads(
+        kubectl("get", "deployment", f"{name}-predictor", "-n", TORCHSERVE_NS, "-o", "json")
+    )
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    service = json.loads(
+        kubectl("get", "service", f"{name}-predictor", "-n", TORCHSERVE_NS, "-o", "json")
+    )
+    ports = {p["targetPort"]: p["port"] for p in service["spec"]["ports"]}
+    url = f"http://{service['spec']['clusterIP']}:{ports[8080]}"
+    (pod,) = json.loads(
+        kubectl(
+            "get",
+            "pods",
+            "-n",
+            TORCHSERVE_NS,
+            "-l",
+            f"serving.kserve.io/inferenceservice={name}",
+            "--field-selector=status.phase=Running",
+            "-o",
+            "json",
+        )
+    )["items"]
+    return container, url, pod
+
+
+def test_kserve_torchserve_runtime_with_only_its_image_changed(
+    kserve_torchserve: dict[str, Any],
+) -> None:
+    """KServe runs the image with TorchServe's command line (`torchserve --start ...`
+    after the image's ENTRYPOINT, `inferwire`, as the container's main process, so it
+    serves in the foreground) as uid 1000, with TS_SERVICE_ENVELOPE from the protocol
+    version: the echo handler answers KServe's v1 request as `predictions` and its V2
+    request as V2 outputs through the predictor's Service (port 8080, the KServe
+    wrapper's in TorchServe's image), and the metrics port KServe's annotation names
+    counts them in TorchServe's ts_inference_requests_total."""
+    (want,) = kserve_torchserve["spec"]["containers"]
+    annotations = kserve_torchserve["spec"]["annotations"]
+    envelopes = {}
+    urls = {}
+    for name in ("echo-v1", "echo-v2"):
+        container, url, pod = _torchserve_predictor(name)
+        assert container["image"] == f"localhost/inferwire:{VERSION}", container["image"]
+        assert container["args"] == want["args"] and "command" not in container, container
+        assert container["securityContext"]["runAsUser"] == 1000, container["securityContext"]
+        envelopes[name] = {e["name"]: e.get("value") for e in container["env"]}[
+            "TS_SERVICE_ENVELOPE"
+        ]
+        urls[name] = (url, pod)
+        wait_until(
+            f"{name}'s Service to answer",
+            lambda url=url: httpx.get(f"{url}/v1/models/echo", timeout=2).status_code == 200,
+            60,
+        )
+    assert envelopes == {"echo-v1": "kserve", "echo-v2": "kservev2"}, envelopes
+
+    v1, v1_pod = urls["echo-v1"]
+    assert httpx.get(f"{v1}/v1/models/echo").json() == {"name": "echo", "ready": True}
+    body = {"instances": [{"data": "hello"}, {"data": [1, 2, 3]}]}
+    for _ in range(2):
+        r = httpx.post(f"{v1}/v1/models/echo:predict", json=body, timeout=10)
+        assert r.status_code == 200, r.text
+        assert r.json() == {"predictions": ["hello", [1, 2, 3]]}
+    bad = httpx.post(f"{v1}/v1/models/echo:predict", json={"instances": 3}, timeout=10)
+    assert bad.status_code == 400 and bad.json()["error"].startswith('"instances"'), bad.text
+
+    v2, v2_pod = urls["echo-v2"]
+    assert httpx.get(f"{v2}/v2/health/ready").status_code == 200
+    assert httpx.get(f"{v2}/v2/models/echo/ready").status_code == 200
+    request = {
+        "id": "r-1",
+        "inputs": [{"name": "x", "shape": [2, 2], "datatype": "INT64", "data": [1, 2, 3, 4]}],
+    }
+    r = httpx.post(f"{v2}/v2/models/echo/infer", json=request, timeout=10)
+    assert r.status_code == 200, r.text
+    assert r.json() == {
+        "id": "r-1",
+        "model_name": "echo",
+        "model_version": "1.0",
+        "outputs": [{"name": "x", "datatype": "INT64", "data": [1, 2, 3, 4], "shape": [4]}],
+    }
+
+    # prometheus.kserve.io/port: each pod's metrics, not behind the Service.
+    for pod, count in ((v1_pod, 3), (v2_pod, 1)):
+        metrics = httpx.get(
+            f"http://{pod['status']['podIP']}:{annotations['prometheus.kserve.io/port']}"
+            f"{annotations['prometheus.kserve.io/path']}",
+            timeout=5,
+        ).text
+        line = (
+            f'ts_inference_requests_total{{model_name="echo",model_version="default",'
+            f'hostname="{pod["metadata"]["name"]}",}} {count}.0'
+        )
+        assert line in metrics, metrics
 
 
 SELDON_NS = "seldon-e2e"
