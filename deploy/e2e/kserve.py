@@ -203,6 +203,12 @@ def running() -> bool:
         return False
 
 
+# The manager's own ports on this machine; the variables move them off ports a local
+# server already holds (its health port must answer for `up` to finish).
+METRICS_ADDR = "127.0.0.1:" + os.environ.get("INFERWIRE_E2E_KSERVE_METRICS_PORT", "18080")
+HEALTH_ADDR = "127.0.0.1:" + os.environ.get("INFERWIRE_E2E_KSERVE_HEALTH_PORT", "18081")
+
+
 def up() -> None:
     subprocess.run(["bash", str(E2E / "build.sh"), "kserve"], check=True)
     kserve = module_dir()
@@ -227,8 +233,8 @@ def up() -> None:
                 [
                     str(BIN / "kserve-manager"),
                     f"--webhook-port={WEBHOOK_PORT}",
-                    "--metrics-addr=127.0.0.1:18080",
-                    "--health-probe-addr=127.0.0.1:18081",
+                    f"--metrics-addr={METRICS_ADDR}",
+                    f"--health-probe-addr={HEALTH_ADDR}",
                 ],
                 env=env,
                 stdout=log,
@@ -238,7 +244,7 @@ def up() -> None:
         PIDFILE.write_text(str(proc.pid))
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        r = subprocess.run(["curl", "-sf", "http://127.0.0.1:18081/readyz"], capture_output=True)
+        r = subprocess.run(["curl", "-sf", f"http://{HEALTH_ADDR}/readyz"], capture_output=True)
         if r.returncode == 0:
             break
         if not running():
