@@ -94,6 +94,7 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>, peer: IpAddr, port: P
                         name: found.name,
                         version: found.version,
                         peer,
+                        port,
                     })
                     .await
                 }
@@ -121,6 +122,7 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>, peer: IpAddr, port: P
 fn serves(app: &App, route: Port, on: Port, path: &str) -> bool {
     match (route, on) {
         _ if route == on => true,
+        (Port::MainAndManagement, Port::Main | Port::Management) => true,
         (Port::Management, Port::Main) => app.config.management_port.is_none(),
         (Port::KServe, Port::Main) => true,
         (Port::Main, Port::KServe) => {

@@ -17,6 +17,7 @@ mod serve;
 mod shared_memory;
 mod stream;
 mod torchserve;
+mod torchserve_openapi;
 mod v2;
 
 pub use routes::Port;

@@ -19,7 +19,7 @@ use hyper::body::Incoming;
 use super::body::Reply;
 use super::{
     components, health, kserve, login, publish, runtime_settings, seldon, shared_memory, stream,
-    torchserve, v2,
+    torchserve, torchserve_openapi, v2,
 };
 use crate::app::App;
 use crate::auth::Access;
@@ -40,6 +40,8 @@ pub(super) struct Ctx<'a> {
     pub version: &'a str,
     /// The client's address (failed logins are counted against it).
     pub peer: IpAddr,
+    /// The listener the request came in on.
+    pub port: Port,
 }
 
 pub(super) type Handled<'a> = Pin<Box<dyn Future<Output = Result<Reply, ServeError>> + Send + 'a>>;
@@ -51,6 +53,7 @@ pub(super) enum Verb {
     Post,
     Put,
     Delete,
+    Options,
     /// Every method (the handler answers them all alike).
     Any,
 }
@@ -62,6 +65,7 @@ impl Verb {
             Verb::Post => method == Method::POST,
             Verb::Put => method == Method::PUT,
             Verb::Delete => method == Method::DELETE,
+            Verb::Options => method == Method::OPTIONS,
             Verb::Any => true,
         }
     }
@@ -86,6 +90,8 @@ pub enum Port {
     Main,
     Management,
     KServe,
+    /// The REST port and the management port (TorchServe's API description).
+    MainAndManagement,
 }
 
 /// One route.
@@ -178,7 +184,7 @@ const fn seldon(
 
 use metrics::Route as M;
 use Access as A;
-use Verb::{Any, Delete, Get, Post, Put};
+use Verb::{Any, Delete, Get, Options, Post, Put};
 
 /// A route of TorchServe's management API (its own port).
 const fn torchserve_management(
@@ -204,12 +210,40 @@ pub(super) static ROUTES: &[Route] = &[
             (Post, |c| Box::pin(torchserve::register(c.app, c.req))),
         ],
     ),
+    // TorchServe's API description (OpenAPI), of the port asked.
+    Route {
+        port: Port::MainAndManagement,
+        ..torchserve(
+            &["/"],
+            A::OPEN,
+            M::Metadata,
+            &[(Options, |c| {
+                Box::pin(async move { Ok(torchserve_openapi::listing(c.app, c.port)) })
+            })],
+        )
+    },
+    Route {
+        port: Port::MainAndManagement,
+        ..torchserve(
+            &["/api-description"],
+            A::OPEN,
+            M::Metadata,
+            &[(Any, |c| {
+                Box::pin(async move { Ok(torchserve_openapi::listing(c.app, c.port)) })
+            })],
+        )
+    },
     torchserve_management(
         &["/models/{name}", "/models/{name}/{version}"],
         A::OPEN,
         &[
             (Get, |c| {
                 Box::pin(torchserve::describe(c.app, c.req, c.name, c.version))
+            }),
+            (Options, |c| {
+                Box::pin(torchserve_openapi::model_management(
+                    c.app, c.name, c.version,
+                ))
             }),
             (Delete, |c| {
                 Box::pin(torchserve::unregister(c.app, c.req, c.name, c.version))
@@ -276,6 +310,11 @@ pub(super) static ROUTES: &[Route] = &[
             (Put, |c| {
                 Box::pin(torchserve::predict(
                     c.app, c.req, c.name, c.version, c.obs, false,
+                ))
+            }),
+            (Options, |c| {
+                Box::pin(torchserve_openapi::model_inference(
+                    c.app, c.name, c.version,
                 ))
             }),
         ],
@@ -828,6 +867,7 @@ mod tests {
                         + match r.port {
                             Port::Management => " management",
                             Port::KServe => " kserve",
+                            Port::MainAndManagement => " main+management",
                             Port::Main => "",
                         }
                 ));
@@ -835,15 +875,17 @@ mod tests {
         }
         let expected = [
             "GET,POST /models open other torchserve-only management",
-            "GET,DELETE,PUT /models/{name} open other torchserve-only management",
-            "GET,DELETE,PUT /models/{name}/{version} open other torchserve-only management",
+            "OPTIONS / open metadata torchserve-only main+management",
+            "ANY /api-description open metadata torchserve-only main+management",
+            "GET,OPTIONS,DELETE,PUT /models/{name} open other torchserve-only management",
+            "GET,OPTIONS,DELETE,PUT /models/{name}/{version} open other torchserve-only management",
             "PUT /models/{name}/{version}/set-default open other torchserve-only management",
             "GET /token open other torchserve-only management",
             "GET /v1/models predict metadata torchserve-only kserve",
             "GET,POST /v1/models/{name} open post:predict infer torchserve-only kserve",
             "GET /ping open health torchserve-only",
-            "POST,PUT /predictions/{name} predict infer torchserve-only",
-            "POST,PUT /predictions/{name}/{version} predict infer torchserve-only",
+            "POST,PUT,OPTIONS /predictions/{name} predict infer torchserve-only",
+            "POST,PUT,OPTIONS /predictions/{name}/{version} predict infer torchserve-only",
             "POST /explanations/{name} predict infer torchserve-only",
             "POST /explanations/{name}/{version} predict infer torchserve-only",
             "POST,GET /api/v1.0/predictions predict predict default-model",
