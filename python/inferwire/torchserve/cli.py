@@ -34,11 +34,11 @@ from ..errors import InferwireError, SettingsError
 from ..settings import MAX_WORKERS
 from . import properties as P
 from . import tokens
+from .context import TORCHSERVE_VERSION
 from .properties import Entry, Listener
 
 log = logging.getLogger("inferwire")
 
-TORCHSERVE_VERSION = "0.12.0"
 # How a background start runs the server (and how --stop knows the process is one).
 MODULE = "inferwire.torchserve.cli"
 # TorchServe's frontend, as its pid file names it (--stop stops that too).

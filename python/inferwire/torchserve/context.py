@@ -20,8 +20,9 @@ from typing import Any
 
 log = logging.getLogger("inferwire")
 
-# What ``system_properties["server_version"]`` says: the TorchServe release whose
-# behaviour is served (handlers that test it expect a TorchServe version).
+# The TorchServe release whose behaviour is served: ``system_properties["server_version"]``
+# (handlers that test it expect a TorchServe version), ``--version``, and the API
+# description (crates/inferwire-server/src/rest/torchserve_openapi.rs says the same).
 TORCHSERVE_VERSION = "0.12.0"
 
 
