@@ -353,7 +353,12 @@ class HandlerModel:
         except Exception as e:
             failure = _prediction_exception(e)
             if failure is not None:
-                log.error("model %s: prediction error", self.name, exc_info=True)
+                if failure[0] < 500:
+                    # The request's fault (an envelope refusing a body): one line, so a
+                    # client cannot fill the log with tracebacks.
+                    log.warning("model %s: prediction error %d: %s", self.name, *failure)
+                else:
+                    log.error("model %s: prediction error", self.name, exc_info=True)
                 return self._failed(ids, ended, *failure)
             if "CUDA" in str(e):
                 log.error("model %s: CUDA out of memory", self.name, exc_info=True)
