@@ -216,52 +216,40 @@ fn io_thread(
     })
 }
 
-/// TorchServe's management port's (or KServe's wrapper's) own small runtime (its REST
-/// routes), until `stop`.
-fn management_thread(
-    app: Arc<App>,
-    listener: std::net::TcpListener,
-    stop: watch::Receiver<bool>,
-    port: rest::Port,
-) -> Result<(), ServeError> {
-    let runtime = single_threaded_runtime()?;
-    let grace = app.config.grace_period;
-    runtime.block_on(async move {
-        tokio::spawn(heartbeat());
-        let listener = tokio::net::TcpListener::from_std(listener).map_err(internal)?;
-        rest::serve(app, listener, stop, grace, port).await;
-        Ok(())
-    })
-}
-
-/// TorchServe's gRPC management port's own small runtime (`grpc::serve_management`),
-/// until `stop`.
-fn grpc_management_thread(
-    app: Arc<App>,
-    listener: std::net::TcpListener,
-    stop: watch::Receiver<bool>,
-) -> Result<(), ServeError> {
-    let runtime = single_threaded_runtime()?;
-    runtime.block_on(async move {
-        tokio::spawn(heartbeat());
-        let listener = tokio::net::TcpListener::from_std(listener).map_err(internal)?;
-        grpc::serve_management(app, listener, stop).await;
-        Ok(())
-    })
-}
-
-/// The metrics port's own small runtime (`rest::metrics_port`), until `stop`.
-fn metrics_thread(
-    app: Arc<App>,
-    listener: std::net::TcpListener,
-    stop: watch::Receiver<bool>,
-) -> Result<(), ServeError> {
-    let runtime = single_threaded_runtime()?;
-    runtime.block_on(async move {
-        let listener = tokio::net::TcpListener::from_std(listener).map_err(internal)?;
-        rest::metrics_port::serve(app, listener, stop).await;
-        Ok(())
-    })
+/// A side listener (TorchServe's management ports, KServe's wrapper port, the metrics
+/// port) on a thread and small runtime of its own, so a busy REST port does not hold it
+/// up: `serve` answers it until `stop`. `heartbeat`: keep the request timers off the
+/// driver's wake-ups (a port that serves requests with deadlines).
+fn side_listener<F, Fut>(
+    name: &str,
+    listener: Option<std::net::TcpListener>,
+    app: &Arc<App>,
+    stop: &watch::Receiver<bool>,
+    heartbeat_on: bool,
+    serve: F,
+) -> Result<Option<std::thread::JoinHandle<Result<(), ServeError>>>, ServeError>
+where
+    F: FnOnce(Arc<App>, tokio::net::TcpListener, watch::Receiver<bool>) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()>,
+{
+    let Some(listener) = listener else {
+        return Ok(None);
+    };
+    let (app, stop) = (app.clone(), stop.clone());
+    let thread = std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || {
+            let runtime = single_threaded_runtime()?;
+            runtime.block_on(async move {
+                if heartbeat_on {
+                    tokio::spawn(heartbeat());
+                }
+                let listener = tokio::net::TcpListener::from_std(listener).map_err(internal)?;
+                serve(app, listener, stop).await;
+                Ok(())
+            })
+        });
+    thread.map(Some).map_err(internal)
 }
 
 /// What to serve: the settings, the default model (the Seldon protocol's, served under
@@ -438,42 +426,41 @@ pub fn serve(
         handles.push(handle);
     }
     drop((http, grpc_listener));
-    if let Some(listener) = management_listener {
-        let (app, stop_rx) = (app.clone(), stop_rx.clone());
-        handles.push(
-            std::thread::Builder::new()
-                .name("inferwire-management".into())
-                .spawn(move || management_thread(app, listener, stop_rx, rest::Port::Management))
-                .map_err(internal)?,
-        );
-    }
-    if let Some(listener) = grpc_management_listener {
-        let (app, stop_rx) = (app.clone(), stop_rx.clone());
-        handles.push(
-            std::thread::Builder::new()
-                .name("inferwire-grpc-management".into())
-                .spawn(move || grpc_management_thread(app, listener, stop_rx))
-                .map_err(internal)?,
-        );
-    }
-    if let Some(listener) = kserve_listener {
-        let (app, stop_rx) = (app.clone(), stop_rx.clone());
-        handles.push(
-            std::thread::Builder::new()
-                .name("inferwire-kserve".into())
-                .spawn(move || management_thread(app, listener, stop_rx, rest::Port::KServe))
-                .map_err(internal)?,
-        );
-    }
-    if let Some(listener) = metrics_listener {
-        let (app, stop_rx) = (app.clone(), stop_rx.clone());
-        handles.push(
-            std::thread::Builder::new()
-                .name("inferwire-metrics".into())
-                .spawn(move || metrics_thread(app, listener, stop_rx))
-                .map_err(internal)?,
-        );
-    }
+    let sides = [
+        side_listener(
+            "inferwire-management",
+            management_listener,
+            &app,
+            &stop_rx,
+            true,
+            move |app, l, stop| rest::serve(app, l, stop, grace, rest::Port::Management),
+        )?,
+        side_listener(
+            "inferwire-grpc-management",
+            grpc_management_listener,
+            &app,
+            &stop_rx,
+            true,
+            grpc::serve_management,
+        )?,
+        side_listener(
+            "inferwire-kserve",
+            kserve_listener,
+            &app,
+            &stop_rx,
+            true,
+            move |app, l, stop| rest::serve(app, l, stop, grace, rest::Port::KServe),
+        )?,
+        side_listener(
+            "inferwire-metrics",
+            metrics_listener,
+            &app,
+            &stop_rx,
+            false,
+            rest::metrics_port::serve,
+        )?,
+    ];
+    handles.extend(sides.into_iter().flatten());
 
     // The calling thread only waits for signals.
     signals.block_on(wait_for_stop(stop, listening));
