@@ -48,14 +48,7 @@ pub async fn list(app: &App, limit: Option<i64>, from: Option<i64>) -> Result<Va
         .filter(|l| (1..=PAGE).contains(l))
         .unwrap_or(PAGE);
     let from = from.and_then(|f| usize::try_from(f).ok()).unwrap_or(0);
-    let index = app.models.index().await?;
-    let mut names: Vec<String> = index
-        .iter()
-        .filter(|m| m["state"] == "READY")
-        .filter_map(|m| m["name"].as_str().map(str::to_owned))
-        .collect();
-    names.sort_unstable();
-    names.dedup();
+    let names = ready_names(app).await?;
     let mut models = Vec::new();
     for name in names.iter().skip(from).take(limit) {
         let url = match app.model(name, "").await {
@@ -94,6 +87,21 @@ async fn described(model: &Served) -> Result<Value, ServeError> {
         "gpu": false,
     }]);
     Ok(d)
+}
+
+/// The names of the models serving now, in order, each once (its versions together).
+pub async fn ready_names(app: &App) -> Result<Vec<String>, ServeError> {
+    let mut names: Vec<String> = app
+        .models
+        .index()
+        .await?
+        .iter()
+        .filter(|m| m["state"] == "READY")
+        .filter_map(|m| m["name"].as_str().map(str::to_owned))
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    Ok(names)
 }
 
 /// Serves the archive `url` (a file name in the model store, or an http(s) URL that

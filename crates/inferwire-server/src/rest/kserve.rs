@@ -18,16 +18,7 @@ use crate::observe::Observed;
 
 /// `GET /v1/models`: the names of the models served (KServe's model list).
 pub async fn list(app: &App) -> Result<Reply, ServeError> {
-    let mut names: Vec<String> = app
-        .models
-        .index()
-        .await?
-        .iter()
-        .filter(|m| m["state"] == "READY")
-        .filter_map(|m| m["name"].as_str().map(str::to_owned))
-        .collect();
-    names.sort_unstable();
-    names.dedup();
+    let names = crate::torchserve_management::ready_names(app).await?;
     Ok(json_reply(StatusCode::OK, &json!({ "models": names })))
 }
 
