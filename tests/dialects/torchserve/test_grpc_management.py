@@ -9,20 +9,18 @@ switch (`enable_model_api`), TorchServe's codes for an unknown model or version,
 from __future__ import annotations
 
 import functools
-import http.server
 import json
 import os
 import shutil
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from torchserve_archives import ROOT, VENDOR, archive
+from torchserve_archives import ROOT, VENDOR, archive, archive_site
 from torchserve_server import TorchServe
 
 grpc = pytest.importorskip("grpc")
@@ -333,24 +331,11 @@ def test_without_enable_model_api_nothing_registers(pb: Any, tmp_path: Path) -> 
         s.stop()
 
 
-class _Archives(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args: object) -> None:
-        pass
-
-
 def test_models_at_start_may_be_urls_that_allowed_urls_allows(tmp_path: Path) -> None:
-    site = tmp_path / "site"
-    for folder in ("good", "bad"):
-        (site / folder).mkdir(parents=True)
-        archive(site / folder, "echo", VENDOR / "echo" / "handler.py")
-    handler = functools.partial(_Archives, directory=str(site))
-    web = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=web.serve_forever, daemon=True).start()
-    base = f"http://127.0.0.1:{web.server_address[1]}"
     store = tmp_path / "store"
     store.mkdir()
-    extra = f"allowed_urls={base}/good/.*\n"
-    try:
+    with archive_site(tmp_path / "site") as base:
+        extra = f"allowed_urls={base}/good/.*\n"
         s = TorchServe(store, f"fetched={base}/good/echo.mar", extra=extra)
         try:
             r = httpx.post(f"{s.url}/predictions/fetched", params={"data": "from the web"})
@@ -365,5 +350,3 @@ def test_models_at_start_may_be_urls_that_allowed_urls_allows(tmp_path: Path) ->
                 TorchServe(store, f"other={url}", extra=extra)
             assert f"--models {url}: " in str(refused.value)
             assert words in str(refused.value)
-    finally:
-        web.shutdown()

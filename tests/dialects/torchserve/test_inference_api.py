@@ -6,10 +6,7 @@ archive's `batchSize`, and TorchServe's error bodies and codes."""
 from __future__ import annotations
 
 import concurrent.futures
-import functools
-import http.server
 import json
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +15,7 @@ import pytest
 from torchserve_archives import (
     VENDOR,
     archive,
+    archive_site,
     handler_file,
     needs_ts,
     streaming_handler_source,
@@ -322,53 +320,29 @@ def test_without_enable_model_api_nothing_registers(server: TorchServe) -> None:
     assert httpx.post(f"{server.url}/predictions/echo", params={"data": "y"}).text == "y"
 
 
-class _Archives(http.server.SimpleHTTPRequestHandler):
-    """Serves the folder it is given; /good/jump redirects to /bad/echo.mar."""
-
-    def do_GET(self) -> None:
-        if self.path == "/good/jump.mar":
-            self.send_response(302)
-            self.send_header("Location", "/bad/echo.mar")
-            self.end_headers()
-            return
-        super().do_GET()
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
 def test_register_from_a_url_only_where_allowed_urls_allows(tmp_path: Path) -> None:
-    site = tmp_path / "site"
-    for folder in ("good", "bad"):
-        (site / folder).mkdir(parents=True)
-        archive(site / folder, "echo", VENDOR / "echo" / "handler.py")
-    handler = functools.partial(_Archives, directory=str(site))
-    web = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=web.serve_forever, daemon=True).start()
-    base = f"http://127.0.0.1:{web.server_address[1]}"
     store = tmp_path / "store"
     store.mkdir()
-    extra = f"enable_model_api=true\nallowed_urls={base}/good/.*\n"
-    s = TorchServe(store, extra=extra)
-    mgmt = f"http://127.0.0.1:{s.mgmt}"
-    try:
-        ok = httpx.post(f"{mgmt}/models", params={"url": f"{base}/good/echo.mar"}, timeout=60)
-        assert ok.status_code == 200, ok.text
-        r = httpx.post(f"{s.url}/predictions/echo", params={"data": "fetched"})
-        assert r.text == "fetched"
-        for url in (f"{base}/bad/echo.mar", f"{base}/good/jump.mar"):
-            params = {"url": url, "model_name": "other"}
-            refused = httpx.post(f"{mgmt}/models", params=params, timeout=60)
-            assert refused.status_code == 400, refused.text
-            assert "does not match any allowed URL(s)" in refused.json()["message"]
-        missing = httpx.post(
-            f"{mgmt}/models", params={"url": f"{base}/good/none.mar", "model_name": "n"}
-        )
-        assert missing.status_code == 400
-        assert "Failed to download archive from" in missing.json()["message"]
-    finally:
-        s.stop()
-        web.shutdown()
+    with archive_site(tmp_path / "site") as base:
+        s = TorchServe(store, extra=f"enable_model_api=true\nallowed_urls={base}/good/.*\n")
+        mgmt = f"http://127.0.0.1:{s.mgmt}"
+        try:
+            ok = httpx.post(f"{mgmt}/models", params={"url": f"{base}/good/echo.mar"}, timeout=60)
+            assert ok.status_code == 200, ok.text
+            r = httpx.post(f"{s.url}/predictions/echo", params={"data": "fetched"})
+            assert r.text == "fetched"
+            for url in (f"{base}/bad/echo.mar", f"{base}/good/jump.mar"):
+                params = {"url": url, "model_name": "other"}
+                refused = httpx.post(f"{mgmt}/models", params=params, timeout=60)
+                assert refused.status_code == 400, refused.text
+                assert "does not match any allowed URL(s)" in refused.json()["message"]
+            missing = httpx.post(
+                f"{mgmt}/models", params={"url": f"{base}/good/none.mar", "model_name": "n"}
+            )
+            assert missing.status_code == 400
+            assert "Failed to download archive from" in missing.json()["message"]
+        finally:
+            s.stop()
 
 
 def test_model_snapshot_as_kserve_writes_it_loads_and_sets_the_batch(tmp_path: Path) -> None:

@@ -5,10 +5,15 @@
 from __future__ import annotations
 
 import ast
+import contextlib
+import functools
+import http.server
 import importlib.util
 import shutil
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -97,3 +102,34 @@ def streaming_handler_source() -> str:
             assert isinstance(value, str)
             return value
     raise AssertionError("HANDLER_PY not found")
+
+
+class _Site(http.server.SimpleHTTPRequestHandler):
+    """Serves the folder it is given; /good/jump.mar redirects to /bad/echo.mar."""
+
+    def do_GET(self) -> None:
+        if self.path == "/good/jump.mar":
+            self.send_response(302)
+            self.send_header("Location", "/bad/echo.mar")
+            self.end_headers()
+            return
+        super().do_GET()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def archive_site(folder: Path) -> Iterator[str]:
+    """A web server on 127.0.0.1 holding TorchServe's echo archive at /good/echo.mar and
+    /bad/echo.mar (and /good/jump.mar, a redirect to the bad one): its base URL."""
+    for part in ("good", "bad"):
+        (folder / part).mkdir(parents=True)
+        archive(folder / part, "echo", VENDOR / "echo" / "handler.py")
+    handler = functools.partial(_Site, directory=str(folder))
+    web = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=web.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{web.server_address[1]}"
+    finally:
+        web.shutdown()
