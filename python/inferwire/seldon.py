@@ -91,9 +91,13 @@ class SeldonAdapter(Adapter):
         self.service_type = service_type(model)
         if not self.has_predict_raw and not callable(predict):
             if self.service_type == "MODEL":
-                raise ModelLoadError(
-                    f"{type(model).__name__} has none of predict(), predict_raw(), "
-                    "transform_input(), transform_output(), route(), aggregate()"
+                # Served as Seldon's wrapper serves it (a class with only feedback, say):
+                # each operation it lacks answers as the wrapper's does.
+                log.warning(
+                    "%s has none of predict(), predict_raw(), transform_input(), "
+                    "transform_output(), route(), aggregate(): predict answers [] as "
+                    "Seldon's wrapper does",
+                    type(model).__name__,
                 )
             # A graph component that is no model: Seldon answers predict with [].
             predict = _empty_predict
@@ -425,7 +429,8 @@ class SeldonAdapter(Adapter):
         problem = metadata_problem(meta)
         if problem is not None:
             log.error("%s: invalid model metadata, /metadata answers 500: %s", self.name, problem)
-            return f"Model metadata unavailable: {problem}"
+            # The wrapper's words exactly; the problem itself is in the log above.
+            return "Model metadata unavailable"
         return meta
 
     def _own_metadata(self) -> dict[str, Any]:

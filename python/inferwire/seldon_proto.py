@@ -33,7 +33,12 @@ def message_class(name: str) -> Any:
     pool = descriptor_pool.DescriptorPool()
     for f in files.file:
         pool.Add(f)
-    return message_factory.GetMessageClass(pool.FindMessageTypeByName(f"seldon.protos.{name}"))
+    descriptor = pool.FindMessageTypeByName(f"seldon.protos.{name}")
+    # GetMessageClass came in protobuf 4.21; seldon-core pins protobuf<4 (3.20 has only
+    # the factory's GetPrototype, which 5.x deprecates).
+    if hasattr(message_factory, "GetMessageClass"):
+        return message_factory.GetMessageClass(descriptor)
+    return message_factory.MessageFactory(pool).GetPrototype(descriptor)
 
 
 def to_message(op: str, request: dict[str, Any]) -> Any:

@@ -115,8 +115,10 @@ def serve(
             log.info("%s: %s", spec, made.how)
         model = made.model if made.model is not None else model
         adapter, name = made.adapter, made.name
-        # Seldon's requestPath names the model and its image, never a path on the server.
-        image = settings.model_image or made.image or name
+        # Seldon's requestPath names the unit and its image, never a path on the server;
+        # an unnamed unit (no model_name, i.e. PREDICTIVE_UNIT_ID) is left out of it, as
+        # the wrapper leaves it out (the core adds no entry without an image).
+        image = (settings.model_image or made.image or name) if settings.model_name else ""
         batch = settings.max_batch_size
         others += [(a, ModelSettings.model_validate(node)) for a, node in made.more]
     if model is not None and any(o[1].name == name for o in others):

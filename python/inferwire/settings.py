@@ -198,6 +198,12 @@ class Settings(BaseSettings, ModelServing):
         "value beside the name in meta.requestPath (Seldon puts the image there)",
         "PREDICTIVE_UNIT_IMAGE",
     )
+    include_metrics_in_client_response: Bool = _opt(
+        True,
+        "Seldon replies carry the model's metrics in meta.metrics (counted on /metrics "
+        "either way); false leaves them out, as the wrapper's variable of this name does",
+        "INCLUDE_METRICS_IN_CLIENT_RESPONSE",
+    )
     model_version: Str = _opt(
         "", "the model's version on V2 routes (/v2/models/NAME/versions/VERSION); empty: none"
     )

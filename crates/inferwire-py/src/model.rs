@@ -341,6 +341,15 @@ impl SeldonOps for PyModel {
     }
 
     fn aggregate(&self, msgs: Vec<SeldonMessage>) -> Result<Prediction, ModelError> {
+        // Seldon's wrapper reads each message's payload before calling `aggregate` (a
+        // `*_raw` gets the messages as they are).
+        if !self.is_raw("aggregate") {
+            if let Some(i) = msgs.iter().position(|m| matches!(m.payload, Payload::None)) {
+                return Err(ModelError::bad_input(format!(
+                    "aggregate: seldonMessages[{i}] has none of data, binData, strData, jsonData"
+                )));
+            }
+        }
         self.with_gil(|py| {
             let adapter = self.adapter.bind(py);
             let mut msgs = msgs;

@@ -19,6 +19,9 @@ pub struct ServerConfig {
     pub model_name: String,
     /// The value beside the name in `meta.requestPath` (Seldon puts the image there).
     pub model_image: String,
+    /// Seldon replies keep the model's `meta.metrics` (the wrapper's
+    /// INCLUDE_METRICS_IN_CLIENT_RESPONSE); they are counted on `/metrics` either way.
+    pub include_metrics_in_client_response: bool,
     /// The model's version on V2 routes (`/v2/models/NAME/versions/VERSION`); empty: the
     /// model is served without one.
     pub model_version: String,
@@ -204,6 +207,7 @@ impl Default for ServerConfig {
             limits: Limits::default(),
             model_name: "model".into(),
             model_image: String::new(),
+            include_metrics_in_client_response: true,
             model_version: String::new(),
             max_concurrency: 1,
             max_queue: 1024,

@@ -94,7 +94,8 @@ impl Kind {
     /// Seldon's `status.reason` for this error.
     pub const fn reason(self) -> &'static str {
         match self {
-            Kind::BadRequest => "BAD_REQUEST",
+            // Seldon's wrapper's reason for a payload it cannot read.
+            Kind::BadRequest => "MICROSERVICE_BAD_DATA",
             Kind::TooLarge => "PAYLOAD_TOO_LARGE",
             Kind::NotFound => "NOT_FOUND",
             Kind::MethodNotAllowed => "METHOD_NOT_ALLOWED",

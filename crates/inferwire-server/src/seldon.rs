@@ -15,6 +15,7 @@ use crate::app::App;
 use crate::error::{Kind, ServeError};
 use crate::model::Prediction;
 use crate::models::Served;
+use crate::runner::Component;
 
 /// Runs `predict` (or `predict_raw`) and completes the reply's `meta`.
 pub async fn predict(
@@ -45,6 +46,7 @@ pub async fn predict_on(
     Ok(match reply {
         Prediction::Message(mut m) => {
             let (request_path, metrics) = earlier;
+            hide_own_metrics(app, &mut m.meta, 0);
             if !metrics.is_empty() {
                 m.meta.metrics.splice(0..0, metrics);
             }
@@ -100,6 +102,7 @@ pub async fn feedback(app: &App, f: Feedback) -> Result<SeldonMessage, ServeErro
         .unwrap_or_default();
     let model = app.models.default_model()?;
     let mut m = model.runner.send_feedback(f, None).await?;
+    hide_own_metrics(app, &mut m.meta, 0);
     complete_meta_default(app, &mut m.meta, puid);
     Ok(m)
 }
@@ -108,14 +111,40 @@ pub async fn feedback(app: &App, f: Feedback) -> Result<SeldonMessage, ServeErro
 /// completed as predict's.
 pub async fn component(
     app: &App,
-    call: crate::runner::Component,
+    call: Component,
     deadline: Option<Instant>,
 ) -> Result<Prediction, ServeError> {
     let puid = call.puid();
+    // What earlier nodes put in the request's meta and the wrapper passes on: a
+    // transformer's request metrics (before its own) and requestPath, every combined
+    // message's requestPath (their metrics the aggregate merges itself); a router's none.
+    let (request_path, metrics) = match &call {
+        Component::TransformInput(m) | Component::TransformOutput(m) => {
+            (m.meta.request_path.clone(), m.meta.metrics.clone())
+        }
+        Component::Route(_) => Default::default(),
+        Component::Aggregate(ms) => {
+            let path = ms
+                .iter()
+                .flat_map(|m| m.meta.request_path.clone())
+                .collect();
+            (path, Vec::new())
+        }
+    };
+    // An aggregate's reply starts with its messages' metrics (kept), then the model's.
+    let merged = match &call {
+        Component::Aggregate(ms) => ms.iter().map(|m| m.meta.metrics.len()).sum(),
+        _ => 0,
+    };
     let model = app.models.default_model()?;
     Ok(match model.runner.component(call, deadline).await? {
         Prediction::Message(mut m) => {
+            hide_own_metrics(app, &mut m.meta, merged);
+            if !metrics.is_empty() {
+                m.meta.metrics.splice(0..0, metrics);
+            }
             complete_meta_default(app, &mut m.meta, puid);
+            m.meta.request_path.extend(request_path);
             Prediction::Message(m)
         }
         raw @ Prediction::Raw(_) => raw,
@@ -133,6 +162,15 @@ pub async fn metadata(app: &App) -> Result<Value, ServeError> {
     app.models.default_model()?.runner.metadata(None).await
 }
 
+/// Without `include_metrics_in_client_response` the reply leaves out the model's own
+/// metrics (after the first `kept`, which earlier nodes sent), as Seldon's wrapper
+/// leaves them out; the runner has counted them on `/metrics` already.
+fn hide_own_metrics(app: &App, meta: &mut Meta, kept: usize) {
+    if !app.config.include_metrics_in_client_response {
+        meta.metrics.truncate(kept);
+    }
+}
+
 /// Seldon's reply meta: the request's `puid` echoed, and this model in `requestPath`
 /// unless the model (a graph) listed the nodes it ran there.
 fn complete_meta_default(app: &App, meta: &mut Meta, puid: String) {
@@ -144,11 +182,13 @@ fn complete_meta_default(app: &App, meta: &mut Meta, puid: String) {
     );
 }
 
+/// An unnamed unit (no PREDICTIVE_UNIT_ID or --model-name: the server passes no image)
+/// adds no entry, as Seldon's wrapper adds none without PREDICTIVE_UNIT_ID.
 fn complete_meta(meta: &mut Meta, puid: String, name: &str, image: &str) {
     if meta.puid.is_empty() {
         meta.puid = puid;
     }
-    if meta.request_path.is_empty() {
+    if meta.request_path.is_empty() && !image.is_empty() {
         meta.request_path
             .insert(name.to_string(), image.to_string());
     }

@@ -1,7 +1,10 @@
 """MLServer's gRPC endpoint checks (its tests/grpc/test_servicers.py, rewritten here)
 made with MLServer's own stubs against an inferwire server of
 mlserver_folders.build_endpoint_models; prints a JSON object of what came back. Run with
-the virtualenv of scripts/mlserver-client-env.sh: python ... GRPC_PORT"""
+the virtualenv of scripts/mlserver-client-env.sh: python ... GRPC_PORT [HTTP_PORT FOLDER]
+(with the last two, MLServer's model metadata assertions too: its
+tests/rest/test_endpoints.py and tests/grpc/test_servicers.py test_model_metadata, on
+the sum model's settings as its fixture reads them)."""
 
 from __future__ import annotations
 
@@ -40,6 +43,33 @@ def repository_calls(stub: Any, repo: Any, types: Any) -> dict[str, Any]:
         lambda: repo.RepositoryModelLoad(types.RepositoryModelLoadRequest(model_name="my-model"))
     )
     return out
+
+
+def metadata_checks(stub: Any, http_port: str, folder: str) -> dict[str, Any]:
+    """MLServer's test_model_metadata, REST and gRPC, each assertion's outcome by name."""
+    import urllib.request
+    from pathlib import Path
+
+    from mlserver.settings import ModelSettings
+    from mlserver.types import MetadataModelResponse
+
+    sys.path.insert(0, folder)  # the settings' implementation, models.SumModel
+    settings = ModelSettings.parse_file(str(Path(folder) / "sum-model" / "model-settings.json"))
+    url = f"http://127.0.0.1:{http_port}/v2/models/{settings.name}"
+    with urllib.request.urlopen(url) as r:
+        rest = MetadataModelResponse.model_validate(json.loads(r.read()))
+    grpc_meta = stub.ModelMetadata(
+        pb.ModelMetadataRequest(name=settings.name, version=settings.parameters.version)
+    )
+    return {
+        "rest_name": rest.name == settings.name,
+        "rest_platform": rest.platform == settings.platform,
+        "rest_versions": rest.versions == settings.versions,
+        "rest_inputs": rest.inputs == settings.inputs,
+        "grpc_name": grpc_meta.name == settings.name,
+        "grpc_platform": grpc_meta.platform == settings.platform,
+        "grpc_versions": grpc_meta.versions == settings.versions,
+    }
 
 
 def main() -> None:
@@ -106,6 +136,8 @@ def main() -> None:
     # (its tests/grpc/test_model_repository.py), whose messages are the same.
     for prefix, repo, types in (("", stub, pb), ("old/", ModelRepositoryServiceStub(channel), mr)):
         out.update({prefix + k: v for k, v in repository_calls(stub, repo, types).items()})
+    if len(sys.argv) > 3:
+        out["metadata_checks"] = metadata_checks(stub, sys.argv[2], sys.argv[3])
     print(json.dumps(out))
 
 

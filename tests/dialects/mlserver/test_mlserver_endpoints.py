@@ -91,9 +91,38 @@ def test_docs_per_model_and_version(server: Any, version: str | None) -> None:
 
 
 def test_model_metadata_from_its_settings(server: Any) -> None:
+    # As MLServer answers: the versions as the settings write them, and each tensor as
+    # written, its parameters (the content type) included.
     meta = httpx.get(f"{server.url}/v2/models/sum-model").json()
-    assert meta["platform"] == "mlserver" and meta["versions"] == ["v1.2.3"]
-    assert meta["inputs"] == [{"name": "input-0", "datatype": "FP32", "shape": [128]}]
+    assert meta["platform"] == "mlserver" and meta["versions"] == ["sum-model/v1.2.3"]
+    assert meta["inputs"] == [
+        {
+            "name": "input-0",
+            "datatype": "FP32",
+            "shape": [128],
+            "parameters": {"content_type": "np"},
+        }
+    ]
+    assert meta["outputs"] == [{"name": "output-0", "datatype": "FP32", "shape": [1]}]
+
+
+def test_model_metadata_as_mlservers_tests_assert_it(server: Any, root: Path) -> None:
+    """MLServer's own test_model_metadata (REST and gRPC): its response types validated
+    and compared with ModelSettings read from the folder, in MLServer's virtualenv."""
+    python = client_venv("mlserver-client-env.sh")
+    port = server.grpc_target.rsplit(":", 1)[1]
+    out = run_client(
+        python, HERE / "mlserver_endpoint_calls.py", port, str(server.http_port), str(root)
+    )
+    assert out["metadata_checks"] == {
+        "rest_name": True,
+        "rest_platform": True,
+        "rest_versions": True,
+        "rest_inputs": True,
+        "grpc_name": True,
+        "grpc_platform": True,
+        "grpc_versions": True,
+    }
 
 
 @pytest.mark.parametrize("endpoint", ["infer", "versions/v1.2.3/infer"])
@@ -219,7 +248,7 @@ def test_grpc_as_mlservers_tests_call_it(server: Any) -> None:
     out = run_client(python, HERE / "mlserver_endpoint_calls.py", port)
     assert out["server"] == ["mlserver", "1.7.1", []]
     assert out["live"] and out["model_ready"]
-    assert out["model"] == ["sum-model", "mlserver", ["v1.2.3"]]
+    assert out["model"] == ["sum-model", "mlserver", ["sum-model/v1.2.3"]]
     for version in ("v1.2.3", ""):
         infer = out[f"infer/{version}"]
         assert infer["contents"] == [6] and len(infer["id"]) == 36
@@ -326,7 +355,8 @@ def test_versions_side_by_side(serve: Any, root: Path, tmp_path: Path) -> None:
         r = httpx.post(f"{s.url}/v2/models/adder{path}/infer", json=INFER)
         assert r.status_code == 200, r.text
         assert r.json()["model_version"] == version
-        assert httpx.get(f"{s.url}/v2/models/adder{path}").json()["versions"] == [version]
+        # The settings' versions, as MLServer answers them: none written here.
+        assert httpx.get(f"{s.url}/v2/models/adder{path}").json()["versions"] == []
     r = httpx.post(f"{s.url}/v2/models/adder/versions/3/infer", json=INFER)
     assert r.status_code == 404 and r.json()["error"] == "Model adder with version 3 not found"
     index = httpx.post(f"{s.url}/v2/repository/index", json={}).json()

@@ -244,11 +244,30 @@ def test_earlier_nodes_request_path_and_metrics_pass_through(
     body["meta"]["requestPath"] = {"earlier-node": "earlier-image"}
     body["meta"]["metrics"] = [{"key": "request_gauge", "type": "GAUGE", "value": 100}]
     got = send(protocol, kinds, pb, body)["meta"]
-    assert got["requestPath"] == {"Kinds": "Kinds", "earlier-node": "earlier-image"}
+    # An unnamed unit (no PREDICTIVE_UNIT_ID) adds no entry of its own, as the wrapper.
+    assert got["requestPath"] == {"earlier-node": "earlier-image"}
     # The request's metrics first, then the model's; only the model's are counted.
     assert [m["key"] for m in got["metrics"]] == ["request_gauge", "kinds_calls"]
     assert got["metrics"][0]["value"] == 100
     assert "request_gauge" not in httpx.get(kinds.url + "/metrics").text
+
+
+@pytest.mark.parametrize("protocol", ["rest", "grpc"])
+def test_metrics_left_out_of_replies_as_the_wrapper_is_told(
+    protocol: str, serve: Any, pb: Any
+) -> None:
+    """INCLUDE_METRICS_IN_CLIENT_RESPONSE=false: the model's metrics leave the reply (the
+    request's, from earlier nodes, stay) and are still counted on /metrics."""
+    server = serve(
+        "seldon_wire_models.py:Kinds", env={"INCLUDE_METRICS_IN_CLIENT_RESPONSE": "false"}
+    )
+    body = asking("echo", data={"ndarray": [[1]]})
+    body["meta"]["metrics"] = [{"key": "request_gauge", "type": "GAUGE", "value": 100}]
+    got = send(protocol, server, pb, body)["meta"]
+    assert [m["key"] for m in got["metrics"]] == ["request_gauge"]
+    del body["meta"]["metrics"]
+    assert "metrics" not in send(protocol, server, pb, body)["meta"]
+    assert "kinds_calls_total" in httpx.get(server.url + "/metrics").text
 
 
 def test_a_form_to_predict_raw_with_a_status(serve: Any) -> None:
@@ -273,6 +292,7 @@ def test_model_metadata_env_over_init_metadata(serve: Any, pb: Any) -> None:
     with server.channel() as ch:
         md = pb.grpc.ModelStub(ch).Metadata(empty_pb2.Empty(), timeout=10)
         assert list(md.versions) == ["v9"] and md.platform == "sklearn"
+        assert dict(md.custom) == {"team": "ml"}  # as REST keeps it
 
 
 def test_invalid_metadata_serves_and_answers_500_on_metadata(serve: Any, pb: Any) -> None:
@@ -280,7 +300,14 @@ def test_invalid_metadata_serves_and_answers_500_on_metadata(serve: Any, pb: Any
     r = httpx.get(server.url + "/metadata")
     assert r.status_code == 500
     status = r.json()["status"]
-    assert status["reason"] == "MICROSERVICE_BAD_METADATA" and "inputs" in status["info"]
+    # The wrapper's words exactly; what is wrong is in the log.
+    assert status == {
+        "code": -1,
+        "info": "Model metadata unavailable",
+        "reason": "MICROSERVICE_BAD_METADATA",
+        "status": 1,
+    }
+    assert "invalid model metadata" in server.log() and "inputs" in server.log()
     assert rest(server.url, {"data": {"ndarray": [[1]]}}).status_code == 200  # still serving
     with server.channel() as ch, pytest.raises(grpc.RpcError) as err:
         pb.grpc.ModelStub(ch).Metadata(empty_pb2.Empty(), timeout=10)
@@ -288,7 +315,7 @@ def test_invalid_metadata_serves_and_answers_500_on_metadata(serve: Any, pb: Any
     assert "Model metadata unavailable" in (err.value.details() or "")
     bad_env = serve("seldon_wire_models.py:WithMetadata", env={"MODEL_METADATA": "colour: red"})
     r = httpx.get(bad_env.url + "/metadata")
-    assert r.status_code == 500 and "colour" in r.json()["status"]["info"]
+    assert r.status_code == 500 and "colour" in bad_env.log()
 
 
 # -- /seldon.json ----------------------------------------------------------------------------

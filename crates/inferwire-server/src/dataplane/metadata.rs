@@ -7,8 +7,10 @@ use crate::error::ServeError;
 use crate::models::Served;
 
 /// The model's metadata in V2's shape: the model's `init_metadata()` supplies versions,
-/// platform, inputs and outputs; name and version come from the server.
-pub async fn model_metadata(model: &Served) -> Result<Value, ServeError> {
+/// platform, inputs and outputs; name and version come from the server. `as_written`
+/// (MLServer's dialect): the versions as the model's settings write them, and each
+/// tensor's `parameters` (its content type) kept, as MLServer answers.
+pub async fn model_metadata(model: &Served, as_written: bool) -> Result<Value, ServeError> {
     let meta = model.runner.metadata(None).await?;
     let tensors = |key: &str| -> Vec<Value> {
         meta.get(key)
@@ -17,17 +19,21 @@ pub async fn model_metadata(model: &Served) -> Result<Value, ServeError> {
                 items
                     .iter()
                     .map(|t| {
-                        json!({
+                        let mut out = json!({
                             "name": t.get("name").and_then(Value::as_str).unwrap_or_default(),
                             "datatype": t.get("datatype").and_then(Value::as_str).unwrap_or("BYTES"),
                             "shape": t.get("shape").cloned().unwrap_or_else(|| json!([-1])),
-                        })
+                        });
+                        if let Some(p) = t.get("parameters").filter(|_| as_written) {
+                            out["parameters"] = p.clone();
+                        }
+                        out
                     })
                     .collect()
             })
             .unwrap_or_default()
     };
-    let versions: Vec<Value> = if model.version.is_empty() {
+    let versions: Vec<Value> = if as_written || model.version.is_empty() {
         meta.get("versions")
             .and_then(Value::as_array)
             .cloned()
@@ -97,7 +103,7 @@ pub async fn model_config(model: &Served) -> Result<Value, ServeError> {
     if let Some(own) = &model.config {
         return Ok(own.clone());
     }
-    let meta = model_metadata(model).await?;
+    let meta = model_metadata(model, false).await?;
     let (max_batch, delay) = model.runner.batching();
     let batching = max_batch > 1;
     let tensors = |key: &str| -> Vec<Value> {

@@ -50,6 +50,12 @@ impl Dialect for Mlserver {
         true
     }
 
+    /// MLServer answers `versions`, `inputs` and `outputs` as the settings write them
+    /// ("sum-model/v1.2.3", each input's content type).
+    fn metadata_as_written(&self) -> bool {
+        true
+    }
+
     fn headers_for_model(&self, headers: &HeaderMap) -> Option<Value> {
         Some(request_headers(headers))
     }

@@ -63,6 +63,12 @@ pub trait Dialect: Send + Sync + Debug + 'static {
     /// The name the `v2_dialect` setting gives it.
     fn name(&self) -> &'static str;
 
+    /// Whether model metadata answers the versions and the tensors' `parameters` as the
+    /// model's own metadata writes them (MLServer), rather than the served version alone.
+    fn metadata_as_written(&self) -> bool {
+        false
+    }
+
     /// A model lookup that failed (`e`, a 404 for an unknown model or version, or the
     /// error of a load on request): the dialect's words for it.
     fn not_found(&self, e: ServeError, _missing: &Missing<'_>) -> ServeError {
@@ -209,6 +215,9 @@ impl Dialect for Tuned {
     }
     fn unloads_default(&self) -> bool {
         self.base.unloads_default()
+    }
+    fn metadata_as_written(&self) -> bool {
+        self.base.metadata_as_written()
     }
     fn headers_for_model(&self, headers: &HeaderMap) -> Option<Value> {
         self.base.headers_for_model(headers)

@@ -261,6 +261,19 @@ fn metadata_to_pb(v: &Value) -> pb::SeldonModelMetadata {
         platform: s("platform"),
         inputs: tensors("inputs"),
         outputs: tensors("outputs"),
+        // A map of strings in Seldon's proto; REST keeps any JSON value, gRPC its text.
+        custom: v
+            .get("custom")
+            .and_then(Value::as_object)
+            .map(|m| {
+                m.iter()
+                    .map(|(k, x)| {
+                        let text = x.as_str().map_or_else(|| x.to_string(), str::to_owned);
+                        (k.clone(), text)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
     }
 }
 

@@ -94,7 +94,8 @@ impl GrpcInferenceService for V2Service {
             .model(&r.name, &r.version)
             .await
             .map_err(|e| e.to_status())?;
-        let meta = crate::dataplane::model_metadata(&model)
+        let as_written = self.0.config.dialect.metadata_as_written();
+        let meta = crate::dataplane::model_metadata(&model, as_written)
             .await
             .map_err(|e| e.to_status())?;
         let tensors = |key: &str| {

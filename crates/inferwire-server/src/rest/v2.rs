@@ -81,7 +81,10 @@ pub async fn model_ready(app: &App, name: &str, version: &str) -> Result<Reply, 
 /// `GET /v2/models/NAME[/versions/VERSION]`: the model's metadata.
 pub async fn model(app: &App, name: &str, version: &str) -> Result<Reply, ServeError> {
     let model = app.model(name, version).await?;
-    crate::dataplane::model_metadata(&model).await.map(ok)
+    let as_written = app.config.dialect.metadata_as_written();
+    crate::dataplane::model_metadata(&model, as_written)
+        .await
+        .map(ok)
 }
 
 /// `GET /v2/models/stats`, or with a name (and version) one model's: Triton's
