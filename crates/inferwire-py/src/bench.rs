@@ -1,5 +1,6 @@
 //! `inferwire bench ...`: the load generator's command line, run without the GIL. Built
-//! only with the `bench` feature, so the production extension does not carry it.
+//! only with the `bench` feature, which pyproject.toml asks for: wheels carry it
+//! (docs/install.md).
 use pyo3::prelude::*;
 
 /// Runs `inferwire bench` with `args` (the first is the program name); returns the exit
