@@ -206,28 +206,30 @@ class HandlerModel:
         self._free: queue.SimpleQueue[_Instance] = queue.SimpleQueue()
         self._instances: list[_Instance] = []
         for _ in range(count):
-            resolved = handlers.resolve(self.handler, self.folder, self.name, envelope)
-            context = Context(
-                self.name,
-                str(self.folder),
-                manifest.raw,
-                self.batch_size,
-                self.gpu_id if isinstance(self.gpu_id, int) else None,
-                TORCHSERVE_VERSION,
-                limit_max_image_pixels,
-                self.metrics,
-                self.config.raw,
-            )
-            try:
-                resolved.initialize(context)
-            except Exception as e:
-                raise ModelLoadError(
-                    f"{self.archive.source}: handler {resolved.describe}: initialize failed: "
-                    f"{type(e).__name__}: {e}"
-                ) from e
-            instance = _Instance(resolved, context)
-            self._instances.append(instance)
-            self._free.put(instance)
+            # Where TorchServe runs a handler's worker (its files by relative path).
+            with handlers.in_model_folder(self.folder):
+                resolved = handlers.resolve(self.handler, self.folder, self.name, envelope)
+                context = Context(
+                    self.name,
+                    str(self.folder),
+                    manifest.raw,
+                    self.batch_size,
+                    self.gpu_id if isinstance(self.gpu_id, int) else None,
+                    TORCHSERVE_VERSION,
+                    limit_max_image_pixels,
+                    self.metrics,
+                    self.config.raw,
+                )
+                try:
+                    resolved.initialize(context)
+                except Exception as e:
+                    raise ModelLoadError(
+                        f"{self.archive.source}: handler {resolved.describe}: initialize failed: "
+                        f"{type(e).__name__}: {e}"
+                    ) from e
+                instance = _Instance(resolved, context)
+                self._instances.append(instance)
+                self._free.put(instance)
         log.info(
             "TorchServe model %s (version %s): handler %s, %d instance%s, batch size %d",
             self.name,

@@ -17,14 +17,16 @@ import path for the modules beside it."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import inspect
 import itertools
 import logging
+import os
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -256,6 +258,24 @@ def _default_handler(stem: str, name: str) -> ModuleType:
         raise ModelLoadError(
             f"handler {name!r}: importing ts.torch_handler.{stem} failed: {type(e).__name__}: {e}"
         ) from e
+
+
+_cwd_lock = threading.RLock()
+
+
+@contextlib.contextmanager
+def in_model_folder(model_dir: Path) -> Iterator[None]:
+    """The model's folder as the working directory while its handler is imported and
+    initialized, as TorchServe starts its Python worker there (handlers open files such as
+    ``index_to_name.json`` by relative path). The process has one working directory, so
+    loads take turns, and it is put back after: a handler's calls run in the server's."""
+    with _cwd_lock:
+        before = os.getcwd()
+        os.chdir(model_dir)
+        try:
+            yield
+        finally:
+            os.chdir(before)
 
 
 def forget_folder(model_dir: Path) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -334,6 +335,46 @@ def test_class_function_and_module_function_entry_points(store: Path, src: Path)
         ModelLoadError, match=r"expected only one class .* \(classes defined: A, B\)"
     ):
         HandlerModel(archive(store, "two", handler_file(src, "two_classes.py", TWO_CLASSES)))
+
+
+# Opens its extra file by a relative path, as handlers written for TorchServe's worker
+# (started in the model's folder) do.
+RELATIVE = """
+import json
+import os
+
+LABELS = json.load(open("labels.json"))  # at import
+
+
+class Labeller:
+    def initialize(self, context):
+        with open("labels.json") as f:  # and in initialize
+            self.labels = json.load(f)
+        self.folder = os.getcwd()
+
+    def handle(self, data, context):
+        return [self.labels[str(row["body"].decode())] for row in data]
+"""
+
+
+def test_a_handler_finds_its_files_by_relative_path_as_in_torchserve(
+    store: Path, src: Path
+) -> None:
+    labels = handler_file(src, "labels.json", '{"0": "cat", "1": "dog"}')
+    before = os.getcwd()
+    model = HandlerModel(
+        archive(store, "relative", handler_file(src, "relative.py", RELATIVE), extra=[labels])
+    )
+    try:
+        assert [r.body for r in model.handle_batch([Request(b"1"), Request(b"0")])] == [
+            b"dog",
+            b"cat",
+        ]
+        # Loaded in the model's folder; the server's own working directory is back.
+        assert model._instances[0].resolved.handle.__self__.folder == str(model.folder)
+        assert os.getcwd() == before
+    finally:
+        model.close()
 
 
 def test_two_archives_with_the_same_handler_file_name_keep_their_own(
