@@ -253,6 +253,29 @@ def test_torchserve_options_table_matches_the_code() -> None:
     )
 
 
+def test_torchserve_context_and_model_config_tables_match_the_code() -> None:
+    from inferwire.torchserve import context, model_config
+
+    guide = TORCHSERVE_GUIDE.read_text()
+    assert context.markdown_table() in guide, (
+        "regenerate the table with inferwire.torchserve.context.markdown_table()"
+    )
+    assert model_config.markdown_table() in guide, (
+        "regenerate the table with inferwire.torchserve.model_config.markdown_table()"
+    )
+    # Every part of the context a handler can reach is in the table.
+    names = {*vars(context.Context), *vars(context.Context("m", ".", {}, 1, None))}
+    assert {n for n in names if not n.startswith("_")} <= set(context.CONTEXT)
+    for cls, row in (
+        (context.RequestProcessor, "RequestProcessor"),
+        (context.Metrics, "Metrics"),
+        (context.Metric, "Metrics"),
+    ):
+        for name in vars(cls):
+            if not name.startswith("_") and name != "samples":  # samples: the dialect's
+                assert f"`{name}`" in context.CONTEXT[row], (cls.__name__, name)
+
+
 def test_torchserve_properties_table_matches_the_code() -> None:
     from inferwire.torchserve.properties import markdown_table as keys_table
 

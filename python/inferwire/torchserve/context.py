@@ -26,6 +26,57 @@ log = logging.getLogger("inferwire")
 TORCHSERVE_VERSION = "0.12.0"
 
 
+# What a handler gets of each part of TorchServe's ``Context`` (for the migration guide;
+# tests/docs checks every public name of Context, RequestProcessor and Metrics is here).
+CONTEXT: dict[str, str] = {
+    "model_name": "the name served (`--models NAME=...`, else the manifest's `modelName`)",
+    "manifest": "MANIFEST.json as the archive holds it",
+    "system_properties": "`model_dir` (the archive's extracted folder, private to the "
+    "server), `gpu_id` (None on CPU; from `deviceType`/`deviceIds`), `batch_size` (the "
+    'archive\'s `batchSize`), `server_name` "MMS", `server_version` "0.12.0", '
+    "`limit_max_image_pixels`",
+    "model_yaml_config": "`model-config.yaml` as read (a handler's own keys too)",
+    "request_ids": "`{index: id}` for the batch: the client's `x-request-id`, else a new UUID",
+    "request_processor": "one per request of the batch: its headers in, its status and headers out",
+    "metrics": "records what the handler adds; served on the metrics port "
+    "([metrics](#metrics)) instead of TorchServe's `model_metrics.log`",
+    "cl_socket": "during `handle`, where `send_intermediate_predict_response` writes its "
+    "pieces (sent to the client as they come)",
+    "stopping_criteria": "read after `handle`: a request whose criterion says it is not "
+    "finished is marked `ts_stream_next: true` (continuous batching's marker)",
+    "header_key_sequence_id": "`TS_REQUEST_SEQUENCE_ID` or `ts_request_sequence_id`",
+    "header_key_sequence_start": "`TS_REQUEST_SEQUENCE_START` or `ts_request_sequence_start`",
+    "header_key_sequence_end": "`TS_REQUEST_SEQUENCE_END` or `ts_request_sequence_end`",
+    "get_request_id": "the request's id",
+    "get_request_header": "a request header, any case (the body's content type under the "
+    "field's name, as TorchServe)",
+    "get_all_request_header": "every header of the request",
+    "get_sequence_id": "the request's sequence id header",
+    "set_response_content_type": "the reply's Content-Type",
+    "get_response_content_type": "what was set",
+    "get_response_status": "`(code, phrase)` set so far (200 by default)",
+    "set_response_status": "the reply's status and reason phrase",
+    "set_all_response_status": "the same for every request of the batch",
+    "get_response_headers": "the reply's headers set so far",
+    "set_response_header": "a header of the reply (Content-Length and Transfer-Encoding "
+    "stay the server's)",
+    "RequestProcessor": "`get_request_property`, `get_request_properties`, "
+    "`report_status`, `get_response_status_code`, `get_response_status_phrase`, "
+    "`add_response_property`, `get_response_headers`, `get_response_header`, as "
+    "TorchServe's",
+    "Metrics": "`add_counter`, `add_time`, `add_size`, `add_percent`, `add_metric`, "
+    "`add_error`, `add_metric_to_cache`, `get_metric`, `set_request_ids`; a cached "
+    "metric's `add_or_update` and `update`",
+}
+
+
+def markdown_table() -> str:
+    """``CONTEXT`` as the migration guide's table (tests/docs checks the guide holds it)."""
+    rows = ["| `context`'s | what inferwire gives |", "|---|---|"]
+    rows += [f"| `{name}` | {what} |" for name, what in CONTEXT.items()]
+    return "\n".join(rows) + "\n"
+
+
 class Headers(dict[str, Any]):
     """A request's headers as a handler reads them. TorchServe's HTTP/1.1 frontend keeps
     the case a client sent (``Content-Type``), while HTTP/2 and gRPC send names in lower

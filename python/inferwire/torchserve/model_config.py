@@ -96,6 +96,16 @@ KEYS: dict[str, str] = {
     "useVenv": "ignored with a warning: handlers run in the server's environment",
 }
 
+
+def markdown_table() -> str:
+    """``KEYS`` as the migration guide's table (tests/docs checks the guide holds it)."""
+    rows = ["| model-config.yaml key | inferwire |", "|---|---|"]
+    for key, how in KEYS.items():
+        status, _, what = how.partition(": ")
+        rows.append(f"| `{key}` | **{status}**{': ' + what if what else ''} |")
+    return "\n".join(rows) + "\n"
+
+
 _INTS = (
     "batchSize",
     "maxBatchDelay",
