@@ -253,6 +253,25 @@ def test_earlier_nodes_request_path_and_metrics_pass_through(
 
 
 @pytest.mark.parametrize("protocol", ["rest", "grpc"])
+def test_data_without_an_array_is_an_empty_one(protocol: str, serve: Any, pb: Any) -> None:
+    """A `data` with none of ndarray, tensor, tftensor (only names, or nothing): the
+    model gets an empty array, as the wrapper's np.array([]); SendFeedback too."""
+    server = serve("seldon_models.py:Doubler")
+    for data in ({}, {"names": ["a"]}):
+        got = send(protocol, server, pb, {"data": data})
+        assert got["data"]["ndarray"] == [], got
+    fb = {"request": {"data": {"names": ["a"]}}, "reward": 2.0}
+    if protocol == "rest":
+        r = httpx.post(server.url + "/api/v1.0/feedback", json=fb)
+        assert r.status_code == 200, r.text
+    else:
+        with server.channel() as ch:
+            msg = pb.msgs.Feedback()
+            json_format.ParseDict(fb, msg)
+            pb.grpc.ModelStub(ch).SendFeedback(msg, timeout=10)
+
+
+@pytest.mark.parametrize("protocol", ["rest", "grpc"])
 def test_metrics_left_out_of_replies_as_the_wrapper_is_told(
     protocol: str, serve: Any, pb: Any
 ) -> None:

@@ -76,11 +76,7 @@ fn meta_from(m: pb::Meta) -> Meta {
 fn data_from(d: pb::DefaultData, limits: &Limits) -> Result<Payload> {
     use pb::default_data::DataOneof;
     let (encoding, array) = match d.data_oneof {
-        None => {
-            return Err(CodecError::bad_request(
-                "data: one of ndarray, tensor, tftensor is required",
-            ))
-        }
+        None => (Encoding::Ndarray, Array::empty()),
         Some(DataOneof::Ndarray(l)) => (Encoding::Ndarray, ndarray_from(l, limits)?),
         Some(DataOneof::Tensor(t)) => {
             let dims: Vec<i64> = t.shape.iter().map(|&d| i64::from(d)).collect();

@@ -517,9 +517,7 @@ fn data_from(d: DataIn, limits: &Limits) -> Result<Payload> {
             ),
         )
     } else {
-        return Err(CodecError::bad_request(
-            "data: one of ndarray, tensor, tftensor is required",
-        ));
+        (Encoding::Ndarray, Array::empty())
     };
     Ok(Payload::Data {
         names: d.names,

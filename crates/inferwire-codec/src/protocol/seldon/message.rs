@@ -92,6 +92,17 @@ pub enum Array {
     Json(Value),
 }
 
+impl Array {
+    /// A `data` that holds none of ndarray, tensor, tftensor, as Seldon's wrapper reads
+    /// it: an empty float64 array (`np.array([])`), the names kept.
+    pub fn empty() -> Self {
+        Array::Numeric(Tensor {
+            shape: vec![0],
+            data: TensorData::F64(Vec::new()),
+        })
+    }
+}
+
 /// The payload of a message: exactly one of Seldon's `data_oneof` choices.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub enum Payload {

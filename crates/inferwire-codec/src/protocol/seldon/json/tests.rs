@@ -177,10 +177,6 @@ fn errors_name_the_field() {
             r#"{"data":{"tftensor":{"dtype":"DT_INT64","tensorContent":"!!"}}}"#,
             "invalid base64",
         ),
-        (
-            r#"{"data":{}}"#,
-            "one of ndarray, tensor, tftensor is required",
-        ),
         (r#"{"data":{"ndarray":[1]},"strData":"x"}"#, "only one of"),
         (r#"{"binData":"***"}"#, "binData: invalid base64"),
         (
