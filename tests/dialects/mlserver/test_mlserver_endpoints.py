@@ -104,6 +104,8 @@ def test_model_metadata_from_its_settings(server: Any) -> None:
         }
     ]
     assert meta["outputs"] == [{"name": "output-0", "datatype": "FP32", "shape": [1]}]
+    # MLServer's Parameters(content_type=None) for settings with parameters: none set.
+    assert meta["parameters"] == {}
 
 
 def test_model_metadata_as_mlservers_tests_assert_it(server: Any, root: Path) -> None:

@@ -8,8 +8,8 @@ use crate::models::Served;
 
 /// The model's metadata in V2's shape: the model's `init_metadata()` supplies versions,
 /// platform, inputs and outputs; name and version come from the server. `as_written`
-/// (MLServer's dialect): the versions as the model's settings write them, and each
-/// tensor's `parameters` (its content type) kept, as MLServer answers.
+/// (MLServer's dialect): the versions as the model's settings write them, and the
+/// model's and each tensor's `parameters` (content types) kept, as MLServer answers.
 pub async fn model_metadata(model: &Served, as_written: bool) -> Result<Value, ServeError> {
     let meta = model.runner.metadata(None).await?;
     let tensors = |key: &str| -> Vec<Value> {
@@ -41,13 +41,18 @@ pub async fn model_metadata(model: &Served, as_written: bool) -> Result<Value, S
     } else {
         vec![Value::from(model.version.clone())]
     };
-    Ok(json!({
+    let mut out = json!({
         "name": model.name,
         "versions": versions,
         "platform": meta.get("platform").and_then(Value::as_str).unwrap_or("inferwire"),
         "inputs": tensors("inputs"),
         "outputs": tensors("outputs"),
-    }))
+    });
+    // MLServer's metadata also carries the model's parameters (its content type).
+    if let Some(p) = meta.get("parameters").filter(|_| as_written) {
+        out["parameters"] = p.clone();
+    }
+    Ok(out)
 }
 
 /// Triton's statistics extension for the models given (all loaded ones, or one), in
