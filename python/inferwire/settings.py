@@ -403,6 +403,12 @@ class Settings(BaseSettings, ModelServing):
         "sets it to 8080 with a kserve or kservev2 service envelope): KServe's v1 routes and "
         "V2's health, metadata and infer routes; 0: none",
     )
+    kserve_grpc_port: Int = _opt(
+        0,
+        "the gRPC port of KServe's wrapper in TorchServe's KServe image (inferwire torchserve "
+        "sets it to 8081 with the kservev2 service envelope): KServe's V2 gRPC (health, "
+        "readiness, metadata, ModelInfer through the envelope); 0 or the gRPC port: none",
+    )
     server_name: Str = _opt("inferwire", "the server's name in GET /v2 and ServerMetadata")
     server_version: Str = _opt(
         "", "the server's version in GET /v2 and ServerMetadata (empty: inferwire's)"

@@ -1020,6 +1020,39 @@ def test_kserve_torchserve_runtime_with_only_its_image_changed(
         assert line in metrics, metrics
 
 
+@pytest.mark.optin
+def test_kserve_torchserve_grpc_v2_on_the_wrapper_s_grpc_port(
+    kserve_torchserve: dict[str, Any],
+) -> None:
+    """The kservev2 pod (KServe sets that envelope for v2 and grpc-v2) answers KServe's V2
+    gRPC on 8081, the KServe wrapper's gRPC port in TorchServe's image, which an
+    InferenceService of protocol grpc-v2 names as its container port: readiness and
+    ModelInfer through the envelope to the echo handler. Asked of the pod directly (the
+    v2 InferenceService's Service carries 8080 only). An extension not yet run on the e2e
+    cluster (the image needs rebuilding from this tree)."""
+    import numpy as np
+    import tritonclient.grpc as tc
+
+    _, _, pod = _torchserve_predictor("echo-v2")
+    client = tc.InferenceServerClient(f"{pod['status']['podIP']}:8081")
+    from tritonclient.utils import InferenceServerException
+
+    def ready() -> bool:
+        try:
+            return bool(client.is_server_ready())
+        except InferenceServerException:
+            return False
+
+    wait_until("the pod's KServe gRPC port to answer", ready, 60)
+    assert client.is_model_ready("echo")
+    x = tc.InferInput("x", [2, 2], "INT64")
+    x.set_data_from_numpy(np.array([[1, 2], [3, 4]], dtype=np.int64))
+    r = client.infer("echo", [x], request_id="g-1")
+    assert r.get_response().id == "g-1"
+    assert r.as_numpy("x").tolist() == [1, 2, 3, 4]
+    client.close()
+
+
 SELDON_NS = "seldon-e2e"
 # The seed notebook's three payload shapes (ndarray, tensor, tftensor), for the
 # iris-like model's 4 features.

@@ -70,6 +70,9 @@ pub struct ServerConfig {
     /// The port of KServe's wrapper in TorchServe's KServe image (`None`: not served, or
     /// the REST port is it).
     pub kserve_port: Option<u16>,
+    /// The gRPC port of KServe's wrapper in TorchServe's KServe image (KServe's V2 gRPC;
+    /// `None`: not served).
+    pub kserve_grpc_port: Option<u16>,
     /// TorchServe's key file, whose inference key its inference API requires.
     pub torchserve_keys: Option<std::sync::Arc<crate::torchserve_keys::KeyFile>>,
     /// A model call running longer than this is stuck: the server stops reporting live
@@ -230,6 +233,7 @@ impl Default for ServerConfig {
             management_port: None,
             grpc_management_port: None,
             kserve_port: None,
+            kserve_grpc_port: None,
             stuck_after: Some(Duration::from_secs(120)),
             supervised: false,
             max_requests: None,

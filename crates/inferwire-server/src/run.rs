@@ -95,6 +95,8 @@ pub struct Listeners {
     pub kserve: Option<std::net::TcpListener>,
     /// TorchServe's gRPC management port (`config.grpc_management_port`), when it has one.
     pub grpc_management: Option<std::net::TcpListener>,
+    /// KServe's wrapper's gRPC port (`config.kserve_grpc_port`), when one is set.
+    pub kserve_grpc: Option<std::net::TcpListener>,
 }
 
 impl Listeners {
@@ -122,6 +124,10 @@ impl Listeners {
                 .grpc_management_port
                 .map(|port| bind(&config.host, port, "gRPC management", reuse_port))
                 .transpose()?,
+            kserve_grpc: config
+                .kserve_grpc_port
+                .map(|port| bind(&config.host, port, "KServe gRPC", reuse_port))
+                .transpose()?,
         })
     }
 
@@ -146,6 +152,11 @@ impl Listeners {
                 .transpose()?,
             grpc_management: self
                 .grpc_management
+                .as_ref()
+                .map(|m| m.try_clone().map_err(internal))
+                .transpose()?,
+            kserve_grpc: self
+                .kserve_grpc
                 .as_ref()
                 .map(|m| m.try_clone().map_err(internal))
                 .transpose()?,
@@ -295,6 +306,7 @@ pub fn serve(
         management: management_listener,
         kserve: kserve_listener,
         grpc_management: grpc_management_listener,
+        kserve_grpc: kserve_grpc_listener,
     } = match listeners {
         Some(l) => l,
         None => Listeners::bind_with(&config, config.reuse_port)?,
@@ -450,6 +462,14 @@ pub fn serve(
             &stop_rx,
             true,
             move |app, l, stop| rest::serve(app, l, stop, grace, rest::Port::KServe),
+        )?,
+        side_listener(
+            "inferwire-kserve-grpc",
+            kserve_grpc_listener,
+            &app,
+            &stop_rx,
+            true,
+            grpc::serve_kserve,
         )?,
         side_listener(
             "inferwire-metrics",

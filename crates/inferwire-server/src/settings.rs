@@ -75,6 +75,7 @@ pub struct Settings {
     pub management_port: u16,
     pub grpc_management_port: u16,
     pub kserve_port: u16,
+    pub kserve_grpc_port: u16,
     pub metrics_port: u16,
     pub metrics_endpoint: String,
     pub system_shared_memory: bool,
@@ -160,6 +161,7 @@ impl Settings {
             management_port,
             grpc_management_port,
             kserve_port,
+            kserve_grpc_port,
             metrics_port,
             metrics_endpoint,
             system_shared_memory,
@@ -302,6 +304,8 @@ impl Settings {
             grpc_management_port: (grpc_management_port > 0 && grpc_management_port != grpc_port)
                 .then_some(grpc_management_port),
             kserve_port: (kserve_port > 0 && kserve_port != http_port).then_some(kserve_port),
+            kserve_grpc_port: (kserve_grpc_port > 0 && kserve_grpc_port != grpc_port)
+                .then_some(kserve_grpc_port),
             torchserve_keys: (!torchserve_key_file.is_empty()).then(|| {
                 Arc::new(crate::torchserve_keys::KeyFile::new(
                     torchserve_key_file,

@@ -135,6 +135,10 @@ SERVICE_ENVELOPES = ("json", "body", "kserve", "kservev2")
 # in TorchServe's KServe image, which starts the wrapper beside TorchServe.
 KSERVE_PORT = 8080
 PORT_ENV = "INFERWIRE_KSERVE_PORT"
+# The wrapper's gRPC port (KServe's V2 gRPC, protocol grpc-v2, which KServe serves with the
+# kservev2 envelope), 8081 as the wrapper starts KServe's model server with it.
+KSERVE_GRPC_PORT = 8081
+GRPC_PORT_ENV = "INFERWIRE_KSERVE_GRPC_PORT"
 
 
 @dataclass(frozen=True)
@@ -491,10 +495,12 @@ def _envelope(
     settings: dict[str, Any],
     others: tuple[Listener | None, ...],
     environ: Mapping[str, str],
+    warnings: list[str],
 ) -> str:
     """``service_envelope`` (``TS_SERVICE_ENVELOPE``); with KServe's (kserve, kservev2),
     the KServe wrapper's port as well, as TorchServe's KServe image serves it (8080, or
-    inferwire's ``INFERWIRE_KSERVE_PORT``)."""
+    inferwire's ``INFERWIRE_KSERVE_PORT``), and with kservev2 its gRPC port (8081, or
+    ``INFERWIRE_KSERVE_GRPC_PORT``)."""
     envelope = P.text(props, "service_envelope").strip()
     if envelope and envelope not in SERVICE_ENVELOPES:
         raise SettingsError(
@@ -512,6 +518,22 @@ def _envelope(
             )
         if not given:  # else the variable sets it, as any inferwire setting's
             settings["kserve_port"] = KSERVE_PORT
+    if envelope == "kservev2" and not environ.get(GRPC_PORT_ENV, "").strip():
+        # (The variable, when set, sets the port as any inferwire setting's.)
+        taken = (settings.get("http_port"), settings.get("kserve_port"))
+        if KSERVE_GRPC_PORT in taken or any(
+            o is not None and o.port == KSERVE_GRPC_PORT for o in others
+        ):
+            # TorchServe's management API defaults to 8081: a file that kept it there
+            # served kservev2 over REST before, and still does.
+            warnings.append(
+                f"service_envelope=kservev2: KServe's V2 gRPC is not served: its port, "
+                f"{KSERVE_GRPC_PORT} (the KServe wrapper's), is another address's in "
+                f"config.properties (KServe's file puts management on 8085); "
+                f"{GRPC_PORT_ENV} moves it"
+            )
+        else:
+            settings["kserve_grpc_port"] = KSERVE_GRPC_PORT
     return envelope
 
 
@@ -552,7 +574,7 @@ def configure(
     settings = {**_settings(props, inference, metrics, grpc_inference, workers), **tls}
 
     envelope = _envelope(
-        props, settings, (management, metrics, grpc_inference, grpc_management), environ
+        props, settings, (management, metrics, grpc_inference, grpc_management), environ, warnings
     )
 
     snapshot = _snapshot_models(props)

@@ -83,6 +83,12 @@ def serve(config: TorchServeConfig, settings: Any) -> int:
             config.envelope,
             served.kserve_port or served.http_port,
         )
+    if config.envelope == "kservev2" and served.kserve_grpc_port:
+        log.info(
+            "service_envelope=kservev2: KServe's V2 gRPC on port %s (the KServe wrapper's "
+            "gRPC port), under the inference API's token rule",
+            served.kserve_grpc_port,
+        )
     if config.enable_model_api:
         log.warning(
             "enable_model_api is on: anyone who can reach the management port%s can register "

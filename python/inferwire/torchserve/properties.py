@@ -78,7 +78,7 @@ KEYS: dict[str, str] = {
     "default_service_handler": "dialect: the handler of an archive that names none",
     "service_envelope": "dialect: the envelope (json, body, kserve, kservev2) around a "
     "handler's input and output; kserve and kservev2 also serve KServe's protocol on 8080, "
-    "as TorchServe's KServe image",
+    "and kservev2 KServe's V2 gRPC on 8081, as TorchServe's KServe image",
     "install_py_dep_per_model": "accepted: archives' requirements are not installed; install "
     "them in the server's environment",
     "blacklist_env_vars": "refused: handlers run in inferwire's process, which cannot hide "

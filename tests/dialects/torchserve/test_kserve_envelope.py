@@ -23,6 +23,8 @@ def _serve(tmp: Path, monkeypatch: pytest.MonkeyPatch, envelope: str, by_env: bo
     archive(store, "echo", VENDOR / "echo" / "handler.py")
     kserve_port = free_port()
     monkeypatch.setenv("INFERWIRE_KSERVE_PORT", str(kserve_port))
+    # kservev2's gRPC port (8081 by default) on a free one too (test_kserve_grpc.py).
+    monkeypatch.setenv("INFERWIRE_KSERVE_GRPC_PORT", str(free_port()))
     if by_env:
         monkeypatch.setenv("TS_SERVICE_ENVELOPE", envelope)
         extra = "enable_envvars_config=true\n"

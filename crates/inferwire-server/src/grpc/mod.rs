@@ -1,6 +1,7 @@
 //! gRPC: `seldon.protos.Seldon` and `seldon.protos.Model`, V2's
 //! `inference.GRPCInferenceService`, TorchServe's `InferenceAPIsService` and
-//! `ManagementAPIsService` (in its dialect only; the latter on its own port), plus health
+//! `ManagementAPIsService` (in its dialect only; the latter on its own port), KServe's V2
+//! service as TorchServe's KServe image serves it (on `kserve_grpc_port`), plus health
 //! and reflection.
 mod auth;
 mod body_guard;
@@ -8,6 +9,7 @@ pub mod codec;
 mod components;
 mod health;
 mod incoming;
+mod kserve;
 pub(crate) mod methods;
 mod predict;
 mod runtime_settings;
@@ -20,7 +22,7 @@ mod torchserve_management;
 mod trailers;
 mod v2;
 
-pub use serve::{serve, serve_management};
+pub use serve::{serve, serve_kserve, serve_management};
 
 #[allow(clippy::all)]
 pub(crate) mod generated {

@@ -1,6 +1,7 @@
 //! The gRPC servers: on the gRPC port, the Seldon, V2 and TorchServe inference services;
-//! on TorchServe's management port (`grpc_management_port`), its management service;
-//! each with `grpc.health.v1.Health`, server reflection, and the same bounds and layers.
+//! on TorchServe's management port (`grpc_management_port`), its management service; on
+//! KServe's wrapper's gRPC port (`kserve_grpc_port`), KServe's V2 service; each with
+//! `grpc.health.v1.Health`, server reflection, and the same bounds and layers.
 use std::sync::Arc;
 
 use tokio::net::TcpListener;
@@ -17,6 +18,7 @@ use super::generated_torchserve::inference::inference_ap_is_service_server::Infe
 use super::generated_torchserve::management::management_ap_is_service_server::ManagementApIsServiceServer;
 use super::generated_v2::grpc_inference_service_server::GrpcInferenceServiceServer;
 use super::generated_v2::model_repository::model_repository_service_server::ModelRepositoryServiceServer;
+use super::kserve::KServeV2;
 use super::methods;
 use super::predict::FastPredict;
 use super::seldon::SeldonService;
@@ -39,11 +41,18 @@ pub async fn serve_management(app: Arc<App>, listener: TcpListener, stop: watch:
     serve_on(app, listener, stop, Port::Management).await;
 }
 
+/// KServe's V2 gRPC as TorchServe's KServe image serves it (`kserve_grpc_port`), until
+/// `stop`.
+pub async fn serve_kserve(app: Arc<App>, listener: TcpListener, stop: watch::Receiver<bool>) {
+    serve_on(app, listener, stop, Port::KServe).await;
+}
+
 /// Which gRPC listener a server is for.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Port {
     Main,
     Management,
+    KServe,
 }
 
 /// TorchServe's management service (`inferwire torchserve`), bounded as the others.
@@ -72,7 +81,15 @@ async fn serve_on(
         Port::Management => Some(management_service(&app, limit)),
         Port::Main => (torchserve_dialect && app.config.grpc_management_port.is_none())
             .then(|| management_service(&app, limit)),
+        Port::KServe => None,
     };
+    let kserve = (port == Port::KServe).then(|| {
+        GrpcInferenceServiceServer::new(KServeV2(app.clone()))
+            .accept_compressed(Gzip)
+            .accept_compressed(Deflate)
+            .max_decoding_message_size(limit)
+            .max_encoding_message_size(usize::MAX)
+    });
     let svc = SeldonService(app.clone());
     let seldon = SeldonServer::new(svc.clone())
         .accept_compressed(Gzip)
@@ -126,7 +143,7 @@ async fn serve_on(
         .max_decoding_message_size(limit);
 
     let descriptors = Descriptors {
-        main: port == Port::Main,
+        main: port != Port::Management,
         torchserve: torchserve.is_some() && port == Port::Main,
         management: management.is_some(),
     };
@@ -178,7 +195,8 @@ async fn serve_on(
         .add_service(health_svc)
         .add_service(reflection)
         .add_service(reflection_alpha)
-        .add_optional_service(management);
+        .add_optional_service(management)
+        .add_optional_service(kserve);
     let router = if port == Port::Main {
         router
             .add_service(seldon)
@@ -212,7 +230,7 @@ async fn serve_on(
 /// The descriptor sets a port's reflection lists.
 #[derive(Clone, Copy)]
 struct Descriptors {
-    /// The Seldon and V2 services (the gRPC port's).
+    /// The Seldon and V2 services (the gRPC port's; V2's on KServe's).
     main: bool,
     /// TorchServe's inference service.
     torchserve: bool,

@@ -45,7 +45,7 @@ type Replies = Pin<Box<dyn Stream<Item = Result<PredictionResponse, Status>> + S
 
 /// With TorchServe's token authorization on, a call without the inference key is
 /// refused as TorchServe's interceptor refuses it.
-fn admit(app: &App, metadata: &MetadataMap) -> Result<(), Status> {
+pub(super) fn admit(app: &App, metadata: &MetadataMap) -> Result<(), Status> {
     let Some(keys) = &app.config.torchserve_keys else {
         return Ok(());
     };
@@ -205,12 +205,12 @@ async fn sequence_replies(app: &App, request: PredictionsRequest) -> Vec<Predict
 }
 
 /// A failure and the model name it is about.
-type Failure = (ServeError, String);
+pub(super) type Failure = (ServeError, String);
 
 /// Runs one `PredictionsRequest`: the handler's replies (its pieces, then its reply,
 /// when `pieces` asks for them; else the reply alone), with `headers` as its request
 /// headers.
-async fn predict(
+pub(super) async fn predict(
     app: &App,
     req: PredictionsRequest,
     client: Option<std::time::Duration>,

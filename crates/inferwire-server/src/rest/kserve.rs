@@ -81,7 +81,7 @@ pub async fn v2_infer(
 /// A handler's failure with what it said (the `message` of TorchServe's error body, the
 /// envelope's words for a refused request) as the error's message, which KServe's
 /// `{"error": ...}` shows; its status and TorchServe's body stay.
-fn handler_said(mut e: ServeError) -> ServeError {
+pub(crate) fn handler_said(mut e: ServeError) -> ServeError {
     let said = e.model_reply.as_ref().and_then(|r| {
         let body: Value = serde_json::from_str(r.body.as_deref()?).ok()?;
         body["message"].as_str().map(str::to_owned)

@@ -6,7 +6,7 @@ mod cors;
 mod custom;
 mod handle;
 mod health;
-mod kserve;
+pub(crate) mod kserve;
 mod login;
 pub mod metrics_port;
 mod publish;

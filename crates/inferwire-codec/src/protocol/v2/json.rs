@@ -83,7 +83,13 @@ pub fn decode_request_with(
     }
     let mut inputs = Vec::with_capacity(parts.len());
     for (i, input) in parts.into_iter().enumerate() {
-        inputs.push(finish_input(i, input, &mut blobs, limits, shm)?);
+        inputs.push(finish_input(
+            &format!("inputs[{i}]"),
+            input,
+            &mut blobs,
+            limits,
+            shm,
+        )?);
     }
     if !blobs.is_empty() {
         return Err(CodecError::bad_request(format!(
@@ -157,14 +163,15 @@ fn serde_header(header: &[u8]) -> Result<(Vec<Parts<'_>>, Top)> {
     ))
 }
 
+/// One tensor of the JSON (`field`: where it is, `inputs[i]` or `outputs[i]`), typed.
 fn finish_input(
-    i: usize,
+    field: &str,
     input: Parts<'_>,
     blobs: &mut Bytes,
     limits: &Limits,
     shm: &dyn SharedInputs,
 ) -> Result<InferInput> {
-    let field = format!("inputs[{i}]");
+    let field = field.to_owned();
     let (dtype, count, shape) = declared(&field, &input.datatype, &input.shape, limits)?;
     let parameters = input.parameters.unwrap_or_default();
     if let Some(at) = shared_memory_ref(&parameters, &field)? {
@@ -595,15 +602,7 @@ pub fn encode_response(
         if i > 0 {
             out.push(b',');
         }
-        out.extend_from_slice(b"{\"name\":");
-        write::string(&o.name, out);
-        out.extend_from_slice(b",\"datatype\":\"");
-        out.extend_from_slice(datatype_name(o.tensor.dtype()).as_bytes());
-        out.extend_from_slice(b"\",\"shape\":");
-        write::flat(
-            &o.tensor.shape.iter().map(|&d| d as u64).collect::<Vec<_>>(),
-            out,
-        );
+        tensor_head(&o.name, &o.tensor, out);
         let mut parameters = o.parameters.clone();
         // Written into the client's shared memory: metadata and parameters only.
         let by_reference = in_shared_memory(o);
@@ -626,6 +625,130 @@ pub fn encode_response(
     }
     out.extend_from_slice(b"]}");
     Ok(blobs)
+}
+
+/// A tensor's `{"name", "datatype", "shape"` (the object left open), as requests and
+/// responses write it.
+fn tensor_head(name: &str, tensor: &Tensor, out: &mut Vec<u8>) {
+    out.extend_from_slice(b"{\"name\":");
+    write::string(name, out);
+    out.extend_from_slice(b",\"datatype\":\"");
+    out.extend_from_slice(datatype_name(tensor.dtype()).as_bytes());
+    out.extend_from_slice(b"\",\"shape\":");
+    write::flat(
+        &tensor.shape.iter().map(|&d| d as u64).collect::<Vec<_>>(),
+        out,
+    );
+}
+
+/// Writes `r` as V2's JSON request, as a client sends it: each input's `data` flat (BYTES
+/// elements as strings, which must be UTF-8), its parameters, and the outputs asked for.
+/// For a server that hands a model the request's JSON (TorchServe's KServe envelope).
+pub fn encode_request(r: &InferRequest, out: &mut Vec<u8>) -> Result<()> {
+    out.push(b'{');
+    if !r.id.is_empty() {
+        out.extend_from_slice(b"\"id\":");
+        write::string(&r.id, out);
+        out.push(b',');
+    }
+    if !r.parameters.is_empty() {
+        out.extend_from_slice(b"\"parameters\":");
+        serde_json::to_writer(&mut *out, &r.parameters)
+            .map_err(|e| CodecError::bad_request(e.to_string()))?;
+        out.push(b',');
+    }
+    out.extend_from_slice(b"\"inputs\":[");
+    for (i, input) in r.inputs.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        tensor_head(&input.name, &input.tensor, out);
+        if !input.parameters.is_empty() {
+            out.extend_from_slice(b",\"parameters\":");
+            serde_json::to_writer(&mut *out, &input.parameters)
+                .map_err(|e| CodecError::bad_request(e.to_string()))?;
+        }
+        out.extend_from_slice(b",\"data\":");
+        write_flat(&input.name, &input.tensor.data, out).map_err(|_| {
+            CodecError::bad_request(format!(
+                "inputs[{i}] ({:?}): holds bytes that are not UTF-8, which the JSON body \
+                 cannot carry",
+                input.name
+            ))
+        })?;
+        out.push(b'}');
+    }
+    out.push(b']');
+    if !r.outputs.is_empty() {
+        out.extend_from_slice(b",\"outputs\":[");
+        for (i, o) in r.outputs.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(b"{\"name\":");
+            write::string(&o.name, out);
+            if !o.parameters.is_empty() {
+                out.extend_from_slice(b",\"parameters\":");
+                serde_json::to_writer(&mut *out, &o.parameters)
+                    .map_err(|e| CodecError::bad_request(e.to_string()))?;
+            }
+            out.push(b'}');
+        }
+        out.push(b']');
+    }
+    out.push(b'}');
+    Ok(())
+}
+
+#[derive(Deserialize)]
+struct ResponseHeader<'a> {
+    #[serde(default)]
+    model_name: Option<String>,
+    #[serde(default)]
+    model_version: Option<String>,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    parameters: Option<Parameters>,
+    #[serde(borrow)]
+    outputs: Vec<RawInput<'a>>,
+}
+
+/// Decodes V2's JSON response (without the binary extension), as a client reads it: its
+/// outputs typed as `decode_request` types inputs, errors naming `outputs[i]`. For a
+/// server whose model answers in that JSON (TorchServe's KServe envelope).
+pub fn decode_response(body: &[u8], limits: &Limits) -> Result<InferResponse> {
+    let raw: ResponseHeader<'_> = crate::json::deserialize(body)?;
+    unique_names("outputs", raw.outputs.iter().map(|o| o.name.as_str()))?;
+    let mut outputs = Vec::with_capacity(raw.outputs.len());
+    for (i, o) in raw.outputs.into_iter().enumerate() {
+        let parts = Parts {
+            name: o.name,
+            shape: o.shape,
+            datatype: o.datatype,
+            parameters: o.parameters,
+            data: o.data.map(|d| Data::Text(d.get().as_bytes())),
+        };
+        let t = finish_input(
+            &format!("outputs[{i}]"),
+            parts,
+            &mut Bytes::new(),
+            limits,
+            &NoSharedMemory,
+        )?;
+        outputs.push(InferOutput {
+            name: t.name,
+            tensor: t.tensor,
+            parameters: t.parameters,
+        });
+    }
+    Ok(InferResponse {
+        model_name: raw.model_name.unwrap_or_default(),
+        model_version: raw.model_version.unwrap_or_default(),
+        id: raw.id.unwrap_or_default(),
+        parameters: raw.parameters.unwrap_or_default(),
+        outputs,
+    })
 }
 
 pub(crate) fn write_flat(name: &str, data: &TensorData, out: &mut Vec<u8>) -> Result<()> {
@@ -658,6 +781,46 @@ mod tests {
 
     fn decode(body: &str) -> Result<InferRequest> {
         decode_request(Bytes::from(body.to_string()), None, &Limits::default())
+    }
+
+    #[test]
+    fn a_request_written_as_json_reads_back_the_same() {
+        let body = r#"{"id":"r1","parameters":{"p":1},"inputs":[
+            {"name":"f","shape":[2,2],"datatype":"FP32","data":[1.5,2,3,4]},
+            {"name":"i","shape":[2],"datatype":"INT64","data":[-1,9007199254740993]},
+            {"name":"s","shape":[2],"datatype":"BYTES","parameters":{"q":"x"},"data":["a","\u00e9\""]}],
+            "outputs":[{"name":"o"}]}"#;
+        let r = decode(body).unwrap();
+        let mut out = Vec::new();
+        encode_request(&r, &mut out).unwrap();
+        let again = decode_request(Bytes::from(out), None, &Limits::default()).unwrap();
+        assert_eq!(again, r);
+        let mut bad = r;
+        bad.inputs[2].tensor.data = TensorData::Bytes(vec![Bytes::from_static(b"\xff")]);
+        let e = encode_request(&bad, &mut Vec::new()).unwrap_err();
+        assert!(e.to_string().contains("inputs[2]"), "{e}");
+    }
+
+    #[test]
+    fn a_response_read_from_json_names_its_outputs_in_errors() {
+        let body = br#"{"id":"1","model_name":"m","model_version":null,"outputs":[
+            {"name":"a","datatype":"INT64","shape":[2],"data":[1,2]},
+            {"name":"b","datatype":"BYTES","shape":[1],"data":["x"]}]}"#;
+        let r = decode_response(body, &Limits::default()).unwrap();
+        assert_eq!(
+            (
+                r.id.as_str(),
+                r.model_name.as_str(),
+                r.model_version.as_str()
+            ),
+            ("1", "m", "")
+        );
+        assert_eq!(r.outputs[0].tensor.data, TensorData::I64(vec![1, 2]));
+        assert_eq!(r.outputs[1].tensor.shape, vec![1]);
+        let bad = br#"{"outputs":[{"name":"a","datatype":"INT64","shape":[3],"data":[1,2]}]}"#;
+        let e = decode_response(bad, &Limits::default()).unwrap_err();
+        assert!(e.to_string().contains("outputs[0]"), "{e}");
+        assert!(decode_response(b"{}", &Limits::default()).is_err());
     }
 
     #[test]
