@@ -33,6 +33,7 @@ export CARGO_ZIGBUILD_PYTHON_PATH="$VENV/bin/python"
 mkdir -p "$OUT"
 rm -f "$OUT"/inferwire-*.whl
 cd "$ROOT"
+# --features replaces pyproject.toml's features (it does not add to them): bench named again.
 maturin build --release --locked --zig --compatibility manylinux_2_28 \
-    --features pyo3/abi3-py310 --interpreter "$VENV/bin/python" --out "$OUT" "$@"
+    --features bench,pyo3/abi3-py310 --interpreter "$VENV/bin/python" --out "$OUT" "$@"
 ls -l "$OUT"/inferwire-*.whl
