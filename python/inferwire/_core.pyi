@@ -8,6 +8,7 @@ from typing_extensions import Self
 __all__ = [
     "CoreConfig",
     "CoreModelSpec",
+    "PieceSender",
     "Server",
     "Sink",
     "TreeEnsemble",
@@ -17,6 +18,7 @@ __all__ = [
     "seldon_descriptor_set",
     "seldon_from_pb",
     "seldon_to_pb",
+    "take_piece_sender",
     "token_digest",
     "v2_request_to_pb",
     "v2_response_from_pb",
@@ -147,6 +149,24 @@ class Sink:
         """Ends the stream with the model's exception."""
     def close(self) -> None:
         """Ends the stream."""
+
+@final
+class PieceSender:
+    """A request's stream while the model call answering it runs: where a TorchServe
+    handler's intermediate responses go as it sends them, its reply last; made by
+    ``take_piece_sender``."""
+
+    def send(self, outputs: list[tuple[str, Any, dict[str, Any]]]) -> bool:
+        """Sends one piece, waiting (without the GIL) while the reader is behind; False
+        when the reader has gone or stalled (send no more)."""
+    def fail(self, status: int, message: str, body: str | None) -> bool:
+        """Ends the stream with a failure: its HTTP status, message and error body."""
+    def close(self) -> None:
+        """Ends the stream (after its last piece)."""
+
+def take_piece_sender(token: int) -> PieceSender | None:
+    """The sender of the request whose parameters carry ``token``, the first time; None
+    after that, or when no reader can take pieces while the call runs."""
 
 def bench_main(args: list[str]) -> int:
     """Run ``inferwire bench`` with ``args`` (the first is the program name), without the

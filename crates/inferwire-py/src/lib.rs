@@ -31,6 +31,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<config::CoreModelSpec>()?;
     m.add_class::<trees::TreeEnsemble>()?;
     m.add_class::<stream::Sink>()?;
+    m.add_class::<stream::PieceSender>()?;
+    m.add_function(wrap_pyfunction!(stream::take_piece_sender, m)?)?;
     #[cfg(feature = "bench")]
     m.add_function(wrap_pyfunction!(bench::bench_main, m)?)?;
     m.add_function(wrap_pyfunction!(auth::token_digest, m)?)?;

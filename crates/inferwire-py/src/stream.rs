@@ -146,3 +146,68 @@ impl Sink {
         self.finish(None);
     }
 }
+
+/// A request's stream while the model call answering it runs
+/// (`inferwire_server::stream::handoff`): where a TorchServe handler's intermediate
+/// responses go as it sends them, its reply last. Used from the thread running the call.
+#[pyclass(frozen, module = "inferwire._core")]
+pub struct PieceSender {
+    tx: Mutex<Option<Sender>>,
+}
+
+/// The sender of the request whose parameters carry `token`, the first time; None after
+/// that, or when no reader can take pieces while the call runs (the model then answers
+/// them with its reply).
+#[pyfunction]
+pub fn take_piece_sender(token: u64) -> Option<PieceSender> {
+    inferwire_server::stream::handoff::take(token).map(|tx| PieceSender {
+        tx: Mutex::new(Some(tx)),
+    })
+}
+
+impl PieceSender {
+    /// Queues `piece`, waiting without the GIL while the reader is behind (up to the
+    /// stream's idle limit); false when the reader has gone or stalled, and the stream
+    /// is then over.
+    fn put(&self, py: Python<'_>, piece: Piece) -> bool {
+        let taken = self.tx.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let Some(tx) = taken else { return false };
+        let (tx, sent) = py.detach(move || {
+            let patience = tx.patience;
+            let sent = tx.send_blocking(piece, patience);
+            (tx, sent)
+        });
+        if sent != inferwire_server::stream::Sent::Queued {
+            return false;
+        }
+        *self.tx.lock().unwrap_or_else(|e| e.into_inner()) = Some(tx);
+        true
+    }
+}
+
+#[pymethods]
+impl PieceSender {
+    /// Sends one piece's outputs (a `[(name, value, parameters)]` list); False when the
+    /// reader has gone or stalled (send no more).
+    fn send(&self, py: Python<'_>, outputs: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let piece = outputs_from(outputs)?;
+        Ok(self.put(py, Ok(piece)))
+    }
+
+    /// Ends the stream with a failure: its HTTP `status`, `message` and error body.
+    fn fail(&self, py: Python<'_>, status: u16, message: String, body: Option<String>) -> bool {
+        let error = inferwire_server::ModelError {
+            kind: inferwire_server::ModelErrorKind::Status(status),
+            message,
+            body: body.map(String::into_boxed_str),
+        };
+        let sent = self.put(py, Err(error));
+        self.close();
+        sent
+    }
+
+    /// Ends the stream (after its last piece).
+    fn close(&self) {
+        drop(self.tx.lock().unwrap_or_else(|e| e.into_inner()).take());
+    }
+}

@@ -33,6 +33,7 @@ pub mod stream;
 pub mod tls;
 pub mod torchserve_keys;
 mod torchserve_management;
+mod torchserve_pieces;
 mod uuid;
 
 pub use config::{AccessLog, ServerConfig};

@@ -7,6 +7,7 @@
 //! metrics. Dropping a `PieceStream` (the client went away) closes the channel, and the
 //! model stops at its next piece.
 mod channel;
+pub mod handoff;
 
 use std::future::Future;
 use std::pin::Pin;

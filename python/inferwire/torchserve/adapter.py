@@ -9,9 +9,16 @@ carrying TorchServe's status and error body.
 
 A request of TorchServe's gRPC API (``crates/inferwire-server/src/grpc/torchserve.rs``,
 parameter ``grpc``) brings its named inputs instead of a body, one BYTES input each: the
-handler gets them by name (``{"data": ...}``). With the parameter ``pieces`` the output
-``body`` holds the handler's intermediate responses and then its reply, one element
-each (``StreamPredictions`` sends each as a message)."""
+handler gets them by name (``{"data": ...}``).
+
+Intermediate responses (``send_intermediate_predict_response``): a request whose
+parameter ``torchserve_stream`` holds a token (``crates/inferwire-server/src/stream/handoff.rs``)
+has a reader for them while the handler runs; its first piece takes the request's
+``PieceSender`` from the core, and each piece, then the reply (or its failure), goes
+there as it comes, the transport writing it at once. Without one (no token, or a call
+the core runs where nothing reads meanwhile) the pieces are kept: the output ``body``
+holds them and then the reply, one element each, with the first piece's status,
+content type and headers, as TorchServe's chunked reply has its first chunk's."""
 
 from __future__ import annotations
 
@@ -21,8 +28,9 @@ from typing import Any
 
 import numpy as np
 
+from .._core import PieceSender, take_piece_sender
 from ..contract import Adapter, Request
-from .handler_model import STREAM_NEXT, HandlerModel, Reply
+from .handler_model import STREAM_NEXT, HandlerModel, ReadersGone, Reply
 from .handler_model import Request as HandlerRequest
 
 BODY = "body"
@@ -81,10 +89,15 @@ class HandlerAdapter(Adapter):
         return answer
 
     def infer_many(self, requests: list[Request]) -> list[Any]:
-        replies = self.model.handle_batch([_handler_request(r) for r in requests])
+        tokens = [(r.parameters or {}).get(STREAM_TOKEN) for r in requests]
+        if not any(tokens):
+            replies = self.model.handle_batch([_handler_request(r) for r in requests])
+            return [_answer(reply) for reply in replies]
+        streams = _Streams(tokens)
+        replies = self.model.handle_batch([_handler_request(r) for r in requests], streams.on_piece)
         return [
-            _answer(reply, bool((r.parameters or {}).get("pieces")))
-            for r, reply in zip(requests, replies, strict=True)
+            STREAMED if streams.finish(i, reply) else _answer(reply)
+            for i, reply in enumerate(replies)
         ]
 
     def __del__(self) -> None:
@@ -121,26 +134,96 @@ def _handler_request(r: Request) -> HandlerRequest:
     )
 
 
-def _answer(reply: Reply, pieces: bool = False) -> Any:
+def _answer(reply: Reply) -> Any:
     if reply.error:
         return HandlerError(reply)
-    # A handler's intermediate responses (send_intermediate_predict_response) come
-    # first, as TorchServe's chunks do; they are sent together with the last one, one
-    # element each when the request asked for ``pieces`` (gRPC's StreamPredictions).
     if not reply.pieces:
         body = np.empty(1, dtype=object)
         body[0] = bytes(reply.body)
-    else:
-        parts = [*(bytes(p.body) for p in reply.pieces), bytes(reply.body)]
-        if pieces:
-            body = np.empty(len(parts), dtype=object)
-            body[:] = parts
-        else:
-            body = np.empty(1, dtype=object)
-            body[0] = b"".join(parts)
+        return {"outputs": [(BODY, body)], "parameters": _parameters(reply, strip=True)}
+    # Intermediate responses kept for the end: each an element before the reply's, the
+    # head (status, type, headers) the first one's, as TorchServe's first chunk has.
+    parts = [*(bytes(p.body) for p in reply.pieces), bytes(reply.body)]
+    body = np.empty(len(parts), dtype=object)
+    body[:] = parts
+    return {"outputs": [(BODY, body)], "parameters": _parameters(reply.pieces[0])}
+
+
+def _parameters(reply: Reply, strip: bool = False) -> dict[str, Any]:
+    """A reply's status, content type and headers (a whole reply's without TorchServe's
+    stream marker, which only a streamed reply's head carries)."""
     parameters: dict[str, Any] = {"status": reply.status, "content_type": reply.content_type}
     if reply.headers:
-        headers = {k: v for k, v in reply.headers.items() if k.lower() != STREAM_NEXT}
+        headers = reply.headers
+        if strip:
+            headers = {k: v for k, v in headers.items() if k.lower() != STREAM_NEXT}
         if headers:
             parameters["headers"] = headers
-    return {"outputs": [(BODY, body)], "parameters": parameters}
+    return parameters
+
+
+# The request parameter holding the token of the request's stream, and the answer of a
+# request whose reply went into its stream (its transport reads that instead).
+STREAM_TOKEN = "torchserve_stream"
+STREAMED: list[Any] = []
+
+
+class _Streams:
+    """The streams of one batch's requests, each taken from the core at its request's
+    first piece."""
+
+    __slots__ = ("gone", "senders", "tokens")
+
+    def __init__(self, tokens: list[Any]) -> None:
+        self.tokens = tokens
+        # Request index -> its sender, or None where the core gave none (pieces kept).
+        self.senders: dict[int, PieceSender | None] = {}
+        self.gone: set[int] = set()
+
+    def on_piece(self, i: int, piece: Reply) -> bool:
+        if i in self.gone:
+            return True  # its reader has gone: dropped
+        if i in self.senders:
+            sender = self.senders[i]
+        else:
+            sender = self.senders[i] = _sender(self.tokens[i])
+        if sender is None:
+            return False
+        if not sender.send(_piece(piece, last=False)):
+            self.gone.add(i)
+            if len(self.gone) == len(self.tokens):
+                raise ReadersGone("every request of the batch has lost its reader")
+        return True
+
+    def finish(self, i: int, reply: Reply) -> bool:
+        """Sends request ``i``'s reply (or failure) into its stream: whether it had one."""
+        sender = self.senders.get(i)
+        if sender is None:
+            return i in self.gone
+        if i not in self.gone:
+            if reply.error:
+                sender.fail(reply.status, reply.message, bytes(reply.body).decode("utf-8"))
+            else:
+                sender.send(_piece(reply, last=True))
+        sender.close()
+        return True
+
+
+def _sender(token: Any) -> PieceSender | None:
+    # A V2 client can name any parameter: only a token the core made finds a stream.
+    if type(token) is not int:
+        return None
+    try:
+        return take_piece_sender(token)
+    except OverflowError:
+        return None
+
+
+def _piece(reply: Reply, last: bool) -> list[tuple[str, Any, dict[str, Any]]]:
+    """A piece of a streamed answer: the body as one element, its status, content type
+    and headers (and ``last``) as the output's parameters."""
+    body = np.empty(1, dtype=object)
+    body[0] = bytes(reply.body)
+    parameters = _parameters(reply)
+    parameters["last"] = last
+    return [(BODY, body, parameters)]

@@ -22,7 +22,10 @@ serving.
 Streams: a handler that calls TorchServe's ``send_intermediate_predict_response`` writes
 TorchServe's response frame to ``context.cl_socket``; here that is an object whose
 ``sendall`` decodes the frame into pieces handed to ``on_piece`` as they come (or to
-``stream_batch``'s iterator), the handler's return being each request's last piece."""
+``stream_batch``'s iterator), the handler's return being each request's last piece.
+``on_piece`` raising ``ReadersGone`` (no request of the batch has a reader left) raises it
+in the handler at its ``send_intermediate_predict_response``, as a socket whose peer has
+gone raises ``BrokenPipeError``: the handler stops, the batch fails."""
 
 from __future__ import annotations
 
@@ -104,7 +107,13 @@ class Reply:
     pieces: list[Reply] = field(default_factory=list)
 
 
-OnPiece = Callable[[int, Reply], None]
+# Returns False to decline a piece: it is then kept in its final reply's ``pieces``.
+OnPiece = Callable[[int, Reply], "bool | None"]
+
+
+class ReadersGone(BrokenPipeError):
+    """Raised by an ``on_piece`` whose batch has no reader left: the handler's
+    ``send_intermediate_predict_response`` raises it, as a socket whose peer has gone."""
 
 
 def error_reply(status: int, message: str, kind: str = "InternalServerException") -> Reply:
@@ -258,9 +267,9 @@ class HandlerModel:
     ) -> list[Reply]:
         """One handler call for ``requests``: a reply for each, in order. Intermediate
         pieces the handler sends go to ``on_piece(index, piece)`` as they are sent (from
-        the calling thread, inside the handler's call), else into each final reply's
-        ``pieces``. A request whose form cannot be read gets a 400 and stays out of the
-        handler's batch. Blocks while every instance is busy."""
+        the calling thread, inside the handler's call), else (or when it returns False)
+        into each final reply's ``pieces``. A request whose form cannot be read gets a
+        400 and stays out of the handler's batch. Blocks while every instance is busy."""
         replies: list[Reply | None] = [None] * len(requests)
         batch: list[_Prepared] = []
         for i, request in enumerate(requests):
@@ -340,9 +349,7 @@ class HandlerModel:
                 return
             if reply.error:
                 ended[i] = reply
-            elif on_piece is not None:
-                on_piece(i, reply)
-            else:
+            elif on_piece is None or on_piece(i, reply) is False:
                 pieces.setdefault(i, []).append(reply)
 
         ctx.cl_socket = _PieceSocket(ids, piece)
@@ -352,6 +359,10 @@ class HandlerModel:
         except MemoryError:
             log.error("model %s: out of memory in the handler", self.name, exc_info=True)
             return self._failed(ids, ended, 507, "Out of resources")
+        except ReadersGone:
+            # Nobody waits for these replies any more.
+            log.info("model %s: every client of the batch has gone; handler stopped", self.name)
+            return self._failed(ids, ended, 503, "Prediction failed")
         except Exception as e:
             failure = _prediction_exception(e)
             if failure is not None:
@@ -645,6 +656,7 @@ __all__ = [
     "ArchiveError",
     "FormError",
     "HandlerModel",
+    "ReadersGone",
     "Reply",
     "Request",
     "decode_frame",

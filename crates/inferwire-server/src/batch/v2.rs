@@ -33,10 +33,12 @@ pub fn key(req: &InferRequest) -> Option<Key> {
             i.parameters.get("content_type").cloned(),
         ));
     }
-    // The request's headers (MLServer's dialect puts them here) differ from request to
-    // request without making them incompatible.
+    // The request's headers (MLServer's dialect puts them here) and its stream's token
+    // (a TorchServe request's) differ from request to request without making them
+    // incompatible.
     let mut parameters = req.parameters.clone();
     parameters.remove("headers");
+    parameters.remove(crate::torchserve_pieces::TOKEN);
     Some(Key {
         inputs,
         parameters,

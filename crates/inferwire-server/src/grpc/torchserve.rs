@@ -3,11 +3,12 @@
 //! `StreamPredictions` and `StreamPredictions2`. A `PredictionsRequest` becomes the V2
 //! request TorchServe's REST route makes (`rest/torchserve.rs`), except that its named
 //! inputs are the request's BYTES inputs, one each, and its `grpc` parameter says so:
-//! the handler gets `{"data": ..., ...}` as TorchServe's gRPC path gives it. Its reply is
-//! the output `body`: one element (a whole reply), or the handler's intermediate pieces
-//! and then its reply when the request asked for them (`pieces`), each a message of
-//! `StreamPredictions`. Errors are TorchServe's gRPC answers: the code its frontend
-//! gives, the message with the Java exception's name after a newline.
+//! the handler gets `{"data": ..., ...}` as TorchServe's gRPC path gives it. Its answer
+//! (`torchserve_pieces`) is the reply as a whole, or, on the streaming calls once the
+//! handler sends an intermediate response, its pieces as it sends them: each a message of
+//! `StreamPredictions`, its reply last. `Predictions` answers the pieces and the reply
+//! joined. Errors are TorchServe's gRPC answers: the code its frontend gives, the message
+//! with the Java exception's name after a newline.
 use std::pin::Pin;
 use std::sync::Arc;
 
@@ -26,10 +27,11 @@ use super::generated_torchserve::inference::{
 use super::methods;
 use super::timeout::client_timeout;
 use crate::app::App;
-use crate::dialect::TORCHSERVE_BODY as BODY;
 use crate::error::{Kind, ServeError};
-use crate::metrics::{Code as Answered, Encoding};
+use crate::metrics::{Code as Answered, Encoding, Protocol};
+use crate::stream::handoff::{Handoff, Raced};
 use crate::torchserve_keys::{Api, FAILED};
+use crate::torchserve_pieces as pieces;
 
 /// TorchServe's headers for a StreamPredictions2 request's sequence (its defaults of
 /// `ts_header_key_sequence_id`/`_start`).
@@ -93,15 +95,16 @@ impl InferenceApIsService for TorchServeService {
 
     type StreamPredictionsStream = Replies;
 
-    /// The handler's intermediate responses, then its reply (each as the handler sent
-    /// it, once the handler has returned).
+    /// The handler's intermediate responses as it sends them, then its reply; a failure
+    /// after them ends the call with its status.
     async fn stream_predictions(
         &self,
         req: Request<PredictionsRequest>,
     ) -> Result<Response<Replies>, Status> {
         admit(&self.0, req.metadata())?;
         let deadline = client_timeout(req.metadata());
-        let pieces = predict(
+        let name = req.get_ref().model_name.clone();
+        let answer = run(
             &self.0,
             req.into_inner(),
             deadline,
@@ -111,19 +114,26 @@ impl InferenceApIsService for TorchServeService {
         )
         .await
         .map_err(|e| status(&e.0, &e.1))?;
-        let replies = pieces.into_iter().map(|prediction| {
-            Ok(PredictionResponse {
-                prediction,
-                ..Default::default()
-            })
-        });
-        Ok(Response::new(Box::pin(tokio_stream::iter(replies))))
+        Ok(Response::new(match answer {
+            Answer::Whole(parts) => Box::pin(tokio_stream::iter(parts.into_iter().map(|p| {
+                Ok(PredictionResponse {
+                    prediction: p,
+                    ..Default::default()
+                })
+            }))),
+            Answer::Stream(streamed) => Box::pin(PieceReplies {
+                streamed,
+                name,
+                done: false,
+            }),
+        }))
     }
 
     type StreamPredictions2Stream = Replies;
 
-    /// Each request in turn, its replies before the next request's; a failed request is
-    /// answered with a `status` and the stream goes on, as TorchServe's.
+    /// Each request in turn, its replies (as the handler sends them) before the next
+    /// request's; a failed request is answered with a `status` and the stream goes on, as
+    /// TorchServe's.
     async fn stream_predictions2(
         &self,
         req: Request<Streaming<PredictionsRequest>>,
@@ -134,9 +144,46 @@ impl InferenceApIsService for TorchServeService {
         let (tx, rx) = tokio::sync::mpsc::channel(STREAM_BUFFER);
         tokio::spawn(async move {
             while let Ok(Some(request)) = incoming.message().await {
-                for reply in sequence_replies(&app, request).await {
+                let name = request.model_name.clone();
+                let mut streamed = match sequence_replies(&app, request).await {
+                    Ok(Answer::Stream(streamed)) => streamed,
+                    Ok(Answer::Whole(replies)) => {
+                        for reply in replies {
+                            let reply = PredictionResponse {
+                                prediction: reply,
+                                ..Default::default()
+                            };
+                            if tx.send(Ok(reply)).await.is_err() {
+                                return;
+                            }
+                        }
+                        continue;
+                    }
+                    Err(failed) => {
+                        if tx.send(Ok(failed)).await.is_err() {
+                            return;
+                        }
+                        continue;
+                    }
+                };
+                // The client gone, the stream goes with this task: the handler's next
+                // piece finds its reader gone.
+                loop {
+                    let (reply, last) = match next_piece(&mut streamed, &name).await {
+                        Ok((prediction, last)) => (
+                            PredictionResponse {
+                                prediction,
+                                ..Default::default()
+                            },
+                            last,
+                        ),
+                        Err(s) => (failure(&s), true),
+                    };
                     if tx.send(Ok(reply)).await.is_err() {
                         return;
+                    }
+                    if last {
+                        break;
                     }
                 }
             }
@@ -147,26 +194,103 @@ impl InferenceApIsService for TorchServeService {
     }
 }
 
-/// One StreamPredictions2 request's replies: its pieces, or its failure as a `status`.
-async fn sequence_replies(app: &App, request: PredictionsRequest) -> Vec<PredictionResponse> {
+/// A streamed answer's next piece and whether it is the last; its failure (the
+/// handler's, a limit's, or the stream cut short) as TorchServe's status.
+async fn next_piece(streamed: &mut pieces::Streamed, name: &str) -> Result<(Bytes, bool), Status> {
+    std::future::poll_fn(|cx| poll_piece(streamed, name, cx)).await
+}
+
+fn poll_piece(
+    streamed: &mut pieces::Streamed,
+    name: &str,
+    cx: &mut std::task::Context<'_>,
+) -> std::task::Poll<Result<(Bytes, bool), Status>> {
+    use std::task::Poll;
+    let piece = match streamed.pieces.poll_next(cx) {
+        Poll::Pending => return Poll::Pending,
+        Poll::Ready(None) => Err(pieces::cut_short()),
+        Poll::Ready(Some(Err(e))) => Err(e),
+        Poll::Ready(Some(Ok(outputs))) => pieces::piece(outputs),
+    };
+    Poll::Ready(
+        piece
+            .and_then(|p| {
+                streamed.pieces.sending(p.data.len())?;
+                Ok((p.data, p.last))
+            })
+            .map_err(|e| status(&e, name)),
+    )
+}
+
+/// A StreamPredictions call's messages, as the handler sends its pieces.
+struct PieceReplies {
+    streamed: pieces::Streamed,
+    name: String,
+    done: bool,
+}
+
+impl Stream for PieceReplies {
+    type Item = Result<PredictionResponse, Status>;
+
+    fn poll_next(
+        self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        if this.done {
+            return std::task::Poll::Ready(None);
+        }
+        poll_piece(&mut this.streamed, &this.name, cx).map(|piece| {
+            Some(match piece {
+                Ok((prediction, last)) => {
+                    this.done = last;
+                    Ok(PredictionResponse {
+                        prediction,
+                        ..Default::default()
+                    })
+                }
+                Err(s) => {
+                    this.done = true;
+                    Err(s)
+                }
+            })
+        })
+    }
+}
+
+/// A failed StreamPredictions2 request's reply: its `status`, the stream going on.
+fn failure(s: &Status) -> PredictionResponse {
+    let (message, reason) = s
+        .message()
+        .split_once('\n')
+        .map_or((s.message(), ""), |(m, r)| (m, r));
+    PredictionResponse {
+        prediction: Bytes::new(),
+        sequence_id: None,
+        status: Some(rich_status(s.code(), message.to_owned(), reason)),
+    }
+}
+
+/// One StreamPredictions2 request's answer, or its failure as a reply with a `status`.
+async fn sequence_replies(
+    app: &App,
+    request: PredictionsRequest,
+) -> Result<Answer, PredictionResponse> {
     let id = request.sequence_id.clone().unwrap_or_default();
     let starts = request
         .input
         .get(SEQUENCE_START)
         .is_some_and(|v| v.eq_ignore_ascii_case(b"true"));
-    let failed = |code: Code, message: String, reason: &str| {
-        vec![PredictionResponse {
+    if id.is_empty() && !starts {
+        return Err(PredictionResponse {
             prediction: Bytes::new(),
             sequence_id: None,
-            status: Some(rich_status(code, message, reason)),
-        }]
-    };
-    if id.is_empty() && !starts {
-        return failed(
-            Code::Internal,
-            "Parameter sequenceId is required.".into(),
-            "BadRequestException.()",
-        );
+            status: Some(rich_status(
+                Code::Internal,
+                "Parameter sequenceId is required.".into(),
+                "BadRequestException.()",
+            )),
+        });
     }
     let mut headers = Map::new();
     let id = if id.is_empty() {
@@ -176,7 +300,7 @@ async fn sequence_replies(app: &App, request: PredictionsRequest) -> Vec<Predict
         id
     };
     headers.insert(SEQUENCE_ID.into(), Value::String(id));
-    match predict(
+    run(
         app,
         request,
         None,
@@ -185,31 +309,23 @@ async fn sequence_replies(app: &App, request: PredictionsRequest) -> Vec<Predict
         headers,
     )
     .await
-    {
-        Ok(pieces) => pieces
-            .into_iter()
-            .map(|prediction| PredictionResponse {
-                prediction,
-                ..Default::default()
-            })
-            .collect(),
-        Err((e, name)) => {
-            let s = status(&e, &name);
-            let (message, reason) = s
-                .message()
-                .split_once('\n')
-                .map_or((s.message(), ""), |(m, r)| (m, r));
-            failed(s.code(), message.to_owned(), reason)
-        }
-    }
+    .map_err(|(e, name)| failure(&status(&e, &name)))
 }
 
 /// A failure and the model name it is about.
 pub(super) type Failure = (ServeError, String);
 
-/// Runs one `PredictionsRequest`: the handler's replies (its pieces, then its reply,
-/// when `pieces` asks for them; else the reply alone), with `headers` as its request
-/// headers.
+/// What a `PredictionsRequest` got: the reply's elements (the handler's intermediate
+/// responses kept for the end, then its reply), or, once the handler sent a piece
+/// during the call, the stream of its pieces.
+pub(super) enum Answer {
+    Whole(Vec<Bytes>),
+    Stream(pieces::Streamed),
+}
+
+/// Runs one `PredictionsRequest` for a reply as a whole: the handler's intermediate
+/// responses and its reply, one element each when `pieces` asks for them, else joined
+/// into one, with `headers` as its request headers.
 pub(super) async fn predict(
     app: &App,
     req: PredictionsRequest,
@@ -218,6 +334,25 @@ pub(super) async fn predict(
     pieces: bool,
     headers: Map<String, Value>,
 ) -> Result<Vec<Bytes>, Failure> {
+    let Answer::Whole(mut parts) = run(app, req, client, rpc, false, headers).await? else {
+        unreachable!("a reply as a whole has no stream");
+    };
+    if !pieces && parts.len() > 1 {
+        parts = vec![Bytes::from(parts.concat())];
+    }
+    Ok(parts)
+}
+
+/// Runs one `PredictionsRequest`; with `stream`, the handler's pieces come as it sends
+/// them (`stream::handoff`).
+async fn run(
+    app: &App,
+    req: PredictionsRequest,
+    client: Option<std::time::Duration>,
+    rpc: &'static methods::Rpc,
+    stream: bool,
+    headers: Map<String, Value>,
+) -> Result<Answer, Failure> {
     let mut obs = rpc.observe();
     obs.encoding = Encoding::Bytes;
     let name = req.model_name.clone();
@@ -231,15 +366,26 @@ pub(super) async fn predict(
         let model = app.model(&req.model_name, &req.model_version).await?;
         obs.model = model.slot;
         obs.id = crate::uuid::v4();
-        let id = if obs.id.is_empty() {
-            crate::uuid::v4()
-        } else {
-            obs.id.clone()
-        };
-        let request = to_v2(req, id, pieces, headers);
+        let id = obs.id.clone();
+        let handoff = stream.then(|| Handoff::open(app.config.streaming.idle));
+        let request = to_v2(req, id, handoff.as_ref().map(Handoff::token), headers);
         let deadline = app.deadline(obs.start, client);
-        let response = crate::dataplane::infer_whole(app, &model, request, deadline).await?;
-        replies(response.outputs)
+        let call = crate::dataplane::infer_whole(app, &model, request, deadline);
+        let response = match &handoff {
+            None => call.await?,
+            Some(handoff) => match handoff.race(call).await {
+                Raced::Done(response) => response?,
+                Raced::Started(rx) => {
+                    return Ok(Answer::Stream(pieces::open(
+                        app,
+                        &model,
+                        Protocol::Grpc,
+                        rx,
+                    )?))
+                }
+            },
+        };
+        Ok(Answer::Whole(pieces::parts(response.outputs)?))
     };
     let result = run.await;
     let code = match &result {
@@ -252,11 +398,12 @@ pub(super) async fn predict(
 
 /// The V2 request a `PredictionsRequest` is: one BYTES input per named input, in name
 /// order, and the parameters the REST route sends (no content type or query; TorchServe
-/// hands a gRPC request's handler only its sequence headers), `grpc` and `pieces`.
+/// hands a gRPC request's handler only its sequence headers), `grpc`, and the request's
+/// handoff token when its pieces are streamed.
 fn to_v2(
     req: PredictionsRequest,
     id: String,
-    pieces: bool,
+    token: Option<u64>,
     headers: Map<String, Value>,
 ) -> InferRequest {
     let mut parameters = Parameters::new();
@@ -264,8 +411,8 @@ fn to_v2(
     parameters.insert("headers".into(), Value::Object(headers));
     parameters.insert("query".into(), Value::Array(Vec::new()));
     parameters.insert("grpc".into(), Value::Bool(true));
-    if pieces {
-        parameters.insert("pieces".into(), Value::Bool(true));
+    if let Some(token) = token {
+        parameters.insert(pieces::TOKEN.into(), Value::from(token));
     }
     let inputs = req
         .input
@@ -285,25 +432,6 @@ fn to_v2(
         inputs,
         outputs: Vec::new(),
     }
-}
-
-/// The `body` output's elements: the handler's pieces, then its reply.
-fn replies(
-    outputs: Vec<inferwire_codec::protocol::v2::InferOutput>,
-) -> Result<Vec<Bytes>, ServeError> {
-    outputs
-        .into_iter()
-        .find(|o| o.name == BODY)
-        .and_then(|o| match o.tensor.data {
-            TensorData::Bytes(b) if !b.is_empty() => Some(b),
-            _ => None,
-        })
-        .ok_or_else(|| {
-            ServeError::new(
-                Kind::Internal,
-                "the model's reply has no body (a TorchServe handler model answers one)",
-            )
-        })
 }
 
 /// TorchServe's status for a failed call about model `name`: the code its frontend
@@ -442,10 +570,10 @@ mod tests {
         };
         req.input.insert("data".into(), Bytes::from_static(b"x"));
         req.input.insert("b".into(), Bytes::from_static(b"y"));
-        let v2 = to_v2(req, "id".into(), false, Map::new());
+        let v2 = to_v2(req, "id".into(), None, Map::new());
         let names: Vec<&str> = v2.inputs.iter().map(|i| i.name.as_str()).collect();
         assert_eq!(names, ["b", "data"]);
         assert_eq!(v2.parameters["grpc"], Value::Bool(true));
-        assert!(!v2.parameters.contains_key("pieces"));
+        assert!(!v2.parameters.contains_key(pieces::TOKEN));
     }
 }

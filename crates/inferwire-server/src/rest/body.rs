@@ -16,23 +16,29 @@ use crate::error::{Kind, ServeError};
 
 pub type Reply = Response<ReplyBody>;
 
-/// A reply's body: whole, or a stream of events written as they come (`rest::stream`).
+/// A reply's body: whole, or a stream of events written as they come (`rest::stream`),
+/// or a stream that may fail after its head (`Chunks`: TorchServe's chunked replies; the
+/// connection is then closed without the body's end, so that the client sees the reply
+/// fail instead of a whole body).
 pub enum ReplyBody {
     Full(Full<Bytes>),
     Stream(Pin<Box<dyn Body<Data = Bytes, Error = Infallible> + Send>>),
+    Chunks(Pin<Box<dyn Body<Data = Bytes, Error = std::io::Error> + Send>>),
 }
 
 impl Body for ReplyBody {
     type Data = Bytes;
-    type Error = Infallible;
+    type Error = std::io::Error;
 
     fn poll_frame(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+    ) -> Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
+        let never = |e: Infallible| match e {};
         match self.get_mut() {
-            ReplyBody::Full(b) => Pin::new(b).poll_frame(cx),
-            ReplyBody::Stream(b) => b.as_mut().poll_frame(cx),
+            ReplyBody::Full(b) => Pin::new(b).poll_frame(cx).map_err(never),
+            ReplyBody::Stream(b) => b.as_mut().poll_frame(cx).map_err(never),
+            ReplyBody::Chunks(b) => b.as_mut().poll_frame(cx),
         }
     }
 
@@ -40,6 +46,7 @@ impl Body for ReplyBody {
         match self {
             ReplyBody::Full(b) => b.is_end_stream(),
             ReplyBody::Stream(b) => b.is_end_stream(),
+            ReplyBody::Chunks(b) => b.is_end_stream(),
         }
     }
 
@@ -47,6 +54,7 @@ impl Body for ReplyBody {
         match self {
             ReplyBody::Full(b) => b.size_hint(),
             ReplyBody::Stream(b) => b.size_hint(),
+            ReplyBody::Chunks(b) => b.size_hint(),
         }
     }
 }

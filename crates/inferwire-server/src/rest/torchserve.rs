@@ -5,20 +5,25 @@
 //! batched, bounded and counted as every V2 request is; the model's reply (the output
 //! `body`, with its content type, status and headers in the response's parameters) goes
 //! back as it is. Errors are TorchServe's `{"code", "type", "message"}`.
-use http::{header, HeaderName, HeaderValue, Request, StatusCode};
-use hyper::body::Incoming;
+use bytes::Bytes;
+use http::{header, HeaderName, HeaderValue, Request, Response, StatusCode};
+use http_body_util::StreamBody;
+use hyper::body::{Frame, Incoming};
 use inferwire_codec::protocol::v2::{InferInput, InferRequest, Parameters};
 use inferwire_codec::{Tensor, TensorData};
 use serde_json::{json, Map, Value};
 
-use super::body::{self, Reply};
+use super::body::{self, Reply, ReplyBody};
 use super::seldon::percent_decode;
 use crate::app::App;
 use crate::dialect::TORCHSERVE_BODY as BODY;
 use crate::error::{Kind, ServeError};
+use crate::metrics::Protocol;
 use crate::observe::Observed;
+use crate::stream::handoff::{Handoff, Raced};
 use crate::torchserve_keys::{Api, Renewed, FAILED};
 use crate::torchserve_management::{self as management, MODEL_API_OFF};
+use crate::torchserve_pieces as pieces;
 
 /// TorchServe's words for a refused token API call.
 const TOKEN_FAILED: &str =
@@ -107,6 +112,9 @@ pub async fn predict(
     parameters.insert("content_type".into(), Value::String(content_type));
     parameters.insert("headers".into(), Value::Object(headers));
     parameters.insert("query".into(), query);
+    // Where the handler's intermediate responses go, if it sends any.
+    let handoff = Handoff::open(app.config.streaming.idle);
+    parameters.insert(pieces::TOKEN.into(), Value::from(handoff.token()));
     let request = InferRequest {
         id,
         parameters,
@@ -121,8 +129,14 @@ pub async fn predict(
         outputs: Vec::new(),
     };
     let deadline = app.deadline(obs.start, None);
-    let response = crate::dataplane::infer_whole(app, &model, request, deadline).await?;
-    reply(response.outputs, &response.parameters)
+    let call = crate::dataplane::infer_whole(app, &model, request, deadline);
+    match handoff.race(call).await {
+        Raced::Done(response) => {
+            let response = response?;
+            reply(response.outputs, &response.parameters)
+        }
+        Raced::Started(rx) => chunked(pieces::open(app, &model, Protocol::Rest, rx)?).await,
+    }
 }
 
 // -- the management API (what each call does is `torchserve_management`'s) -------------
@@ -292,32 +306,145 @@ fn query_pairs(query: &str) -> Value {
     Value::Array(pairs)
 }
 
-/// The model's reply: its `body` output's bytes, with the status, content type and
-/// headers its parameters give.
+/// The model's whole reply: its `body` output's bytes, with the status, content type and
+/// headers its parameters give; several elements (intermediate responses kept for the
+/// end, then the reply) are written one chunk each, as TorchServe writes them.
 fn reply(
     outputs: Vec<inferwire_codec::protocol::v2::InferOutput>,
     parameters: &Parameters,
 ) -> Result<Reply, ServeError> {
-    let data = outputs
+    let mut parts = pieces::parts(outputs)?;
+    if parts.len() == 1 {
+        let data = parts.pop().unwrap_or_default();
+        return Ok(head(body::with_media(StatusCode::OK, data, ""), parameters));
+    }
+    let frames = parts
         .into_iter()
-        .find(|o| o.name == BODY)
-        .and_then(|o| match o.tensor.data {
-            TensorData::Bytes(mut b) if b.len() == 1 => b.pop(),
-            _ => None,
-        })
-        .ok_or_else(|| {
-            ServeError::new(
-                Kind::Internal,
-                "the model's reply has no body (a TorchServe handler model answers one)",
-            )
-        })?;
+        .filter(|p| !p.is_empty())
+        .map(|p| Ok(Frame::data(p)));
+    let chunks = StreamBody::new(tokio_stream::iter(frames.collect::<Vec<_>>()));
+    Ok(head(
+        Response::new(ReplyBody::Stream(Box::pin(chunks))),
+        parameters,
+    ))
+}
+
+/// A reply whose handler sent a piece during the call: chunked, its head the first
+/// piece's (status, content type, headers), each piece a chunk as it comes, the handler's
+/// reply last. A failure after the head (the handler's, or a stream limit) is written as
+/// TorchServe's error body, and the connection closed without the body's end.
+async fn chunked(mut streamed: pieces::Streamed) -> Result<Reply, ServeError> {
+    let first = match streamed.pieces.next().await {
+        Some(Ok(outputs)) => pieces::piece(outputs)?,
+        Some(Err(e)) => return Err(e),
+        None => return Err(pieces::cut_short()),
+    };
+    let (data, last) = (first.data, first.last);
+    let sent = streamed.pieces.sending(data.len());
+    let chunks = Chunks {
+        streamed,
+        next: (!data.is_empty()).then_some(data),
+        state: if last { Ending::Done } else { Ending::Open },
+    };
+    sent?;
+    Ok(head(
+        Response::new(ReplyBody::Chunks(Box::pin(chunks))),
+        &first.parameters,
+    ))
+}
+
+#[derive(PartialEq)]
+enum Ending {
+    Open,
+    /// The handler's reply has been taken: the body ends after `next`.
+    Done,
+    /// A failure has been written: the body fails once it has gone out.
+    Failed,
+    /// The failure's bytes are handed over; the next poll fails the body.
+    Flushed,
+}
+
+/// A streamed reply's body (`chunked`).
+struct Chunks {
+    streamed: pieces::Streamed,
+    next: Option<Bytes>,
+    state: Ending,
+}
+
+impl Chunks {
+    fn fail(&mut self, e: &ServeError) {
+        tracing::debug!("a streamed TorchServe reply failed: {}", e.message);
+        self.state = Ending::Failed;
+        self.next = Some(Bytes::from(error_body(e).1));
+    }
+}
+
+impl hyper::body::Body for Chunks {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
+        use std::task::Poll;
+        let this = self.get_mut();
+        loop {
+            if let Some(data) = this.next.take() {
+                return Poll::Ready(Some(Ok(Frame::data(data))));
+            }
+            match this.state {
+                Ending::Done => return Poll::Ready(None),
+                Ending::Failed => {
+                    // hyper drops what it has not written when a body fails: the error
+                    // body is let out first (hyper flushes while this is pending).
+                    this.state = Ending::Flushed;
+                    cx.waker().wake_by_ref();
+                    return Poll::Pending;
+                }
+                Ending::Flushed => {
+                    return Poll::Ready(Some(Err(std::io::Error::other(
+                        "the handler failed after its first response",
+                    ))))
+                }
+                Ending::Open => {}
+            }
+            let piece = match this.streamed.pieces.poll_next(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(None) => Err(pieces::cut_short()),
+                Poll::Ready(Some(Err(e))) => Err(e),
+                Poll::Ready(Some(Ok(outputs))) => pieces::piece(outputs),
+            };
+            match piece {
+                Ok(p) => {
+                    if let Err(e) = this.streamed.pieces.sending(p.data.len()) {
+                        this.fail(&e);
+                        continue;
+                    }
+                    if p.last {
+                        this.state = Ending::Done;
+                    }
+                    this.next = (!p.data.is_empty()).then_some(p.data);
+                }
+                Err(e) => this.fail(&e),
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.next.is_none() && self.state == Ending::Done
+    }
+}
+
+/// `r` with the status, content type and headers the handler's parameters give.
+fn head(mut r: Reply, parameters: &Parameters) -> Reply {
     let status = parameters
         .get("status")
         .and_then(Value::as_u64)
         .and_then(|s| u16::try_from(s).ok())
         .and_then(|s| StatusCode::from_u16(s).ok())
         .unwrap_or(StatusCode::OK);
-    let mut r = body::with_media(status, data, "");
+    *r.status_mut() = status;
     r.headers_mut().remove(header::CONTENT_TYPE);
     if let Some(t) = parameters.get("content_type").and_then(Value::as_str) {
         if let (false, Ok(v)) = (t.is_empty(), HeaderValue::from_str(t)) {
@@ -338,17 +465,23 @@ fn reply(
             }
         }
     }
-    Ok(r)
+    r
 }
 
 /// An error as TorchServe answers it: `{"code", "type", "message"}`; a handler's own
 /// error reply (its status and body) as the handler made it.
 pub fn error(e: &ServeError) -> Reply {
+    let (status, text) = error_body(e);
+    let mut r = body::json(status, text);
+    body::for_kind(&mut r, e.kind);
+    r
+}
+
+/// An error's status and body, as `error` answers them.
+fn error_body(e: &ServeError) -> (StatusCode, Vec<u8>) {
     let status = StatusCode::from_u16(e.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     if let Some(b) = e.model_body() {
-        let mut r = body::json(status, b.as_bytes().to_vec());
-        body::for_kind(&mut r, e.kind);
-        return r;
+        return (status, b.as_bytes().to_vec());
     }
     let kind = match e.kind {
         Kind::NotFound if e.message == NO_RESOURCE => "ResourceNotFoundException",
@@ -366,12 +499,10 @@ pub fn error(e: &ServeError) -> Reply {
         _ if status.is_client_error() => "BadRequestException",
         _ => "InternalServerException",
     };
-    let mut r = body::json(
+    (
         status,
         error_text(status.as_u16(), kind, &e.message).into_bytes(),
-    );
-    body::for_kind(&mut r, e.kind);
-    r
+    )
 }
 
 /// TorchServe's error body: pretty-printed, in its frontend's order.
