@@ -11,6 +11,10 @@
 //! endian) and an encoded `ModelInferRequest` (inputs raw); the reply a tag byte (0: a
 //! `ModelInferResponse` follows; otherwise 1 + the index of the error's `Kind`, and its
 //! message follows), a `u32` length and the bytes.
+//!
+//! A request's frame is bounded by what the largest request any worker accepts encodes to
+//! (`frame_limit`), not by the body limit: the raw tensors of a body are up to eight times
+//! its size, and a request one worker accepts must be served by whichever owns it.
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -28,6 +32,18 @@ use crate::models::Served;
 /// How long a request waits for its sequence's worker to bind its socket (a worker
 /// starting, or restarted after a crash: the supervisor's first pause is 0.1 s).
 const CONNECT_WITHIN: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The largest request frame a worker sends or takes, for a server whose bodies (REST
+/// bodies and gRPC messages, after inflating) hold at most `max_body_bytes`. No wire form
+/// spends less than a byte on an element (a JSON digit and its comma are two, a packed
+/// varint one) and none is wider than eight raw (INT64, FP64); a BYTES element's four-byte
+/// length takes at least two bytes of JSON (`""`) or protobuf (tag, length), and the
+/// request's other fields encode to no more than eight times their JSON. Inputs read from
+/// shared memory add at most `max_body_bytes` (read as they are), and the path and headers
+/// (the model's name and version, the request id) fit the rest.
+pub(crate) fn frame_limit(max_body_bytes: usize) -> usize {
+    max_body_bytes.saturating_mul(9).saturating_add(1 << 20)
+}
 
 /// This worker's place among the workers, and where their sockets are.
 #[derive(Debug, Clone)]
@@ -68,9 +84,23 @@ impl Route {
         req: InferRequest,
         deadline: Option<Instant>,
         limits: &inferwire_codec::Limits,
+        max_body_bytes: usize,
     ) -> Result<InferResponse, ServeError> {
         let mut msg = proto::to_pb_request(req, &model.name, true);
         msg.model_version.clone_from(&model.version);
+        // Cannot happen for a request this server accepted (see `frame_limit`); were it to,
+        // the request is refused here, not by the owner hanging up.
+        let limit = frame_limit(max_body_bytes);
+        if msg.encoded_len() > limit {
+            return Err(ServeError::new(
+                Kind::TooLarge,
+                format!(
+                    "the request takes {} bytes as passed to the worker that serves its \
+                     sequence, more than the {limit} its max_body_bytes allows",
+                    msg.encoded_len()
+                ),
+            ));
+        }
         let call = async {
             let mut s = self.connect(owner).await.map_err(|e| {
                 ServeError::new(

@@ -4,6 +4,7 @@ that keeps one running total per sequence, interleaved sequences included."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import numpy as np
@@ -106,3 +107,74 @@ def test_sequences_at_once(two_workers: Served) -> None:
     with ThreadPoolExecutor(8) as pool:
         results = list(pool.map(run, range(8)))
     assert all(len(p) == 1 for p in results), results
+
+
+# A body near the limit whose tensor is wider raw than as JSON: `1,` is two bytes of JSON
+# and eight of FP64, so the request forwarded to its sequence's worker is four times its
+# body. Each worker must serve it the same, whichever accepted the connection.
+LIMIT = 200_000
+
+
+@pytest.fixture(scope="module")
+def two_workers_small_bodies(serve: Any) -> Served:
+    return serve("tritonmodels:Accumulate", "--model-name", "acc", "--workers", "2",
+                 "--max-body-bytes", str(LIMIT))  # fmt: skip
+
+
+def test_forwarded_requests_at_the_body_limit(two_workers_small_bodies: Served) -> None:
+    """Requests just inside --max-body-bytes as JSON, each on a new connection (so both
+    workers accept some and pass them on): every one is served by its sequence's worker,
+    with the right total, none refused by the hop between workers."""
+    import httpx
+
+    n = (LIMIT - 300) // 2
+    body = json.dumps(
+        {"inputs": [{"name": "x", "shape": [n], "datatype": "FP64", "data": [1] * n}],
+         "parameters": {}}, separators=(",", ":"))  # fmt: skip
+    assert LIMIT - 400 < len(body) <= LIMIT and 8 * n > LIMIT
+    seqs: list[int | str] = [1, 2, 3, "a", "b", "c"]
+    pids: dict[int | str, set[int]] = {s: set() for s in seqs}
+    for round_ in range(6):
+        for s in seqs:
+            doc = json.loads(body)
+            doc["parameters"] = {"sequence_id": s, "sequence_start": round_ == 0,
+                                 "sequence_end": round_ == 5}  # fmt: skip
+            with httpx.Client() as c:  # a new connection each time
+                r = c.post(f"{two_workers_small_bodies.url}/v2/models/acc/infer",
+                           content=json.dumps(doc, separators=(",", ":")), timeout=30)  # fmt: skip
+            assert r.status_code == 200, (s, round_, r.text)
+            out = {o["name"]: o["data"] for o in r.json()["outputs"]}
+            assert out["total"] == [float(n * (round_ + 1))], (s, round_, out)
+            pids[s].add(out["pid"][0])
+    assert all(len(p) == 1 for p in pids.values()), pids
+    assert len({next(iter(p)) for p in pids.values()}) == 2, pids
+
+
+def test_forwarded_grpc_requests_at_the_body_limit(two_workers_small_bodies: Served) -> None:
+    """The widest case: packed INT64 contents take one byte an element as sent and eight
+    raw. Each message just inside the limit, on a new channel, is served by its
+    sequence's worker."""
+    from tritonclient.grpc import service_pb2 as v2
+    from tritonclient.grpc import service_pb2_grpc
+
+    n = LIMIT - 200
+    seqs: list[int | str] = [7, 8, "g", "h"]
+    for round_ in range(6):
+        for s in seqs:
+            req = v2.ModelInferRequest(model_name="acc")
+            req.inputs.add(name="x", datatype="INT64", shape=[n],
+                           contents=v2.InferTensorContents(int64_contents=[1] * n))  # fmt: skip
+            seq = req.parameters["sequence_id"]
+            if isinstance(s, int):
+                seq.int64_param = s
+            else:
+                seq.string_param = s
+            req.parameters["sequence_start"].bool_param = round_ == 0
+            req.parameters["sequence_end"].bool_param = round_ == 5
+            assert LIMIT - 400 < req.ByteSize() <= LIMIT
+            with two_workers_small_bodies.channel() as ch:
+                stub = service_pb2_grpc.GRPCInferenceServiceStub(ch)
+                reply = stub.ModelInfer(req, timeout=30)
+            # Typed contents back, as a request in typed contents asked.
+            total = next(o for o in reply.outputs if o.name == "total")
+            assert list(total.contents.fp64_contents) == [n * (round_ + 1)], (s, round_)

@@ -12,7 +12,7 @@ use tokio::sync::watch;
 
 use crate::app::App;
 use crate::error::{Kind, ServeError};
-use crate::sequences::{make_private_dir, read_frame, write_frame, Route};
+use crate::sequences::{frame_limit, make_private_dir, read_frame, write_frame, Route};
 
 /// Serves this worker's socket on a thread of its own until `stop` flips to true.
 pub fn listen(route: &Route, app: Weak<App>, stop: watch::Receiver<bool>) -> std::io::Result<()> {
@@ -59,7 +59,9 @@ async fn accept(
 
 /// Answers one other worker's requests, one after the other.
 async fn serve_peer(mut s: UnixStream, app: Arc<App>) {
-    let limit = app.config.max_body_bytes;
+    // Every request another worker accepted fits: bounded by the body limit as sent, not
+    // by its larger raw form.
+    let limit = frame_limit(app.config.max_body_bytes);
     while let Ok((_, bytes)) = read_frame(&mut s, limit).await {
         let result = run_here(&app, &bytes).await;
         let written = match result {

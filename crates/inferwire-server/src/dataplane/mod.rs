@@ -64,7 +64,14 @@ pub async fn infer(
     {
         Some((route, owner)) => {
             route
-                .forward(owner, model, req, deadline, &app.config.limits)
+                .forward(
+                    owner,
+                    model,
+                    req,
+                    deadline,
+                    &app.config.limits,
+                    app.config.max_body_bytes,
+                )
                 .await?
         }
         None => {
