@@ -89,12 +89,10 @@ class HandlerAdapter(Adapter):
         return answer
 
     def infer_many(self, requests: list[Request]) -> list[Any]:
-        tokens = [(r.parameters or {}).get(STREAM_TOKEN) for r in requests]
-        if not any(tokens):
-            replies = self.model.handle_batch([_handler_request(r) for r in requests])
-            return [_answer(reply) for reply in replies]
-        streams = _Streams(tokens)
+        streams = _Streams(requests)
         replies = self.model.handle_batch([_handler_request(r) for r in requests], streams.on_piece)
+        if streams.senders is None:  # the handler sent no piece (most never do)
+            return [_answer(reply) for reply in replies]
         return [
             STREAMED if streams.finish(i, reply) else _answer(reply)
             for i, reply in enumerate(replies)
@@ -166,38 +164,43 @@ def _parameters(reply: Reply, strip: bool = False) -> dict[str, Any]:
 # request whose reply went into its stream (its transport reads that instead).
 STREAM_TOKEN = "torchserve_stream"
 STREAMED: list[Any] = []
+_NONE_GONE: set[int] = set()
 
 
 class _Streams:
     """The streams of one batch's requests, each taken from the core at its request's
-    first piece."""
+    first piece (nothing is made before: most handlers send none)."""
 
-    __slots__ = ("gone", "senders", "tokens")
+    __slots__ = ("gone", "requests", "senders")
 
-    def __init__(self, tokens: list[Any]) -> None:
-        self.tokens = tokens
+    def __init__(self, requests: list[Request]) -> None:
+        self.requests = requests
         # Request index -> its sender, or None where the core gave none (pieces kept).
-        self.senders: dict[int, PieceSender | None] = {}
-        self.gone: set[int] = set()
+        self.senders: dict[int, PieceSender | None] | None = None
+        # Requests whose reader has gone (the shared empty set until the first piece).
+        self.gone: set[int] = _NONE_GONE
 
     def on_piece(self, i: int, piece: Reply) -> bool:
-        if i in self.gone:
+        if self.senders is None:
+            self.senders, self.gone = {}, set()
+        elif i in self.gone:
             return True  # its reader has gone: dropped
         if i in self.senders:
             sender = self.senders[i]
         else:
-            sender = self.senders[i] = _sender(self.tokens[i])
+            token = (self.requests[i].parameters or {}).get(STREAM_TOKEN)
+            sender = self.senders[i] = _sender(token)
         if sender is None:
             return False
         if not sender.send(_piece(piece, last=False)):
             self.gone.add(i)
-            if len(self.gone) == len(self.tokens):
+            if len(self.gone) == len(self.requests):
                 raise ReadersGone("every request of the batch has lost its reader")
         return True
 
     def finish(self, i: int, reply: Reply) -> bool:
         """Sends request ``i``'s reply (or failure) into its stream: whether it had one."""
-        sender = self.senders.get(i)
+        sender = self.senders.get(i) if self.senders is not None else None
         if sender is None:
             return i in self.gone
         if i not in self.gone:

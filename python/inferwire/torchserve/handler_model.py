@@ -280,8 +280,8 @@ class HandlerModel:
                 continue
             batch.append(_Prepared(i, request.request_id or str(uuid.uuid4()), data, headers))
         if batch:
-            relay = None
-            if on_piece is not None:
+            relay = on_piece
+            if on_piece is not None and len(batch) < len(requests):
                 where = [p.index for p in batch]
                 relay = lambda k, piece: on_piece(where[k], piece)  # noqa: E731
             instance = self._free.get()
