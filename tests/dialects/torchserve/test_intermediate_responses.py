@@ -201,8 +201,9 @@ def test_a_client_that_goes_away_stops_the_handler(server: TorchServe, tmp_path:
     deadline = time.monotonic() + 10
     sent = -1
     while time.monotonic() < deadline:
-        now = len(log.read_text().split())
-        if now == sent:
+        # The handler writes its log after sending: it may not be there yet.
+        now = len(log.read_text().split()) if log.exists() else 0
+        if now == sent and now > 0:
             break
         sent = now
         time.sleep(0.5)
@@ -307,8 +308,9 @@ def test_a_grpc_client_that_cancels_leaves_the_server_serving(
     deadline = time.monotonic() + 10
     sent = -1
     while time.monotonic() < deadline:
-        now = len(log.read_text().split())
-        if now == sent:
+        # The handler writes its log after sending: it may not be there yet.
+        now = len(log.read_text().split()) if log.exists() else 0
+        if now == sent and now > 0:
             break
         sent = now
         time.sleep(0.5)
