@@ -3,7 +3,15 @@
 //! them), with `parameters` and `id` kept for themselves; the reply is an object with
 //! `model_name`, `model_version` and each output by name, a one-element output as that
 //! element, any other as a flat list.
+//!
+//! A body names at most `MAX_INPUTS` inputs: each becomes a tensor and the model's own
+//! object, about a kilobyte, from as little as `"a":1,` (six bytes), so the count and not
+//! the body size bounds what a body of short keys costs. A body past it is refused as it
+//! is parsed, before the rest is held.
+use std::fmt;
+
 use bytes::Bytes;
+use serde::de::{self, DeserializeSeed, MapAccess, Visitor};
 use serde_json::{Map, Value};
 
 use super::json::{self, write_flat};
@@ -25,15 +33,34 @@ pub fn is_v2_request(body: &[u8]) -> bool {
         .is_some_and(|a| a.iter().all(Value::is_object))
 }
 
+/// Most inputs one flat body may name (`parameters` and `id` aside): a generate request
+/// names a model's few inputs, and each costs far more than its bytes.
+pub const MAX_INPUTS: usize = 1024;
+
 /// Decodes a flat generate body into an inference request, with the same bounds and
 /// checks as a V2 JSON request.
 pub fn decode_request(body: &[u8], limits: &Limits) -> Result<InferRequest> {
-    let v: Value = serde_json::from_slice(body)
-        .map_err(|e| CodecError::bad_request(format!("invalid JSON: {e}")))?;
-    let Value::Object(fields) = v else {
-        return Err(CodecError::bad_request(
-            "the body must be a JSON object of inputs by name",
-        ));
+    let mut refused = None;
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let parsed = FieldsSeed {
+        refused: &mut refused,
+    }
+    .deserialize(&mut de)
+    .and_then(|fields| de.end().map(|()| fields));
+    let fields = match (parsed, refused) {
+        (Ok(fields), _) => fields,
+        (Err(_), Some(Refusal::NotAnObject)) => {
+            return Err(CodecError::bad_request(
+                "the body must be a JSON object of inputs by name",
+            ))
+        }
+        (Err(_), Some(Refusal::TooManyInputs)) => {
+            return Err(CodecError::bad_request(format!(
+                "the body names more than {MAX_INPUTS} inputs, the most a generate request \
+                 may hold"
+            )))
+        }
+        (Err(e), None) => return Err(CodecError::bad_request(format!("invalid JSON: {e}"))),
     };
     let mut request = Map::new();
     let mut inputs = Vec::with_capacity(fields.len());
@@ -81,6 +108,87 @@ pub fn decode_request(body: &[u8], limits: &Limits) -> Result<InferRequest> {
         }
         e
     })
+}
+
+/// Why the top level was refused, beside serde's own errors.
+#[derive(Clone, Copy)]
+enum Refusal {
+    NotAnObject,
+    TooManyInputs,
+}
+
+/// The body's top-level object, its inputs counted as they are read.
+struct FieldsSeed<'a> {
+    refused: &'a mut Option<Refusal>,
+}
+
+impl<'de> DeserializeSeed<'de> for FieldsSeed<'_> {
+    type Value = Map<String, Value>;
+
+    fn deserialize<D: de::Deserializer<'de>>(
+        self,
+        d: D,
+    ) -> std::result::Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for FieldsSeed<'_> {
+    type Value = Map<String, Value>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON object of inputs by name")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(
+        self,
+        mut map: A,
+    ) -> std::result::Result<Self::Value, A::Error> {
+        let mut fields = Map::new();
+        let mut inputs = 0usize;
+        while let Some(name) = map.next_key::<String>()? {
+            if !matches!(name.as_str(), "parameters" | "id") {
+                inputs += 1;
+                if inputs > MAX_INPUTS {
+                    *self.refused = Some(Refusal::TooManyInputs);
+                    return Err(de::Error::custom("too many inputs"));
+                }
+            }
+            let value: Value = map.next_value()?;
+            fields.insert(name, value);
+        }
+        Ok(fields)
+    }
+
+    // Anything else at the top level.
+    fn visit_bool<E: de::Error>(self, _: bool) -> std::result::Result<Self::Value, E> {
+        self.not_an_object()
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> std::result::Result<Self::Value, E> {
+        self.not_an_object()
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> std::result::Result<Self::Value, E> {
+        self.not_an_object()
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> std::result::Result<Self::Value, E> {
+        self.not_an_object()
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> std::result::Result<Self::Value, E> {
+        self.not_an_object()
+    }
+    fn visit_unit<E: de::Error>(self) -> std::result::Result<Self::Value, E> {
+        self.not_an_object()
+    }
+    fn visit_seq<A: de::SeqAccess<'de>>(self, _: A) -> std::result::Result<Self::Value, A::Error> {
+        self.not_an_object()
+    }
+}
+
+impl FieldsSeed<'_> {
+    fn not_an_object<E: de::Error>(self) -> std::result::Result<Map<String, Value>, E> {
+        *self.refused = Some(Refusal::NotAnObject);
+        Err(E::custom("not an object"))
+    }
 }
 
 /// A flat value's V2 datatype and shape.
@@ -192,6 +300,28 @@ mod tests {
         let wrong = err(br#"{"a": 1, "b": [1, "two"]}"#);
         assert!(wrong.starts_with("b"), "{wrong}");
         assert!(err(b"{").contains("invalid JSON"));
+        assert!(err(b"{} x").contains("invalid JSON"));
+        assert!(err(b"\"a\"").contains("JSON object"));
+    }
+
+    #[test]
+    fn inputs_are_counted_as_they_are_read() {
+        let body = |n: usize| {
+            let keys: Vec<String> = (0..n).map(|i| format!("\"k{i}\":1")).collect();
+            format!("{{\"id\":\"1\",\"parameters\":{{}},{}}}", keys.join(","))
+        };
+        let r = decode_request(body(MAX_INPUTS).as_bytes(), &Limits::default()).unwrap();
+        assert_eq!(r.inputs.len(), MAX_INPUTS);
+        // Past it: refused at the first key too many, whatever follows (even bad JSON).
+        let over = decode_request(body(MAX_INPUTS + 1).as_bytes(), &Limits::default());
+        let msg = over.unwrap_err().message;
+        assert!(msg.contains("more than 1024 inputs"), "{msg}");
+        let mut broken = body(MAX_INPUTS + 1).into_bytes();
+        broken.truncate(broken.len() - 1);
+        let msg = decode_request(&broken, &Limits::default())
+            .unwrap_err()
+            .message;
+        assert!(msg.contains("more than 1024 inputs"), "{msg}");
     }
 
     #[test]
