@@ -41,7 +41,7 @@ CONTEXT: dict[str, str] = {
     "metrics": "records what the handler adds; served on the metrics port "
     "([metrics](#metrics)) instead of TorchServe's `model_metrics.log`",
     "cl_socket": "during `handle`, where `send_intermediate_predict_response` writes its "
-    "pieces (sent before the handler's last reply: see the inference API above)",
+    "pieces (sent to the client as the handler sends them: see the inference API above)",
     "stopping_criteria": "read after `handle`: a request whose criterion says it is not "
     "finished is marked `ts_stream_next: true` (continuous batching's marker)",
     "header_key_sequence_id": "`TS_REQUEST_SEQUENCE_ID` or `ts_request_sequence_id`",
