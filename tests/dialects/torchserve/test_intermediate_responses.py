@@ -198,16 +198,7 @@ def test_a_client_that_goes_away_stops_the_handler(server: TorchServe, tmp_path:
         chunks = r.iter_raw()
         assert next(chunks).startswith(b"c-0;")
     # Closed: the handler's next send raises (BrokenPipeError) and it stops.
-    deadline = time.monotonic() + 10
-    sent = -1
-    while time.monotonic() < deadline:
-        # The handler writes its log after sending: it may not be there yet.
-        now = len(log.read_text().split()) if log.exists() else 0
-        if now == sent and now > 0:
-            break
-        sent = now
-        time.sleep(0.5)
-    assert 0 < sent < 10_000
+    assert 0 < _pieces_sent_once_stopped(log) < 10_000
     # The server goes on serving, the same model included.
     r2 = httpx.post(f"{server.url}/predictions/pacer", content=ask("n", 2), timeout=30)
     assert r2.content == b"n-0;n-1;n-end(batch=1,gate=-)"
@@ -305,17 +296,22 @@ def test_a_grpc_client_that_cancels_leaves_the_server_serving(
     )
     assert next(call).prediction == b"k-0;"
     call.cancel()
+    assert 0 < _pieces_sent_once_stopped(log) < 10_000
+    again = s.Predictions(
+        pb.msgs.PredictionsRequest(model_name="pacer", input={"data": ask("p", 1)})
+    )
+    assert again.prediction == b"p-0;p-end(batch=1,gate=-)"
+
+
+def _pieces_sent_once_stopped(log: Path) -> int:
+    """How many pieces the handler logged, once the count stops growing (10 s at most);
+    the handler writes its log after sending, so it may not be there yet."""
     deadline = time.monotonic() + 10
     sent = -1
     while time.monotonic() < deadline:
-        # The handler writes its log after sending: it may not be there yet.
         now = len(log.read_text().split()) if log.exists() else 0
         if now == sent and now > 0:
             break
         sent = now
         time.sleep(0.5)
-    assert 0 < sent < 10_000
-    again = s.Predictions(
-        pb.msgs.PredictionsRequest(model_name="pacer", input={"data": ask("p", 1)})
-    )
-    assert again.prediction == b"p-0;p-end(batch=1,gate=-)"
+    return sent
