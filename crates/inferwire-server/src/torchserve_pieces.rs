@@ -20,8 +20,7 @@ use crate::metrics::Protocol;
 use crate::models::Served;
 use crate::stream::{PieceStream, Receiver};
 
-/// The request parameter that carries the request's `Handoff` token to the handler.
-pub const TOKEN: &str = "torchserve_stream";
+pub use crate::stream::handoff::TOKEN;
 
 /// One piece of a streamed answer.
 pub struct Piece {

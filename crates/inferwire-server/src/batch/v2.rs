@@ -38,7 +38,7 @@ pub fn key(req: &InferRequest) -> Option<Key> {
     // incompatible.
     let mut parameters = req.parameters.clone();
     parameters.remove("headers");
-    parameters.remove(crate::torchserve_pieces::TOKEN);
+    parameters.remove(crate::stream::handoff::TOKEN);
     Some(Key {
         inputs,
         parameters,

@@ -21,6 +21,9 @@ use std::time::Duration;
 
 use super::channel::{channel, Receiver, Sender};
 
+/// The request parameter that carries the request's `Handoff` token to the model.
+pub const TOKEN: &str = "torchserve_stream";
+
 struct Slot {
     /// The producer's patience with a reader that takes nothing (the idle limit).
     patience: Duration,
