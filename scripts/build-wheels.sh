@@ -12,7 +12,10 @@
 # glibc 2.34 (pthread_create, dlsym), so it would only be manylinux_2_34. maturin links
 # with zig instead (`--zig`), against glibc 2.28's symbol versions, and its compliance
 # check refuses the wheel if any symbol is newer than the tag allows. zig comes from PyPI's
-# `ziglang` package, pinned here with maturin, in .tools/wheel-venv (ignored by git).
+# `ziglang` package, pinned with maturin in scripts/wheel-tools.txt and installed into
+# .tools/wheel-venv (ignored by git), or, with WHEEL_PYTHON=python, into that interpreter
+# (the image's build stage, deploy/docker/Dockerfile: the image installs the very wheel
+# this script makes).
 #
 # About 10 minutes on 2 cores from nothing (zig builds for an explicit target, so the
 # crates are compiled once more beside the checkout's own release build), seconds after.
@@ -20,20 +23,25 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 OUT="${WHEEL_DIR:-$ROOT/dist}"
-VENV="$ROOT/.tools/wheel-venv"
-PACKAGES=("maturin==1.16.0" "ziglang==0.13.0")
+mapfile -t PACKAGES < <(grep -v '^#' "$ROOT/scripts/wheel-tools.txt")
 
-source "$ROOT/scripts/pinned-venv.sh"
-pinned_venv "$VENV" "the wheel build" ziglang
+if [[ -n "${WHEEL_PYTHON:-}" ]]; then
+    PYTHON="$(command -v "$WHEEL_PYTHON")"
+    "$PYTHON" -m pip install --quiet --disable-pip-version-check --no-input "${PACKAGES[@]}"
+else
+    source "$ROOT/scripts/pinned-venv.sh"
+    pinned_venv "$ROOT/.tools/wheel-venv" "the wheel build" ziglang
+    PYTHON="$ROOT/.tools/wheel-venv/bin/python"
+fi
 
-export PATH="$VENV/bin:$HOME/.cargo/bin:$PATH"
-# maturin runs zig as `python3 -m ziglang`: the tool folder's python, which has it.
-export CARGO_ZIGBUILD_PYTHON_PATH="$VENV/bin/python"
+export PATH="$(dirname "$PYTHON"):$HOME/.cargo/bin:$PATH"
+# maturin runs zig as `python3 -m ziglang`: the python that has it.
+export CARGO_ZIGBUILD_PYTHON_PATH="$PYTHON"
 
 mkdir -p "$OUT"
 rm -f "$OUT"/inferwire-*.whl
 cd "$ROOT"
 # --features replaces pyproject.toml's features (it does not add to them): bench named again.
 maturin build --release --locked --zig --compatibility manylinux_2_28 \
-    --features bench,pyo3/abi3-py310 --interpreter "$VENV/bin/python" --out "$OUT" "$@"
+    --features bench,pyo3/abi3-py310 --interpreter "$PYTHON" --out "$OUT" "$@"
 ls -l "$OUT"/inferwire-*.whl

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -79,15 +81,26 @@ func TestDockerfile(t *testing.T) {
 		}
 	}
 	joined := strings.Join(runs, "\n")
-	for _, want := range []string{"maturin>=1.7,<2", "maturin build --release --locked --out /wheels", "--default-toolchain \"${RUST_VERSION}\""} {
+	// The wheel is the one users install: made by the project's wheel script, whose
+	// pinned tools (scripts/wheel-tools.txt) are in pyproject.toml's maturin range.
+	for _, want := range []string{"WHEEL_DIR=/wheels bash scripts/build-wheels.sh", "--default-toolchain \"${RUST_VERSION}\""} {
 		if !strings.Contains(joined, want) {
 			t.Errorf("the build stage does not run %q", want)
 		}
 	}
-	// The same maturin range as pyproject.toml, and the crates' own minimum Rust.
+	script, _ := os.ReadFile(filepath.Join(repoRoot, "scripts/build-wheels.sh"))
+	for _, want := range []string{"scripts/wheel-tools.txt", "--zig --compatibility manylinux_2_28", "--features bench,pyo3/abi3-py310", "WHEEL_PYTHON"} {
+		if !bytes.Contains(script, []byte(want)) {
+			t.Errorf("scripts/build-wheels.sh no longer has %q", want)
+		}
+	}
 	pyproject, _ := os.ReadFile(filepath.Join(repoRoot, "pyproject.toml"))
-	if !bytes.Contains(pyproject, []byte(`"maturin>=1.7,<2"`)) {
-		t.Error("pyproject.toml's maturin range differs from the Dockerfile's")
+	tools, _ := os.ReadFile(filepath.Join(repoRoot, "scripts/wheel-tools.txt"))
+	pin := regexp.MustCompile(`(?m)^maturin==1\.(\d+)\.\d+$`).FindSubmatch(tools)
+	if !bytes.Contains(pyproject, []byte(`"maturin>=1.7,<2"`)) || pin == nil {
+		t.Error("pyproject.toml's maturin range or scripts/wheel-tools.txt's maturin pin changed: check they agree")
+	} else if minor, _ := strconv.Atoi(string(pin[1])); minor < 7 {
+		t.Errorf("scripts/wheel-tools.txt pins maturin 1.%d, below pyproject.toml's 1.7", minor)
 	}
 	cargo, _ := os.ReadFile(filepath.Join(repoRoot, "Cargo.toml"))
 	rust := argDefault(build.Commands, "RUST_VERSION")
