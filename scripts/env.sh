@@ -11,6 +11,10 @@ CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/inferwire"
 if [[ "${CI:-}" == "true" && -z "${CARGO_TARGET_DIR:-}" ]]; then
     export CARGO_TARGET_DIR="$CACHE/target"
 fi
+# CI builds each commit once: incremental data (gigabytes) would only slow it and fill the disk.
+if [[ "${CI:-}" == "true" ]]; then
+    export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
+fi
 export PATH="$ROOT/.tools/bin:$HOME/.cargo/bin:/usr/local/go/bin:$PATH"
 
 log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }

@@ -1,28 +1,37 @@
-"""The code samples in docs/, found and made runnable against servers on free local ports.
+"""The code samples of a documentation page, run as a reader pastes them: in order, into
+one shell.
 
 A fenced ``python`` or ``bash`` block is a sample. It runs unless an HTML comment on the
 line just before its fence says why not: ``<!-- no-run: needs a Kubernetes cluster -->``
 (invisible on the rendered page). A block whose first line is ``# NAME.EXT`` (any
-language) is a file the page's later samples use, such as ``# model.py``: it is written
-into the page's working folder instead of being run.
+language) is a file the page has the reader save, such as ``# model.py``: the test writes
+it into the page's working folder before the page's shell starts (a ``python`` one is
+compiled and a ``yaml`` one parsed first, so a broken file fails the page).
 
-Samples address the server as the docs do (``127.0.0.1:9000`` for REST, ``:5000`` for
-gRPC); these are rewritten to the ports of the server the test started, and any other
-local address is an error. In a bash sample:
+Every other sample is pasted, exactly as written, into the page's one ``bash``:
 
-- ``inferwire serve ...`` starts that sample's own server on free ports, in the background
-  (with or without ``&``), waited for until ready and stopped when the sample ends;
-  samples without one use the shared server;
-- ``inferwire predict`` and ``inferwire publish`` get the server's URL if they name none;
-- it runs with ``set -euo pipefail``, and ``curl`` fails on an HTTP error status unless
-  the sample prints the status itself (``-w``, ``-i``).
+- a ``bash`` block is its lines, unchanged: no port, command or path is rewritten, so a
+  server a page starts runs on the port the page names (the documented defaults: 9000 and
+  5000, Triton's 8000/8001/8002, TorchServe's 8080/8081/8082/7070/7071), a block that
+  starts one in the background shows how it waits until it is ready and how it stops it,
+  and the next block finds the port free or fails;
+- a ``python`` block is a script the reader runs: it is saved as ``sample_LINE.py`` in
+  the working folder and run by the page's shell as ``python sample_LINE.py``, with the
+  ``python`` first on ``PATH`` (the quick start's virtualenv).
+
+The shell starts in a fresh, empty working folder with the virtualenv's ``bin`` first on
+``PATH``, as ``source .venv/bin/activate`` leaves a reader's (pages call ``inferwire`` and
+``python``, not ``.venv/bin/...``). It runs with ``set -eo pipefail`` and ``set -x``, so
+the first command that fails ends the page, and ``curl`` is wrapped only to fail on an
+HTTP error status as a reader would see it (``--fail-with-body``, unless the sample
+prints the status itself with ``-w`` / ``-i`` or asks for ``-f``) and to give up after
+30 s. What the page starts in the background it must stop: the test fails a page that
+leaves a process running, after killing it.
 """
 
 from __future__ import annotations
 
 import re
-import shlex
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,8 +40,16 @@ FENCE = re.compile(r"^(\s*)```(\w*)\s*$")
 MARKER = re.compile(r"<!--\s*no-?run\b(.*?)-->", re.I | re.S)
 GOOD_MARKER = re.compile(r"^<!-- no-run: (\S.*?) -->$")
 FILE_HEADER = re.compile(r"^# ([\w./-]+\.\w+)\s*$")
-ADDRESS = re.compile(r"\b(?:127\.0\.0\.1|localhost):(\d{2,5})\b")
-DEFAULT_HTTP, DEFAULT_GRPC = 9000, 5000
+ADDRESS = re.compile(r"\b(?:127\.0\.0\.1|localhost|0\.0\.0\.0):(\d{2,5})\b")
+PORT_FLAG = re.compile(r"--[\w-]*port[= ](\d{2,5})\b")
+PORT_SETTING = re.compile(r"\b[\w.]*(?:port|address)\w*\s*[=:]\s*(?:[\w.:/]*:)?(\d{4,5})\b", re.I)
+# The ports each server command listens on unless told otherwise.
+DEFAULT_PORTS = {
+    "inferwire serve": (9000, 5000),
+    "inferwire start": (8080, 8081),
+    "inferwire tritonserver": (8000, 8001, 8002),
+    "inferwire torchserve": (8080, 8081, 8082, 7070, 7071),
+}
 
 
 @dataclass(frozen=True)
@@ -104,86 +121,70 @@ def marker_problems(docs: Path) -> list[str]:
     return problems
 
 
-def rewrite_addresses(code: str, ports: dict[int, int]) -> str:
-    """``127.0.0.1:9000`` / ``localhost:9000`` → the port the test serves on. A port the
-    test does not serve is an error: the sample would reach nothing."""
-
-    def sub(m: re.Match[str]) -> str:
-        port = int(m.group(1))
-        if port not in ports:
-            raise ValueError(f"{m.group(0)}: no server the test starts listens there")
-        return f"127.0.0.1:{ports[port]}"
-
-    return ADDRESS.sub(sub, code)
-
-
 BASH_PRELUDE = r"""
-set -euo pipefail
-curl() {  # an HTTP error fails the sample, unless the sample prints the status itself
-    local fail=--fail-with-body
-    for a in "$@"; do case "$a" in -w|--write-out|-i|--include) fail=--no-fail ;; esac; done
-    command curl "$fail" --silent --show-error --max-time 30 "$@"
-}
-_served=()
-_stop() {
-    local rc=$?
-    for pid in "${_served[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-    wait
-    exit "$rc"
-}
-trap _stop EXIT
-_ready() {  # PID URL LOG: wait for the server's /ready
-    for _ in $(seq 600); do
-        if ! kill -0 "$1" 2>/dev/null; then cat "$3" >&2; echo "inferwire serve exited" >&2; return 1; fi
-        if command curl -fsk -o /dev/null "$2/ready"; then return 0; fi
-        sleep 0.05
+set -eo pipefail
+curl() {  # an HTTP error status fails the page, unless the sample shows it or asks for -f
+    local fail=--fail-with-body a
+    for a in "$@"; do
+        case "$a" in
+            -w|--write-out|-i|--include|-f|--fail|--fail-with-body|--fail-early) fail= ;;
+            --*) ;;
+            -*f*) fail= ;;
+        esac
     done
-    cat "$3" >&2; echo "inferwire serve was not ready in 30 s" >&2; return 1
+    command curl ${fail:+"$fail"} --max-time 30 "$@"
 }
 set -x
 """
 
 
-def bash_script(code: str, shared: tuple[str, int, int], free_port: Callable[[], int]) -> str:
-    """The sample as a script: continuation lines joined, ``.venv/bin/`` dropped (the
-    venv's bin is first on PATH), ``inferwire serve`` started in the background on free ports,
-    ``inferwire predict`` / ``publish`` given the server's URL when they name none, and
-    addresses rewritten to the server the sample uses (its own, else the shared one)."""
-    code = code.replace("\\\n", " ").replace(".venv/bin/", "")
-    lines = code.splitlines()
-    scheme, http, grpc = shared
-    ports = {DEFAULT_HTTP: http, DEFAULT_GRPC: grpc}
-    served = [n for n, line in enumerate(lines) if re.match(r"\s*inferwire serve\b", line)]
-    if len(served) > 1:
-        raise ValueError("a sample may start one server")
-    for n in served:
-        args = shlex.split(lines[n], comments=True)[2:]
-        if args and args[-1] == "&":
-            args.pop()
-        elif args and args[-1].endswith("&"):
-            args[-1] = args[-1][:-1]
-        redirects = [a for a in args if re.match(r"^[12]?>>?[^&]", a)]
-        args = [a for a in args if a not in redirects]
-        stderr = [a for a in redirects if a.startswith("2>")]
-        http, grpc = free_port(), free_port()
-        ports = {DEFAULT_HTTP: http, DEFAULT_GRPC: grpc}
-        for flag, port in (("--http-port", http), ("--grpc-port", grpc)):
-            if flag in args:
-                ports[int(args[args.index(flag) + 1])] = port
-        scheme = "https" if "--tls-cert" in args else "http"
-        log = re.sub(r"^2>>?", "", stderr[0]) if stderr else f"serve-{http}.log"
-        lines[n] = (
-            f"inferwire serve {shlex.join(args)} --host 127.0.0.1 --http-port {http} "
-            f"--grpc-port {grpc} >{log} 2>&1 & _served+=($!); "
-            f"_ready $! {scheme}://127.0.0.1:{http} {log}"
-        )
-    url = f"{scheme}://127.0.0.1:{http}"
-    for n, line in enumerate(lines):
-        if n in served:
+def page_script(page: list[Sample]) -> str:
+    """The page's runnable samples, in order, as one bash script (see the module's
+    docstring); ``# NAME.EXT`` files are written by :func:`write_files`."""
+    parts = [BASH_PRELUDE]
+    for s in page:
+        if s.no_run is not None or s.file:
             continue
-        line = rewrite_addresses(line, ports)
-        line = re.sub(r"\binferwire predict\b(?!.*--url)", f"inferwire predict --url {url}", line)
-        lines[n] = re.sub(
-            r"\binferwire publish\b(?!.*--server)", f"inferwire publish --server {url}", line
-        )
-    return BASH_PRELUDE + "\n".join(lines) + "\n"
+        parts.append(f"# --- {s.id}")
+        parts.append(f"python sample_{s.line}.py" if s.lang == "python" else s.code.rstrip())
+    return "\n".join(parts) + "\n"
+
+
+def write_files(page: list[Sample], folder: Path) -> None:
+    """The page's ``# NAME.EXT`` blocks and its python samples, saved in ``folder``."""
+    import yaml
+
+    for s in page:
+        if s.no_run is not None:
+            continue
+        name = s.file or (f"sample_{s.line}.py" if s.lang == "python" else None)
+        if name is None:
+            continue
+        if s.lang == "python":
+            compile(s.code, f"{s.id} ({name})", "exec")
+        elif s.lang == "yaml":
+            yaml.safe_load(s.code)
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(s.code)
+
+
+def runs(page: list[Sample]) -> bool:
+    """Whether the page has a sample that runs (not only files or no-run blocks)."""
+    return any(s.no_run is None and not s.file for s in page)
+
+
+def ports(page: list[Sample]) -> set[int]:
+    """The local ports the page's runnable samples use: the addresses and port flags or
+    settings they name, and the defaults of the servers they start."""
+    found: set[int] = set()
+    for s in page:
+        if s.no_run is not None:
+            continue
+        found |= {int(p) for p in ADDRESS.findall(s.code)}
+        found |= {int(p) for p in PORT_FLAG.findall(s.code)}
+        if s.file:
+            found |= {int(p) for p in PORT_SETTING.findall(s.code)}
+        for command, defaults in DEFAULT_PORTS.items():
+            if re.search(rf"\b{command}\b", s.code):
+                found |= set(defaults)
+    return found

@@ -3,7 +3,8 @@
 //! themselves come from inferwire-codec (extern paths), so there is one definition.
 //! TorchServe's inference and management services (`proto/torchserve_inference.proto`,
 //! `proto/torchserve_management.proto`) are the server's alone: their messages are
-//! generated here, with a descriptor set each for reflection.
+//! generated here, with a descriptor set each for reflection. OTLP's trace messages
+//! (`proto/otlp_trace.proto`), which the trace exporter sends, are generated here too.
 use std::path::PathBuf;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -43,5 +44,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             torchserve.encode_file_descriptor_set(),
         )?;
     }
+    let otlp = protox::compile(["otlp_trace.proto"], [&root])?;
+    prost_build::Config::new().compile_fds(otlp)?;
     Ok(())
 }

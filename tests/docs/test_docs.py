@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -70,16 +71,21 @@ def test_python_samples_in_the_docs_compile() -> None:
             compile(block, f"{page.name} sample {i + 1}", "exec")
 
 
-# -- Every sample in docs/ runs ---------------------------------------------------------
+# -- Every page's samples run as pasted: in order, into one shell ------------------------
 
-SAMPLES = doc_samples.samples(ROOT / "docs")
+README = doc_samples.page_samples(ROOT / "README.md", "README.md")
+PAGES = {"README.md": README} | {
+    page: [s for s in doc_samples.samples(ROOT / "docs") if s.page == page]
+    for page in sorted({s.page for s in doc_samples.samples(ROOT / "docs")})
+}
 
 
 def test_no_run_markers_say_why() -> None:
-    """``<!-- no-run: reason -->``, directly before a python or bash fence; the skipped
-    samples and their reasons are listed in pytest's summary (``-rs``)."""
+    """``<!-- no-run: reason -->``, directly before a python or bash fence."""
     problems = doc_samples.marker_problems(ROOT / "docs")
+    problems += doc_samples.marker_problems(ROOT / "README.md")
     assert not problems, "\n".join(problems)
+    assert doc_samples.runs(README), "the README has samples that run"
 
 
 def test_a_no_run_marker_is_the_line_before_the_fence(tmp_path: Path) -> None:
@@ -94,141 +100,97 @@ def test_a_no_run_marker_is_the_line_before_the_fence(tmp_path: Path) -> None:
     assert [p.split(":", 2)[1] for p in problems] == ["6", "11"], problems
 
 
-@pytest.fixture(scope="session")
-def standins(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Files the docs assume the reader has, stood in for: a model class (``model.py``,
-    ``MyModel.py``, ``my_module.py``), an image, a ``.npy``, a tree model file, an empty model repository,
-    and a self-signed certificate for 127.0.0.1."""
-    import subprocess
-
-    import joblib
-    import numpy as np
-    import pandas as pd
-    from PIL import Image
-    from sklearn.tree import DecisionTreeClassifier
-
-    d = tmp_path_factory.mktemp("standins")
-    model = "class MyModel:\n    def predict(self, X, features_names=None):\n        return X\n"
-    (d / "model.py").write_text(model)
-    (d / "MyModel.py").write_text(model)
-    (d / "my_module.py").write_text(model)
-    Image.new("RGB", (8, 6), (200, 120, 40)).save(d / "cat.jpg")
-    np.save(d / "x.npy", np.arange(6.0).reshape(2, 3))
-    rows = pd.DataFrame({"Number": [2, 3, 4, 5, 6, 7], "Start": [1, 5, 9, 12, 14, 16]})
-    tree = DecisionTreeClassifier(random_state=0).fit(rows, [1, 1, 0, 0, 0, 1])
-    joblib.dump(tree, d / "tree.joblib")
-    joblib.dump(tree, d / "model.joblib")
-    (d / "models").mkdir()
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-         "-nodes", "-days", "1", "-keyout", "server-key.pem", "-out", "server.pem",
-         "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
-        cwd=d, check=True, capture_output=True,
-    )  # fmt: skip
-    (d / "ca.pem").write_bytes((d / "server.pem").read_bytes())
-    return d
+RUN_PAGES = [page for page, samples in PAGES.items() if doc_samples.runs(samples)]
 
 
-@pytest.fixture(scope="session")
-def page_dirs(standins: Path, tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """One working folder per page, shared by its samples in order: the stand-ins, and
-    the page's ``# NAME.EXT`` blocks written as files."""
-    import shutil
-
-    made: dict[str, Path] = {}
-
-    def get(page: str) -> Path:
-        if page not in made:
-            d = tmp_path_factory.mktemp(page.replace("/", "-").removesuffix(".md"))
-            shutil.copytree(standins, d, dirs_exist_ok=True)
-            for s in SAMPLES:
-                if s.page == page and s.file:
-                    (d / s.file).parent.mkdir(parents=True, exist_ok=True)
-                    (d / s.file).write_text(s.code)
-            made[page] = d
-        return made[page]
-
-    return get
-
-
-@pytest.fixture(scope="session")
-def docs_server(serve: Any) -> Any:
-    """The server samples that start none of their own talk to: echo, named iris."""
-    return serve("echo", "--model-name", "iris")
-
-
-@pytest.mark.parametrize("sample", SAMPLES, ids=[s.id for s in SAMPLES])
-def test_docs_sample_runs(
-    sample: doc_samples.Sample, page_dirs: Any, docs_server: Any, pb: Any
-) -> None:
-    run_sample(sample, page_dirs, docs_server, pb)
-
-
-# -- Every sample in README.md runs: the page every newcomer pastes from ------------------
-
-README = doc_samples.page_samples(ROOT / "README.md", "README.md")
-
-
-def test_readme_no_run_markers_say_why() -> None:
-    problems = doc_samples.marker_problems(ROOT / "README.md")
-    assert not problems, "\n".join(problems)
-    assert [s for s in README if s.no_run is None], "the README has samples that run"
-
-
-@pytest.fixture(scope="session")
-def readme_server(serve: Any, standins: Path) -> Any:
-    """The server the README's samples that start none of their own talk to: its
-    ``my_module:MyModel``, an echo, on the ports the README names (9000, 5000)."""
-    return serve(f"{standins / 'my_module.py'}:MyModel")
-
-
-@pytest.mark.parametrize("sample", README, ids=[s.id for s in README])
-def test_readme_sample_runs(
-    sample: doc_samples.Sample, page_dirs: Any, readme_server: Any, pb: Any
-) -> None:
-    run_sample(sample, page_dirs, readme_server, pb)
-
-
-def run_sample(sample: doc_samples.Sample, page_dirs: Any, server: Any, pb: Any) -> None:
-    """Runs one sample in its page's folder, as a reader would paste it; a sample that
-    starts no server of its own talks to ``server``."""
+@pytest.mark.parametrize("page", RUN_PAGES)
+def test_page_runs_as_pasted(page: str, tmp_path: Path) -> None:
+    """The page's samples, in order, in one ``bash`` in a fresh folder (how, in
+    ``tests/doc_samples.py``): it exits 0 and leaves nothing running. The page's servers
+    use its documented ports, so each must be free before it starts: the docs tier runs
+    its pages one at a time."""
     import os
+    import signal
     import subprocess
     import sys
+    import time
 
-    from conftest import free_port
-
-    if sample.no_run is not None:
-        pytest.skip(f"{sample.id} no-run: {sample.no_run}")
-    if sample.file:
-        if sample.lang == "python":
-            compile(sample.code, sample.file, "exec")
-        elif sample.lang == "yaml":
-            import yaml
-
-            yaml.safe_load(sample.code)
-        return
-    cwd = page_dirs(sample.page)
+    samples = PAGES[page]
+    taken = sorted(p for p in doc_samples.ports(samples) if not port_free(p))
+    assert not taken, (
+        f"{page}: port(s) {taken} taken before the page started (by something else on this "
+        "machine, or a server an earlier test left running); its samples use them as written"
+    )
+    doc_samples.write_files(samples, tmp_path)
+    script = tmp_path / "page.sh"
+    script.write_text(doc_samples.page_script(samples))
     env = {k: v for k, v in os.environ.items() if not k.startswith("INFERWIRE_")}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
-    env["PYTHONPATH"] = str(Path(pb.msgs.__file__).parent)  # the generated gRPC stubs
-    env["PASSWORD"] = "a stand-in password"  # the one variable a sample assumes is set
-    shared = ("http", server.http_port, server.grpc_port)
-    if sample.lang == "python":
-        ports = {doc_samples.DEFAULT_HTTP: shared[1], doc_samples.DEFAULT_GRPC: shared[2]}
-        script = cwd / f"sample_{sample.line}.py"
-        script.write_text(doc_samples.rewrite_addresses(sample.code, ports))
-        cmd = [sys.executable, script.name]
-    else:
-        script = cwd / f"sample_{sample.line}.sh"
-        script.write_text(doc_samples.bash_script(sample.code, shared, free_port))
-        cmd = ["bash", script.name]
-    r = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, timeout=120)
-    out, err = (b.decode(errors="replace") for b in (r.stdout, r.stderr))
-    assert r.returncode == 0, (
-        f"{sample.id} failed ({r.returncode}):\n{script.read_text()}\n--- stdout\n"
-        f"{out[-4000:]}\n--- stderr\n{err[-6000:]}"
+    env.pop("VIRTUAL_ENV", None)
+    env.pop("PYTHONPATH", None)
+    proc = subprocess.Popen(
+        ["bash", script.name],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,  # its own session: what it leaves behind can be found
     )
+    try:
+        out, _ = proc.communicate(timeout=PAGE_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        pytest.fail(
+            f"{page}: not done in {PAGE_TIMEOUT_S} s\n{out.decode(errors='replace')[-8000:]}"
+        )
+    text = out.decode(errors="replace")
+    left = session_processes(proc.pid)
+    for pid in left:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 10
+    while session_processes(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    for pid in session_processes(proc.pid):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    assert proc.returncode == 0, f"{page} failed ({proc.returncode}):\n{text[-12000:]}"
+    assert not left, f"{page} left running: {left}\n{text[-4000:]}"
+
+
+PAGE_TIMEOUT_S = 300
+
+
+def port_free(port: int) -> bool:
+    """Nothing listens on ``port`` (on any address, as ``inferwire serve``'s default
+    host 0.0.0.0 binds)."""
+    import socket
+
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("0.0.0.0", port))
+        except OSError:
+            return False
+    return True
+
+
+def session_processes(sid: int) -> dict[int, str]:
+    """The live processes of session ``sid``, with their command lines."""
+    found = {}
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            stat = (d / "stat").read_text()
+            fields = stat[stat.rindex(")") + 2 :].split()
+            if int(fields[3]) != sid or fields[0] == "Z":
+                continue
+            found[int(d.name)] = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except (OSError, ValueError):
+            continue
+    return found
 
 
 def test_mlserver_settings_table_matches_the_code() -> None:

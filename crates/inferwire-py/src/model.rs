@@ -6,11 +6,12 @@ use inferwire_codec::protocol::seldon::{
 };
 use inferwire_codec::protocol::v2::{InferOutput, InferRequest};
 use inferwire_codec::Limits;
+use inferwire_codec::{Tensor, TensorData};
 use inferwire_server::{
     Answer, Inferred, Model, ModelError, ModelErrorKind, Pieces, Prediction, SeldonOps,
 };
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 
 use crate::{stream, thread_state};
 use std::sync::Arc;
@@ -38,6 +39,9 @@ pub struct PyModel {
     request_type: Py<PyAny>,
     /// Whether a dynamic batch reaches the adapter as a list of requests (`infer_many`).
     infers_many: bool,
+    /// BYTES inputs as lists of bytes, and outputs given as such lists read without numpy
+    /// (`contract.Adapter.bytes_as_lists`).
+    bytes_lists: bool,
 }
 
 /// How a Python exception becomes a `ModelError`; shared with the streams' iterators.
@@ -64,6 +68,7 @@ impl PyModel {
             streams: adapter.getattr("streams")?.extract()?,
             request_type: adapter.getattr("request_type")?.unbind(),
             infers_many: adapter.getattr("infers_many")?.extract()?,
+            bytes_lists: adapter.getattr("bytes_as_lists")?.extract()?,
             errors: Arc::new(Errors {
                 bad_request: py
                     .import("inferwire.errors")?
@@ -488,9 +493,9 @@ impl Model for PyModel {
     /// where the response has parameters of its own (an MLServer model's).
     fn infer(&self, req: InferRequest) -> Result<Inferred, ModelError> {
         self.with_gil(|py| {
-            let args = infer_args(py, &self.request_type, req)?;
+            let args = infer_args(py, &self.request_type, req, self.bytes_lists)?;
             let out = self.adapter.bind(py).call_method1("infer", args)?;
-            inferred(&out)
+            inferred(&out, self.bytes_lists)
         })
     }
 
@@ -507,7 +512,7 @@ impl Model for PyModel {
         self.with_gil(|py| {
             let mut args = Vec::with_capacity(reqs.len());
             for req in reqs {
-                args.push(infer_args(py, &self.request_type, req)?.get_item(0)?);
+                args.push(infer_args(py, &self.request_type, req, self.bytes_lists)?.get_item(0)?);
             }
             let out = self
                 .adapter
@@ -519,7 +524,8 @@ impl Model for PyModel {
                 answers.push(
                     match item.cast_into::<pyo3::exceptions::PyBaseException>() {
                         Ok(exc) => Err(self.error(py, PyErr::from_value(exc.into_any()))),
-                        Err(e) => inferred(&e.into_inner()).map_err(|err| self.error(py, err)),
+                        Err(e) => inferred(&e.into_inner(), self.bytes_lists)
+                            .map_err(|err| self.error(py, err)),
                     },
                 );
             }
@@ -541,7 +547,7 @@ impl Model for PyModel {
 
     fn infer_stream(&self, req: InferRequest) -> Result<Pieces, ModelError> {
         self.with_gil(|py| {
-            let args = infer_args(py, &self.request_type, req)?;
+            let args = infer_args(py, &self.request_type, req, self.bytes_lists)?;
             let started = self.adapter.bind(py).call_method1("infer_stream", args)?;
             let (pieces, start): (Bound<'_, PyAny>, Bound<'_, PyAny>) = started.extract()?;
             Ok(if start.is_none() {
@@ -568,10 +574,10 @@ impl Model for PyModel {
 
 /// What `infer` gave: its outputs, or `{"outputs": ..., "parameters": ...}` with the
 /// response's own parameters.
-fn inferred(out: &Bound<'_, PyAny>) -> PyResult<Inferred> {
+fn inferred(out: &Bound<'_, PyAny>, bytes_lists: bool) -> PyResult<Inferred> {
     if let Ok(dict) = out.cast::<PyDict>() {
         let outputs = match dict.get_item("outputs")? {
-            Some(o) => outputs_from(&o)?,
+            Some(o) => outputs_read(&o, bytes_lists)?,
             None => Vec::new(),
         };
         let parameters = match dict.get_item("parameters")? {
@@ -587,18 +593,20 @@ fn inferred(out: &Bound<'_, PyAny>) -> PyResult<Inferred> {
         });
     }
     Ok(Inferred {
-        outputs: outputs_from(out)?,
+        outputs: outputs_read(out, bytes_lists)?,
         parameters: Default::default(),
     })
 }
 
 /// `infer`'s and `infer_stream`'s argument, the adapter's `request_type`
 /// (`contract.Request`): inputs (numpy arrays by name), the request's parameters, the
-/// outputs it asked for, and each input's parameters.
+/// outputs it asked for, and each input's parameters. With `bytes_lists`, a BYTES input
+/// is the list of its elements (flat), not a numpy array.
 fn infer_args<'py>(
     py: Python<'py>,
     request_type: &Py<PyAny>,
     req: InferRequest,
+    bytes_lists: bool,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let requested: Vec<String> = req.outputs.iter().map(|o| o.name.clone()).collect();
     let inputs = PyDict::new(py);
@@ -608,7 +616,13 @@ fn infer_args<'py>(
             let p = json_to_py(py, &serde_json::Value::Object(input.parameters))?;
             input_parameters.set_item(&input.name, p)?;
         }
-        inputs.set_item(input.name, tensor_to_numpy(py, input.tensor)?)?;
+        let value = match input.tensor.data {
+            TensorData::Bytes(items) if bytes_lists => {
+                PyList::new(py, items.iter().map(|b| PyBytes::new(py, b)))?.into_any()
+            }
+            _ => tensor_to_numpy(py, input.tensor)?,
+        };
+        inputs.set_item(input.name, value)?;
     }
     let parameters = json_to_py(py, &serde_json::Value::Object(req.parameters))?;
     let id = req.id;
@@ -622,12 +636,22 @@ fn infer_args<'py>(
 /// The adapter's `[(name, value), ...]` as V2 outputs; a third item, a dict, is the
 /// output's parameters (MLServer's runtimes mark outputs with their `content_type`).
 pub fn outputs_from(out: &Bound<'_, PyAny>) -> PyResult<Vec<InferOutput>> {
+    outputs_read(out, false)
+}
+
+/// `outputs_from`; with `bytes_lists`, a value that is a list of bytes is a BYTES tensor
+/// of that length, read without numpy.
+fn outputs_read(out: &Bound<'_, PyAny>, bytes_lists: bool) -> PyResult<Vec<InferOutput>> {
     let mut outputs = Vec::new();
     for item in out.try_iter()? {
         let pair = item?;
         let pair = pair.cast::<PyTuple>()?;
         let name: String = pair.get_item(0)?.extract()?;
-        let tensor = py_to_tensor(&pair.get_item(1)?, &name)?;
+        let value = pair.get_item(1)?;
+        let tensor = match value.cast::<PyList>() {
+            Ok(list) if bytes_lists => bytes_tensor(list, &name)?,
+            _ => py_to_tensor(&value, &name)?,
+        };
         let parameters = match pair.len() {
             3 => match crate::convert::py_to_json(&pair.get_item(2)?)? {
                 serde_json::Value::Object(m) => m,
@@ -642,4 +666,25 @@ pub fn outputs_from(out: &Bound<'_, PyAny>) -> PyResult<Vec<InferOutput>> {
         });
     }
     Ok(outputs)
+}
+
+/// A list of bytes as a one-dimensional BYTES tensor.
+fn bytes_tensor(list: &Bound<'_, PyList>, name: &str) -> PyResult<Tensor> {
+    let mut items = Vec::with_capacity(list.len());
+    for item in list.iter() {
+        let b = item.cast::<PyBytes>().map_err(|_| {
+            pyo3::exceptions::PyTypeError::new_err(format!(
+                "output {name:?}: a list of bytes expected, got an element of type {}",
+                item.get_type()
+                    .name()
+                    .map(|n| n.to_string())
+                    .unwrap_or_default()
+            ))
+        })?;
+        items.push(bytes::Bytes::copy_from_slice(b.as_bytes()));
+    }
+    Ok(Tensor {
+        shape: vec![items.len()],
+        data: TensorData::Bytes(items),
+    })
 }

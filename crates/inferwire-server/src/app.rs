@@ -40,6 +40,8 @@ pub struct App {
     pub extra_metrics: Option<ExtraMetrics>,
     /// Triton's trace and logging settings, as clients change them.
     pub runtime: crate::runtime_settings::RuntimeSettings,
+    /// This worker's tracer (`config.traces`, started by `run`); `None`: tracing off.
+    pub tracer: Option<crate::trace::Tracer>,
 }
 
 /// What `App::extra_metrics` calls, off the I/O threads, at each scrape.
@@ -71,6 +73,7 @@ impl App {
                 config.trace.clone(),
                 config.log.clone(),
             ),
+            tracer: None,
             config,
         }
     }

@@ -117,6 +117,8 @@ pub struct ServerConfig {
     /// extensions change them at runtime: `runtime_settings`).
     pub trace: crate::runtime_settings::Trace,
     pub log: crate::runtime_settings::Log,
+    /// OpenTelemetry traces exported by OTLP (`crate::trace`); `None`: off.
+    pub traces: Option<crate::trace::TraceConfig>,
 }
 
 /// Which pages of other origins may call the REST API from a browser, as Starlette's
@@ -252,6 +254,7 @@ impl Default for ServerConfig {
             model_cache: crate::models::CacheConfig::default(),
             trace: crate::runtime_settings::Trace::default(),
             log: crate::runtime_settings::Log::default(),
+            traces: None,
         }
     }
 }

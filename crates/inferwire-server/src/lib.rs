@@ -31,10 +31,12 @@ pub mod settings;
 pub mod shared_memory;
 pub mod stream;
 pub mod tls;
+pub mod trace;
 pub mod torchserve_keys;
 mod torchserve_management;
 mod torchserve_pieces;
 mod uuid;
+mod write_stall;
 
 pub use config::{AccessLog, ServerConfig};
 pub use error::ServeError;

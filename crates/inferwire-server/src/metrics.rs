@@ -189,6 +189,18 @@ struct Region {
     /// Failed inferences by why, per model (`Failure`; the rest of the statistics'
     /// failures are `Failure::Other`).
     failures: [AtomicU64; MAX_MODELS * FAILURES],
+    /// The trace exporters' spans, over every worker (`crate::trace`).
+    spans: SpanCounts,
+}
+
+/// Spans exported, dropped because the export queue was full, and lost to a failed
+/// export; `on`: whether tracing is configured (the series are shown only then).
+#[repr(C)]
+struct SpanCounts {
+    on: AtomicU64,
+    exported: AtomicU64,
+    dropped: AtomicU64,
+    failed: AtomicU64,
 }
 
 /// Why an inference failed, as Triton labels `nv_inference_request_failure` (`reason`).
@@ -411,6 +423,31 @@ impl Metrics {
     pub fn model_call(&self, requests: usize, took: Duration) {
         self.region.model[self.model].observe_duration(took);
         self.region.batch[self.model].observe(&BATCH_SIZES, requests as f64, requests as u64);
+    }
+
+    /// The name of the model in metrics slot `slot` ("" for none).
+    pub fn slot_name(&self, slot: usize) -> String {
+        let m = &self.region.models[slot.min(MAX_MODELS - 1)];
+        String::from_utf8_lossy(&model_name(m)).into_owned()
+    }
+
+    /// A worker's trace exporter started.
+    pub fn tracing_on(&self) {
+        self.region.spans.on.store(1, Relaxed);
+    }
+
+    pub fn spans_exported(&self, n: u64) {
+        self.region.spans.exported.fetch_add(n, Relaxed);
+    }
+
+    /// Spans dropped because the export queue was full.
+    pub fn spans_dropped(&self, n: u64) {
+        self.region.spans.dropped.fetch_add(n, Relaxed);
+    }
+
+    /// Spans lost to an export the collector did not take (down, slow, refusing).
+    pub fn spans_failed(&self, n: u64) {
+        self.region.spans.failed.fetch_add(n, Relaxed);
     }
 
     pub fn add_queued(&self, delta: i64) {
@@ -643,9 +680,33 @@ impl Metrics {
             r.recycles.load(Relaxed),
         );
         render_cache(r, &mut out);
+        render_spans(&r.spans, &mut out);
         r.custom.render(&mut out);
         out
     }
+}
+
+/// The trace exporters' series, once tracing is on.
+fn render_spans(s: &SpanCounts, out: &mut String) {
+    if s.on.load(Relaxed) == 0 {
+        return;
+    }
+    let _ = write!(
+        out,
+        "# HELP inferwire_trace_spans_exported_total Spans a collector took.\n\
+         # TYPE inferwire_trace_spans_exported_total counter\n\
+         inferwire_trace_spans_exported_total {}\n\
+         # HELP inferwire_trace_spans_dropped_total Spans dropped because the export queue \
+         was full.\n# TYPE inferwire_trace_spans_dropped_total counter\n\
+         inferwire_trace_spans_dropped_total {}\n\
+         # HELP inferwire_trace_spans_failed_total Spans lost to exports that failed \
+         (collector down, slow or refusing).\n\
+         # TYPE inferwire_trace_spans_failed_total counter\n\
+         inferwire_trace_spans_failed_total {}\n",
+        s.exported.load(Relaxed),
+        s.dropped.load(Relaxed),
+        s.failed.load(Relaxed),
+    );
 }
 
 /// The model cache's series, once a model was loaded on request or a budget is set.

@@ -347,6 +347,12 @@ pub fn serve(
     metrics.worker_started(std::process::id());
     let mut app = App::new(config, models, metrics);
     app.extra_metrics = extra_metrics;
+    // Each worker exports its own spans (threads do not survive the fork).
+    app.tracer = app
+        .config
+        .traces
+        .as_ref()
+        .and_then(|t| crate::trace::Tracer::start(t, metrics));
     let app = Arc::new(app);
     if syncing {
         // Applies what other workers changed through the repository API. It holds the

@@ -7,6 +7,7 @@ use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
@@ -17,6 +18,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::transport::server::{Connected, TcpConnectInfo};
 
 use crate::read_ahead::ReadAhead;
+use crate::write_stall::WriteStall;
 
 /// A connection as tonic takes it, with its permit.
 pub struct Conn {
@@ -24,9 +26,10 @@ pub struct Conn {
     _permit: OwnedSemaphorePermit,
 }
 
+/// A reply its client takes none of ends with its connection (`write_stall`).
 enum Io {
-    Plain(ReadAhead<TcpStream>),
-    Tls(Box<TlsStream<TcpStream>>),
+    Plain(WriteStall<ReadAhead<TcpStream>>),
+    Tls(Box<WriteStall<TlsStream<TcpStream>>>),
 }
 
 impl Connected for Conn {
@@ -34,8 +37,8 @@ impl Connected for Conn {
 
     fn connect_info(&self) -> TcpConnectInfo {
         match &self.io {
-            Io::Plain(s) => s.get_ref().connect_info(),
-            Io::Tls(s) => s.get_ref().0.connect_info(),
+            Io::Plain(s) => s.get_ref().get_ref().connect_info(),
+            Io::Tls(s) => s.get_ref().get_ref().0.connect_info(),
         }
     }
 }
@@ -99,6 +102,7 @@ impl AsyncWrite for Conn {
 pub fn incoming(
     listener: TcpListener,
     tls: Option<TlsAcceptor>,
+    stall: Duration,
     permits: Arc<Semaphore>,
     mut stop: watch::Receiver<bool>,
     drained: oneshot::Sender<()>,
@@ -116,12 +120,12 @@ pub fn incoming(
             let (Ok(permit), Ok((stream, _))) = accepted else {
                 continue;
             };
-            if !hand_over(stream, permit, tls.as_ref(), &tx).await {
+            if !hand_over(stream, permit, tls.as_ref(), stall, &tx).await {
                 break;
             }
         }
         for (stream, permit) in crate::drain::queued(listener, &permits).await {
-            if !hand_over(stream, permit, tls.as_ref(), &tx).await {
+            if !hand_over(stream, permit, tls.as_ref(), stall, &tx).await {
                 break;
             }
         }
@@ -145,12 +149,13 @@ async fn hand_over(
     stream: TcpStream,
     permit: OwnedSemaphorePermit,
     tls: Option<&TlsAcceptor>,
+    stall: Duration,
     tx: &mpsc::Sender<io::Result<Conn>>,
 ) -> bool {
     let _ = stream.set_nodelay(true);
     let Some(acceptor) = tls.cloned() else {
         let conn = Conn {
-            io: Io::Plain(ReadAhead::new(stream)),
+            io: Io::Plain(WriteStall::new(ReadAhead::new(stream), stall)),
             _permit: permit,
         };
         return tx.send(Ok(conn)).await.is_ok();
@@ -160,7 +165,7 @@ async fn hand_over(
         let handshake = tokio::time::timeout(crate::tls::HANDSHAKE, acceptor.accept(stream));
         if let Ok(Ok(tls)) = handshake.await {
             let conn = Conn {
-                io: Io::Tls(Box::new(tls)),
+                io: Io::Tls(Box::new(WriteStall::new(tls, stall))),
                 _permit: permit,
             };
             let _ = tx.send(Ok(conn)).await;

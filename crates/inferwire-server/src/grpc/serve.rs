@@ -215,6 +215,7 @@ async fn serve_on(
     let incoming = super::incoming::incoming(
         listener,
         tls,
+        app.config.streaming.idle,
         app.connections.clone(),
         stop_accepting,
         drained,

@@ -20,6 +20,7 @@ use super::handle;
 use super::routes::Port;
 use crate::app::App;
 use crate::read_ahead::ReadAhead;
+use crate::write_stall::WriteStall;
 
 /// Serves until `stop` flips to true, then lets open requests finish within `grace`.
 pub async fn serve(
@@ -117,11 +118,12 @@ impl Conn {
             }
         });
         let (builder, stop, open) = (self.builder.clone(), self.stop.clone(), self.open.clone());
+        // A reply its client takes none of ends with its connection (`write_stall`).
+        let stall = self.app.config.streaming.idle;
         let Some(acceptor) = self.tls.clone() else {
             tokio::spawn(async move {
-                let conn = builder
-                    .serve_connection(TokioIo::new(ReadAhead::new(stream)), svc)
-                    .into_owned();
+                let io = WriteStall::new(ReadAhead::new(stream), stall);
+                let conn = builder.serve_connection(TokioIo::new(io), svc).into_owned();
                 until_drained(conn, stop, first).await;
                 drop((permit, open));
             });
@@ -135,7 +137,7 @@ impl Conn {
                 return;
             };
             let conn = builder
-                .serve_connection(TokioIo::new(stream), svc)
+                .serve_connection(TokioIo::new(WriteStall::new(stream, stall)), svc)
                 .into_owned();
             until_drained(conn, stop, first).await;
             drop((permit, open));
