@@ -3,7 +3,7 @@
 # (it creates .venv/, the load tools in .tools/, chromium and nginx).
 #
 #   make test-rust                  unit and integration tests of the Rust crates (no Python)
-#   make test-python                builds the extension into .venv/, then the end-to-end suite
+#   make test-python                builds the extension into .venv/ (in its profile), then the end-to-end suite
 #   make test-python PYTEST_ARGS="tests/server/v2/test_v2.py -x"   a part of it
 #   make test                       both
 
@@ -18,4 +18,4 @@ test-rust:
 	cargo test --workspace --exclude inferwire-py --locked
 
 test-python:
-	bash -c 'source scripts/env.sh && build_extension && cd "$$ROOT" && "$$VENV/bin/python" -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)'
+	bash -c 'source scripts/env.sh && rebuild_extension && cd "$$ROOT" && "$$VENV/bin/python" -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)'

@@ -68,6 +68,22 @@ build_extension() {
         | build_progress) || { echo "maturin develop failed" >&2; exit 1; }
     "$VENV/bin/python" -c "import inferwire._core" \
         || { echo "the extension did not build" >&2; exit 1; }
+    if [[ " ${profile[*]} " == *" --release "* ]]; then
+        echo release >"$VENV/.inferwire-profile"
+    else
+        rm -f "$VENV/.inferwire-profile"
+    fi
+}
+
+# The extension again, in the profile the virtualenv's has: the test command keeps the
+# quick start's release build (its benchmarks measure release code), else builds the dev
+# profile, which compiles faster.
+rebuild_extension() {
+    if [[ "$(cat "$VENV/.inferwire-profile" 2>/dev/null)" == release ]]; then
+        build_extension --release
+    else
+        build_extension
+    fi
 }
 
 # Reads cargo/maturin output: counts built crates on one updating line (a terminal) or

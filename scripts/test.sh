@@ -34,7 +34,7 @@ else
     log "SKIPPED fuzzing: no nightly toolchain (rustup toolchain install nightly)"
 fi
 
-build_extension
+rebuild_extension
 
 log "ruff, mypy, stubtest"
 "$VENV/bin/ruff" check python tests benchmarks examples fuzz deploy

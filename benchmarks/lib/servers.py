@@ -74,9 +74,11 @@ def seldon_spec(venv: Path | None = None, template: str | None = None) -> Server
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """inferwire.local's: never a port this process was given, from INFERWIRE_LOCAL_PORTS'
+    range when set (test runs side by side)."""
+    from inferwire.local import _free_port
+
+    return _free_port()
 
 
 # The release builds of the do-nothing servers (crates/inferwire-server/examples).

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import shutil
 import signal
 import socket
@@ -69,9 +70,16 @@ def arguments(
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A free local port; from INFERWIRE_LOCAL_PORTS' range (LO-HI) when set, as
+    inferwire.local picks them, so that test runs side by side never pick the same one."""
+    lo, _, hi = os.environ.get("INFERWIRE_LOCAL_PORTS", "").partition("-")
+    while True:
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", random.randrange(int(lo), int(hi)) if hi else 0))
+            except OSError:
+                continue
+            return int(s.getsockname()[1])
 
 
 def rest_reply(

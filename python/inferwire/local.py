@@ -5,6 +5,7 @@ starts, stopped (SIGTERM, drained) when it ends."""
 from __future__ import annotations
 
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -16,19 +17,41 @@ import urllib.request
 from typing import Any
 
 _given: set[int] = set()
+# INFERWIRE_LOCAL_PORTS=LO-HI: draw ports from [LO, HI) instead of the kernel's ephemeral
+# range, so that processes given disjoint ranges (test runs side by side) never pick the
+# same port between choosing it and their server binding it.
+_RANGE = "INFERWIRE_LOCAL_PORTS"
+
+
+def _port_range() -> tuple[int, int] | None:
+    raw = os.environ.get(_RANGE, "").strip()
+    if not raw:
+        return None
+    lo, sep, hi = raw.partition("-")
+    if not (sep and lo.isdigit() and hi.isdigit() and 1024 <= int(lo) < int(hi) <= 65536):
+        raise ValueError(f"{_RANGE}={raw!r}: want LO-HI, 1024 <= LO < HI <= 65536")
+    return int(lo), int(hi)
 
 
 def _free_port() -> int:
     """A port nothing listens on now, never one this process was given before: the
     kernel hands a just-closed port out again, and a server given the same port for REST
     and gRPC (or two servers the same one) would fail to start."""
-    while True:
+    span = _port_range()
+    for _ in range(10_000):
         with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
+            if span is None:
+                s.bind(("127.0.0.1", 0))
+            else:
+                try:
+                    s.bind(("127.0.0.1", random.randrange(*span)))
+                except OSError:
+                    continue
             port = int(s.getsockname()[1])
         if port not in _given:
             _given.add(port)
             return port
+    raise RuntimeError(f"no free port left ({_RANGE}={os.environ.get(_RANGE, '')!r})")
 
 
 class local:

@@ -62,12 +62,21 @@ _SERVICES = {
 
 
 def _free_port() -> int:
+    """As inferwire.local picks ports (INFERWIRE_LOCAL_PORTS' range when set); this shim
+    runs in the wrapper's own environment, which may lack inferwire's package."""
+    import os
+    import random
     import socket
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
+    lo, _, hi = os.environ.get("INFERWIRE_LOCAL_PORTS", "").partition("-")
+    while True:
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", random.randrange(int(lo), int(hi)) if hi else 0))
+            except OSError:
+                continue
+            port: int = s.getsockname()[1]
+            return port
 
 
 def _pickled(user_object: Any) -> bytes:
