@@ -104,8 +104,6 @@ RUN_PAGES = [page for page, samples in PAGES.items() if doc_samples.runs(samples
 # rewritten): issue 43 rewrites them page by page, and this set empties.
 NOT_YET = {
     "deploy.md",
-    "guides/migrating-from-seldon.md",
-    "guides/migrating-from-triton.md",
     "guides/operations.md",
     "guides/seldon-graphs.md",
     "guides/streaming.md",
