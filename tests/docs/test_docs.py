@@ -105,8 +105,6 @@ RUN_PAGES = [page for page, samples in PAGES.items() if doc_samples.runs(samples
 NOT_YET = {
     "deploy.md",
     "guides/operations.md",
-    "guides/seldon-graphs.md",
-    "guides/streaming.md",
     "reference/auth.md",
     "reference/client.md",
     "reference/encodings.md",
