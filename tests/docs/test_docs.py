@@ -103,9 +103,6 @@ RUN_PAGES = [page for page, samples in PAGES.items() if doc_samples.runs(samples
 # Pages whose samples are still written for the old harness (one sample at a time, ports
 # rewritten): issue 43 rewrites them page by page, and this set empties.
 NOT_YET = {
-    "reference/auth.md",
-    "reference/client.md",
-    "reference/encodings.md",
     "reference/metrics.md",
     "reference/model-files.md",
     "reference/tls.md",
