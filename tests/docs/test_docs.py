@@ -100,29 +100,12 @@ def test_a_no_run_marker_is_the_line_before_the_fence(tmp_path: Path) -> None:
 
 
 RUN_PAGES = [page for page, samples in PAGES.items() if doc_samples.runs(samples)]
-# Pages whose samples are still written for the old harness (one sample at a time, ports
-# rewritten): issue 43 rewrites them page by page, and this set empties.
-NOT_YET = {
-    "reference/metrics.md",
-    "reference/model-files.md",
-    "reference/tls.md",
-    "reference/tree-format.md",
-    "reference/v2-protocol.md",
-}
 # A success ratio a sample prints: inferwire bench's ``Success [ratio] 100.00%`` and its
 # suites' ``ok 100.0%``. Below 100% fails the page: no example shows failures by accident.
 SUCCESS = re.compile(r"(?:Success\s+\[ratio\]\s+|\bok )(\d+(?:\.\d+)?)%")
 
 
-@pytest.mark.parametrize(
-    "page",
-    [
-        pytest.param(p, marks=pytest.mark.skip(reason="not yet run as pasted (issue 43)"))
-        if p in NOT_YET
-        else p
-        for p in RUN_PAGES
-    ],
-)
+@pytest.mark.parametrize("page", RUN_PAGES)
 def test_page_runs_as_pasted(page: str, tmp_path: Path) -> None:
     """The page's samples, in order, in one ``bash`` in a fresh folder (how, in
     ``tests/doc_samples.py``): it exits 0 and leaves nothing running. The page's servers
