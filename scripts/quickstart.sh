@@ -4,7 +4,11 @@
 # Ctrl-C stops the server.
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 
-ensure_venv "maturin>=1.7,<2" "numpy>=1.24" "pyyaml>=6" "pydantic>=2.7" "pydantic-settings>=2.3" "grpcio>=1.60" "grpcio-tools>=1.60"
+# Beside the server's own: what the README's and docs' examples import (the [client] and
+# [images] extras: inferwire.Client, msgpack replies, image-stats; grpcio-tools for the
+# gRPC call's stubs).
+ensure_venv "maturin>=1.7,<2" "numpy>=1.24" "pyyaml>=6" "pydantic>=2.7" "pydantic-settings>=2.3" "grpcio>=1.60" "grpcio-tools>=1.60" \
+    "httpx[http2]>=0.27" "msgpack>=1.0" "msgpack-numpy>=0.4.8" "pillow>=10"
 if [[ "${INFERWIRE_SKIP_BUILD:-}" == 1 ]]; then
     # tests/docs/test_quickstart.py: the extension the test run built is the one to serve.
     log "using the inferwire extension already built (INFERWIRE_SKIP_BUILD=1)"
