@@ -46,7 +46,7 @@ PORT_SETTING = re.compile(r"\b[\w.]*(?:port|address)\w*\s*[=:]\s*(?:[\w.:/]*:)?(
 # The ports each server command listens on unless told otherwise.
 DEFAULT_PORTS = {
     "inferwire serve": (9000, 5000),
-    "inferwire start": (8080, 8081),
+    "inferwire start": (8080, 8081, 8082),
     "inferwire tritonserver": (8000, 8001, 8002),
     "inferwire torchserve": (8080, 8081, 8082, 7070, 7071),
 }
