@@ -124,7 +124,8 @@ def marker_problems(docs: Path) -> list[str]:
 BASH_PRELUDE = r"""
 set -eo pipefail
 curl() {  # an HTTP error status fails the page, unless the sample shows it or asks for -f
-    local fail=--fail-with-body a
+    local - fail=--fail-with-body a
+    set +x  # the call is traced where the page makes it; its options here are not
     for a in "$@"; do
         case "$a" in
             -w|--write-out|-i|--include|-f|--fail|--fail-with-body|--fail-early) fail= ;;
