@@ -62,6 +62,10 @@ class Adapter:
     # Whether a dynamic batch arrives as a list of requests (``infer_many``), not as one
     # request holding every request's rows.
     infers_many = False
+    # Whether BYTES inputs arrive as flat lists of bytes rather than numpy object arrays,
+    # and an output given as a list of bytes is read as a BYTES tensor of that length:
+    # no numpy for a model whose requests and replies are bytes (TorchServe's handlers).
+    bytes_as_lists = False
     # Routes the model serves itself: (method, path), answered by ``custom``.
     custom_routes: tuple[tuple[str, str], ...] | list[tuple[str, str]] = ()
 

@@ -5,7 +5,9 @@ Content-Type, headers and query parameters as the request's parameters
 archive's ``batchSize`` of them, and ``infer_many`` hands them to the handler in one call,
 as TorchServe's worker does. Each reply goes back as the output ``body`` with its content
 type, status and headers as the response's parameters; a failed one as an exception
-carrying TorchServe's status and error body.
+carrying TorchServe's status and error body. Bodies cross the glue as lists of bytes
+(``bytes_as_lists``), and each request goes straight to ``HandlerModel.prepare``: no
+numpy and no intermediate request record between the wire and the handler.
 
 A request of TorchServe's gRPC API (``crates/inferwire-server/src/grpc/torchserve.rs``,
 parameter ``grpc``) brings its named inputs instead of a body, one BYTES input each: the
@@ -31,7 +33,6 @@ import numpy as np
 from .._core import PieceSender, take_piece_sender
 from ..contract import Adapter, Request
 from .handler_model import STREAM_NEXT, HandlerModel, ReadersGone, Reply
-from .handler_model import Request as HandlerRequest
 
 BODY = "body"
 
@@ -58,6 +59,8 @@ class HandlerError(Exception):
 
 class HandlerAdapter(Adapter):
     infers_many = True
+    # Bodies in and out as bytes: no numpy between the wire and the handler.
+    bytes_as_lists = True
 
     def __init__(self, model: HandlerModel) -> None:
         super().__init__(model.name)
@@ -83,20 +86,43 @@ class HandlerAdapter(Adapter):
         }
 
     def infer(self, request: Request) -> Any:
-        answer = self.infer_many([request])[0]
-        if isinstance(answer, BaseException):
-            raise answer
-        return answer
+        streams = _Streams([request])
+        [reply] = self.model.handle_prepared([self._prepare(request)], streams.on_piece)
+        if streams.senders is not None and streams.finish(0, reply):
+            return STREAMED
+        if reply.error:
+            raise HandlerError(reply)
+        return _answer(reply)
 
     def infer_many(self, requests: list[Request]) -> list[Any]:
         streams = _Streams(requests)
-        replies = self.model.handle_batch([_handler_request(r) for r in requests], streams.on_piece)
+        replies = self.model.handle_prepared([self._prepare(r) for r in requests], streams.on_piece)
         if streams.senders is None:  # the handler sent no piece (most never do)
             return [_answer(reply) for reply in replies]
         return [
             STREAMED if streams.finish(i, reply) else _answer(reply)
             for i, reply in enumerate(replies)
         ]
+
+    def _prepare(self, r: Request) -> Any:
+        """A request as the handler gets it (``HandlerModel.prepare``): TorchServe's REST
+        body, or its gRPC call's named inputs, with what the core put in its parameters."""
+        p = r.parameters or {}
+        # The core builds these from the wire: strings already, and a fresh dict per request.
+        if p.get("grpc"):
+            inputs = [(str(name), _first(value)) for name, value in r.inputs.items()]
+            body = b""
+        else:
+            inputs = None
+            body = _first(r.inputs.get(BODY))
+        return self.model.prepare(
+            body,
+            p.get("content_type") or "",
+            p.get("headers") or {},
+            p.get("query") or (),
+            inputs,
+            r.id,
+        )
 
     def __del__(self) -> None:
         # Unloaded: the archive's extracted files go, in the process that extracted them
@@ -106,7 +132,10 @@ class HandlerAdapter(Adapter):
 
 
 def _first(value: Any) -> bytes:
-    """A BYTES input's one element (b"" when it has none)."""
+    """A BYTES input's one element (b"" when it has none): a list of bytes as the glue
+    hands it (``bytes_as_lists``), else a numpy array."""
+    if type(value) is list:
+        return value[0] if value else b""
     if value is None:
         return b""
     if not isinstance(value, np.ndarray):
@@ -115,36 +144,23 @@ def _first(value: Any) -> bytes:
     return data if isinstance(data, bytes) else bytes(data)
 
 
-def _handler_request(r: Request) -> HandlerRequest:
-    p = r.parameters or {}
-    # The core builds these from the wire: strings already, and a fresh dict per request.
-    query = p.get("query") or ()
-    inputs = None
-    if p.get("grpc"):
-        inputs = [(str(name), _first(value)) for name, value in r.inputs.items()]
-    return HandlerRequest(
-        body=b"" if inputs is not None else _first(r.inputs.get(BODY)),
-        content_type=p.get("content_type") or "",
-        headers=p.get("headers") or {},
-        query=query,
-        inputs=inputs,
-        request_id=r.id,
-    )
-
-
 def _answer(reply: Reply) -> Any:
     if reply.error:
         return HandlerError(reply)
     if not reply.pieces:
-        body = np.empty(1, dtype=object)
-        body[0] = bytes(reply.body)
-        return {"outputs": [(BODY, body)], "parameters": _parameters(reply, strip=True)}
+        body = reply.body
+        if reply.headers:
+            parameters = _parameters(reply, strip=True)
+        else:
+            parameters = {"status": reply.status, "content_type": reply.content_type}
+        return {
+            "outputs": [(BODY, [body if type(body) is bytes else bytes(body)])],
+            "parameters": parameters,
+        }
     # Intermediate responses kept for the end: each an element before the reply's, the
     # head (status, type, headers) the first one's, as TorchServe's first chunk has.
     parts = [*(bytes(p.body) for p in reply.pieces), bytes(reply.body)]
-    body = np.empty(len(parts), dtype=object)
-    body[:] = parts
-    return {"outputs": [(BODY, body)], "parameters": _parameters(reply.pieces[0])}
+    return {"outputs": [(BODY, parts)], "parameters": _parameters(reply.pieces[0])}
 
 
 def _parameters(reply: Reply, strip: bool = False) -> dict[str, Any]:

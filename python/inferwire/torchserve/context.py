@@ -82,11 +82,9 @@ class Headers(dict[str, Any]):
     the case a client sent (``Content-Type``), while HTTP/2 and gRPC send names in lower
     case: lookups here ignore case so a handler written for either finds its header."""
 
-    def __init__(self, items: Any = ()) -> None:
-        super().__init__(items)
-        # Lower-case name -> name as kept; made at the first lookup that needs it (most
-        # requests' handlers never look a header up in another case).
-        self._lower: dict[str, str] | None = None
+    # Lower-case name -> name as kept; made at the first lookup that needs it (most
+    # requests' handlers never look a header up in another case). Made as a dict is.
+    _lower: dict[str, str] | None = None
 
     def __setitem__(self, key: str, value: Any) -> None:
         super().__setitem__(key, value)
@@ -222,7 +220,7 @@ class Context:
         return self._processor(idx).get_request_property(self.header_key_sequence_id)
 
     def set_response_content_type(self, idx: int, value: str) -> None:
-        self.set_response_header(idx, "content-type", value)
+        self._processor(idx).add_response_property("content-type", value)
 
     def get_response_content_type(self, idx: int) -> str | None:
         return self.get_response_headers(idx).get("content-type")
@@ -330,6 +328,8 @@ class Metrics:
         self.model_name = model_name
         _live.add(self)
         self.request_ids: dict[int, str] | None = None
+        # The dimension values of a metric recorded with none of its own.
+        self._model_level = (model_name, "Model")
         self.cache: dict[tuple[str, str], Metric] = {}
         self._lock = threading.Lock()
         self._series = 0
@@ -463,6 +463,21 @@ class Metrics:
         if metric is None or metric.dimension_names != [n for n, _ in dims]:
             metric = self.add_metric_to_cache(name, unit, [n for n, _ in dims], kind)
         metric.add_or_update(value, [v for _, v in dims])
+
+    def _time(self, name: str, value: float) -> None:
+        """``add_time(name, value)`` (a gauge in ms, no dimensions) for a float the
+        server measured: each batch's PredictionTime, kept without ``_add``'s checks once
+        its series exists."""
+        metric = self.cache.get(("gauge", name))
+        if metric is not None and metric.dimension_names == _MODEL_DIMENSIONS:
+            kept = metric.series.get(self._model_level)
+            if kept is not None:
+                with self._lock:
+                    kept[1] += 1
+                    kept[2] += value
+                    kept[0] = value
+                return
+        self._add(name, value, "ms", None, "gauge")
 
     def _record(self, metric: Metric, values: tuple[str, ...], value: float) -> None:
         with self._lock:

@@ -1,7 +1,8 @@
 """A TorchServe model served in this process: an archive (``archive.py``), its
 ``model-config.yaml`` (``model_config.py``), its handler (``handlers.py``) initialized
 once per instance with its ``Context`` (``context.py``), and the one call a dialect
-makes, ``HandlerModel.handle_batch(requests) -> replies``.
+makes, ``HandlerModel.handle_batch(requests) -> replies`` (or, without a ``Request``
+record per request, ``prepare`` each and ``handle_prepared`` them: the adapter's way).
 
 What a handler sees is what TorchServe's Python worker gives it: for each request a dict
 of its parameters — query parameters, then the body as ``"body"`` (or each form field
@@ -29,7 +30,6 @@ gone raises ``BrokenPipeError``: the handler stops, the batch fails."""
 
 from __future__ import annotations
 
-import functools
 import io
 import json
 import logging
@@ -40,7 +40,7 @@ import threading
 import time
 import urllib.parse
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from email.message import Message
 from pathlib import Path
@@ -130,15 +130,8 @@ def error_reply(status: int, message: str, kind: str = "InternalServerException"
     )
 
 
-@dataclass(slots=True)
-class _Prepared:
-    """A request turned into what the handler gets: its place in the dialect's list, its
-    id, its data dict and its headers."""
-
-    index: int
-    request_id: str
-    data: dict[str, Any]
-    headers: Headers
+# A request as the handler gets it: its data dict, its headers, its id (``prepare``).
+Prepared = tuple[dict[str, Any], Headers, str]
 
 
 class _Instance:
@@ -270,27 +263,82 @@ class HandlerModel:
         the calling thread, inside the handler's call), else (or when it returns False)
         into each final reply's ``pieces``. A request whose form cannot be read gets a
         400 and stays out of the handler's batch. Blocks while every instance is busy."""
-        replies: list[Reply | None] = [None] * len(requests)
-        batch: list[_Prepared] = []
-        for i, request in enumerate(requests):
+        prepare = self.prepare
+        return self.handle_prepared(
+            [
+                prepare(r.body, r.content_type, r.headers, r.query, r.inputs, r.request_id)
+                for r in requests
+            ],
+            on_piece,
+        )
+
+    def prepare(
+        self,
+        body: bytes | bytearray | memoryview,
+        content_type: str,
+        headers: Sequence[tuple[str, str]] | Mapping[str, str],
+        query: Sequence[tuple[str, str]],
+        inputs: Sequence[tuple[str, bytes]] | Mapping[str, bytes] | None,
+        request_id: str,
+    ) -> Prepared | Reply:
+        """One request (``Request``'s fields) as the handler gets it: its data dict, its
+        headers as the context has them and its id; or the 400 of a form that cannot be
+        read."""
+        request_id = request_id or str(uuid.uuid4())
+        if not query and inputs is None:
+            # The common request: a body, no query parameters.
+            mime = _mime(content_type) if content_type else ""
+            if mime.lower() not in _FORMS:
+                fields = Headers(body={"content-type": mime})
+                fields.update(headers)
+                raw = body if isinstance(body, bytes) else bytes(body)
+                return {"body": self._decode(raw, mime)}, fields, request_id
+        params: list[tuple[str, bytes, str]] = [(k, v.encode(), "") for k, v in query]
+        if inputs is not None:
+            params.extend((k, bytes(v), "") for k, v in _items(inputs))
+        else:
             try:
-                data, headers = self._input(request)
+                params.extend(_body_params(body, content_type))
             except FormError as e:
-                replies[i] = error_reply(400, str(e), "BadRequestException")
-                continue
-            batch.append(_Prepared(i, request.request_id or str(uuid.uuid4()), data, headers))
-        if batch:
-            relay = on_piece
-            if on_piece is not None and len(batch) < len(requests):
-                where = [p.index for p in batch]
-                relay = lambda k, piece: on_piece(where[k], piece)  # noqa: E731
-            instance = self._free.get()
-            try:
-                for p, reply in zip(batch, self._run(instance, batch, relay), strict=True):
-                    replies[p.index] = reply
-            finally:
-                self._free.put(instance)
-        return [r for r in replies if r is not None]
+                return error_reply(400, str(e), "BadRequestException")
+        data: dict[str, Any] = {}
+        fields = Headers()
+        for name, value, kind in params:
+            data[name] = self._decode(value, kind)
+            dict.__setitem__(fields, name, {"content-type": kind})
+        # The request's own headers after its fields' (a header wins over a field's name).
+        fields.update(headers)
+        return data, fields, request_id
+
+    def handle_prepared(
+        self, items: list[Prepared | Reply], on_piece: OnPiece | None = None
+    ) -> list[Reply]:
+        """``handle_batch`` for requests already ``prepare``d: those that failed there
+        keep their reply; the others go to the handler together."""
+        batch = items
+        where: list[int] | None = None
+        for item in items:
+            if type(item) is not tuple:
+                where = [i for i, x in enumerate(items) if type(x) is tuple]
+                batch = [items[i] for i in where]
+                break
+        if where is not None:
+            replies = list(items)
+            if not batch:
+                return replies  # type: ignore[return-value]
+            if on_piece is not None:
+                relay = on_piece
+                on_piece = lambda k, piece: relay(where[k], piece)  # noqa: E731
+        instance = self._free.get()
+        try:
+            done = self._run(instance, batch, on_piece)  # type: ignore[arg-type]
+        finally:
+            self._free.put(instance)
+        if where is None:
+            return done
+        for i, reply in zip(where, done, strict=True):
+            replies[i] = reply
+        return replies  # type: ignore[return-value]
 
     def stream_batch(self, requests: Sequence[Request]) -> Iterator[tuple[int, Reply]]:
         """``handle_batch`` as an iterator of ``(index, piece)``, intermediate pieces
@@ -332,37 +380,33 @@ class HandlerModel:
             stop.set()
 
     def _run(
-        self, instance: _Instance, prepared: list[_Prepared], on_piece: OnPiece | None
+        self, instance: _Instance, prepared: list[Prepared], on_piece: OnPiece | None
     ) -> list[Reply]:
         ctx = instance.context
-        ids = {k: p.request_id for k, p in enumerate(prepared)}
-        batch = [p.data for p in prepared]
+        if len(prepared) == 1:
+            data, head, rid = prepared[0]
+            ids = {0: rid}
+            batch = [data]
+            ctx._request_processor = [RequestProcessor(head)]
+        else:
+            ids = {k: p[2] for k, p in enumerate(prepared)}
+            batch = [p[0] for p in prepared]
+            ctx._request_processor = [RequestProcessor(p[1]) for p in prepared]
         ctx.request_ids = ids
-        ctx._request_processor = [RequestProcessor(p.headers) for p in prepared]
         ctx.stopping_criteria = None
-        self.metrics.set_request_ids(ids)
-        pieces: dict[int, list[Reply]] = {}
-        ended: dict[int, Reply] = {}
-
-        def piece(i: int, reply: Reply) -> None:
-            if i in ended:
-                return
-            if reply.error:
-                ended[i] = reply
-            elif on_piece is None or on_piece(i, reply) is False:
-                pieces.setdefault(i, []).append(reply)
-
-        ctx.cl_socket = _PieceSocket(ids, piece)
+        self.metrics.request_ids = ids
+        # Where the handler's intermediate pieces go (and the failures they report).
+        sock = ctx.cl_socket = _PieceSocket(ids, on_piece)
         start = time.time()
         try:
             result = instance.resolved.handle(batch, ctx)
         except MemoryError:
             log.error("model %s: out of memory in the handler", self.name, exc_info=True)
-            return self._failed(ids, ended, 507, "Out of resources")
+            return self._failed(ids, sock.ended, 507, "Out of resources")
         except ReadersGone:
             # Nobody waits for these replies any more.
             log.info("model %s: every client of the batch has gone; handler stopped", self.name)
-            return self._failed(ids, ended, 503, "Prediction failed")
+            return self._failed(ids, sock.ended, 503, "Prediction failed")
         except Exception as e:
             failure = _prediction_exception(e)
             if failure is not None:
@@ -372,14 +416,15 @@ class HandlerModel:
                     log.warning("model %s: prediction error %d: %s", self.name, *failure)
                 else:
                     log.error("model %s: prediction error", self.name, exc_info=True)
-                return self._failed(ids, ended, *failure)
+                return self._failed(ids, sock.ended, *failure)
             if "CUDA" in str(e):
                 log.error("model %s: CUDA out of memory", self.name, exc_info=True)
-                return self._failed(ids, ended, 507, "Out of resources")
+                return self._failed(ids, sock.ended, 507, "Out of resources")
             log.warning("model %s: invoking the handler failed", self.name, exc_info=True)
-            return self._failed(ids, ended, 503, "Prediction failed")
+            return self._failed(ids, sock.ended, 503, "Prediction failed")
         finally:
             ctx.cl_socket = None
+        ended = sock.ended
         if not isinstance(result, list):
             log.warning("model %s: invalid return type: %s", self.name, type(result).__name__)
             return self._failed(ids, ended, 503, "Invalid model predict output")
@@ -391,50 +436,35 @@ class HandlerModel:
                 len(result),
             )
             return self._failed(ids, ended, 503, "number of batch response mismatched")
-        self.metrics.add_time(PREDICTION_METRIC, round((time.time() - start) * 1000, 2))
+        self.metrics._time(PREDICTION_METRIC, round((time.time() - start) * 1000, 2))
+        pieces = sock.pieces
         replies: list[Reply] = []
         for i, value in enumerate(result):
-            if i in ended:
+            if ended and i in ended:
                 replies.append(ended[i])
                 continue
             try:
-                body = encode(value)
+                body = value if type(value) is bytes else encode(value)
             except TypeError:
                 log.warning("model %s: unable to serialize model output", self.name, exc_info=True)
                 return self._failed(ids, ended, 503, "Unsupported model output data type.")
             reply = _reply(ctx, i, body, value)
-            reply.pieces = pieces.get(i) or []
+            if pieces and i in pieces:
+                reply.pieces = pieces[i]
             replies.append(reply)
         return replies
 
     def _failed(
-        self, ids: dict[int, str], ended: dict[int, Reply], status: int, message: str
+        self, ids: dict[int, str], ended: dict[int, Reply] | None, status: int, message: str
     ) -> list[Reply]:
+        ended = ended or {}
         return [ended.get(i) or error_reply(status, message) for i in ids]
-
-    def _input(self, request: Request) -> tuple[dict[str, Any], Headers]:
-        """The handler's dict for one request, and its headers as the context has them."""
-        params: list[tuple[str, bytes, str]] = [(k, v.encode(), "") for k, v in request.query]
-        if request.inputs is not None:
-            items = (
-                request.inputs.items() if isinstance(request.inputs, Mapping) else request.inputs
-            )
-            params.extend((k, bytes(v), "") for k, v in items)
-        else:
-            params.extend(_body_params(request.body, request.content_type))
-        data: dict[str, Any] = {}
-        fields: dict[str, Any] = {}
-        for name, value, kind in params:
-            data[name] = self._decode(value, kind)
-            fields[name] = {"content-type": kind}
-        # The request's own headers after its fields' (a header wins over a field's name).
-        fields.update(request.headers)
-        return data, Headers(fields)
 
     def _decode(self, value: bytes, kind: str) -> Any:
         if self.decode_inputs and kind == "application/json":
             try:
-                return json.loads(value.decode("utf-8"))
+                # json.loads without its checks: a str here, default options.
+                return _json_decode(value.decode("utf-8"))
             except (UnicodeDecodeError, ValueError):
                 log.warning("failed json decoding of input data; forwarding encoded payload")
         elif self.decode_inputs and kind.startswith("text"):
@@ -464,6 +494,41 @@ def _reply(ctx: Context, i: int, body: bytes, value: Any) -> Reply:
     more = False
     criteria = ctx.stopping_criteria
     processor = ctx._processor(i)
+    if type(processor) is not RequestProcessor:
+        return _reply_of(processor, criteria, i, value, body)
+    set_headers = processor._response_header
+    if criteria:
+        stop = criteria[i](value)
+        if stop is not None:
+            more = not stop
+            set_headers[STREAM_NEXT] = "true" if more else "false"
+    elif not set_headers:
+        # Nothing set: the reply's own empty headers.
+        status = processor._status_code
+        return Reply(
+            body,
+            200 if status is None else status,
+            processor._reason_phrase or "",
+        )
+    elif set_headers.get(STREAM_NEXT) == "true":
+        set_headers[STREAM_NEXT] = "false"
+    headers = dict(set_headers)
+    status = processor._status_code
+    return Reply(
+        body,
+        200 if status is None else status,
+        processor._reason_phrase or "",
+        headers.pop("content-type", "") or "",
+        headers,
+        False,
+        True,
+        more,
+    )
+
+
+def _reply_of(processor: Any, criteria: Any, i: int, value: Any, body: bytes) -> Reply:
+    """``_reply`` for a processor a handler put in the context itself (its methods)."""
+    more = False
     set_headers = processor.get_response_headers()
     if criteria:
         stop = criteria[i](value)
@@ -500,6 +565,16 @@ def encode(value: Any) -> bytes:
 
 
 # -- bodies and forms -------------------------------------------------------------------
+
+# The content types whose body is split into form fields.
+_FORMS = frozenset(("multipart/form-data", "application/x-www-form-urlencoded"))
+_json_decode = json.JSONDecoder().decode
+
+
+def _items(
+    inputs: Sequence[tuple[str, bytes]] | Mapping[str, bytes],
+) -> Iterable[tuple[str, bytes]]:
+    return inputs.items() if isinstance(inputs, Mapping) else inputs
 
 
 def _mime(content_type: str) -> str:
@@ -572,18 +647,22 @@ class FormError(ValueError):
 class _PieceSocket:
     """``context.cl_socket`` during a handler call: TorchServe's
     ``send_intermediate_predict_response`` writes one response frame here (what its
-    worker sends its frontend), decoded into a piece per request it names."""
+    worker sends its frontend), decoded into a piece per request it names. A piece goes
+    to ``on_piece``, else (none, or it declines) into ``pieces``; a failure ends its
+    request (``ended``). Both are made at the first piece (most handlers send none)."""
 
-    def __init__(self, ids: dict[int, str], deliver: Callable[[int, Reply], None]) -> None:
+    __slots__ = ("_ids", "_index", "ended", "on_piece", "pieces")
+
+    def __init__(self, ids: dict[int, str], on_piece: OnPiece | None) -> None:
         self._ids = ids
-        self._deliver = deliver
-
-    @functools.cached_property
-    def _index(self) -> dict[str, int]:
-        # Made when the handler first sends (most never do).
-        return {rid: i for i, rid in self._ids.items()}
+        self._index: dict[str, int] | None = None
+        self.on_piece = on_piece
+        self.pieces: dict[int, list[Reply]] | None = None
+        self.ended: dict[int, Reply] | None = None
 
     def sendall(self, frame: bytes | bytearray | memoryview) -> None:
+        if self._index is None:
+            self._index = {rid: i for i, rid in self._ids.items()}
         for rid, reply in decode_frame(bytes(frame)):
             i = self._index.get(rid)
             if i is None:
@@ -594,6 +673,17 @@ class _PieceSocket:
     def send(self, frame: bytes | bytearray | memoryview) -> int:
         self.sendall(frame)
         return len(frame)
+
+    def _deliver(self, i: int, reply: Reply) -> None:
+        if self.ended is None:
+            self.ended, self.pieces = {}, {}
+        if i in self.ended:
+            return
+        if reply.error:
+            self.ended[i] = reply
+        elif self.on_piece is None or self.on_piece(i, reply) is False:
+            assert self.pieces is not None
+            self.pieces.setdefault(i, []).append(reply)
 
 
 def decode_frame(frame: bytes) -> list[tuple[str, Reply]]:
