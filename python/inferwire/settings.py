@@ -481,6 +481,62 @@ class Settings(BaseSettings, ModelServing):
         "kind (call, exception type, raising line) is logged with its traceback, repeats are "
         "counted (0: a traceback every time)",
     )
+    # Traces: OpenTelemetry's own variables (OTEL_*) set these too, below INFERWIRE_*.
+    otlp_endpoint: Str = _opt(
+        "",
+        "OTLP collector's base URL (http://host:4318 for HTTP/protobuf, http://host:4317 for "
+        "gRPC); setting it turns traces on, sent to its /v1/traces over HTTP/protobuf "
+        "(empty: no traces)",
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+    )
+    otlp_traces_endpoint: Str = _opt(
+        "",
+        "the URL spans are sent to, used as it is (over otlp_endpoint); setting it turns traces on",
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+    )
+    otlp_protocol: Literal["http/protobuf", "grpc"] = _opt(
+        "http/protobuf",
+        "how spans are sent: http/protobuf or grpc (OTLP's gRPC TraceService, as MLServer's "
+        "tracing_server)",
+        "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+        "OTEL_EXPORTER_OTLP_PROTOCOL",
+    )
+    otlp_headers: Str = _opt(
+        "",
+        "headers added to every export, key=value pairs split by commas, values "
+        "percent-encoded (e.g. an API key)",
+        "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+        "OTEL_EXPORTER_OTLP_HEADERS",
+    )
+    otlp_timeout: Float = _opt(
+        10.0, "seconds an export may take; past it its spans count as failed"
+    )
+    trace_sampler: Literal[
+        "always_on",
+        "always_off",
+        "traceidratio",
+        "parentbased_always_on",
+        "parentbased_always_off",
+        "parentbased_traceidratio",
+    ] = _opt(
+        "parentbased_always_on",
+        "which requests are traced: parentbased_* follow the caller's traceparent and apply "
+        "the rest to requests that bring none; traceidratio keeps trace_sampler_arg of them",
+        "OTEL_TRACES_SAMPLER",
+    )
+    trace_sampler_arg: Float = _opt(
+        1.0,
+        "the share of traces the traceidratio samplers keep, 0 to 1",
+        "OTEL_TRACES_SAMPLER_ARG",
+    )
+    trace_service_name: Str = _opt(
+        "inferwire", "service.name of the exported spans", "OTEL_SERVICE_NAME"
+    )
+    trace_queue: Int = _opt(
+        2048,
+        "traced requests waiting for export, per worker; past it their spans are dropped "
+        "(counted in inferwire_trace_spans_dropped_total)",
+    )
 
     def __init__(self, **values: Any) -> None:
         try:
@@ -529,6 +585,7 @@ class Settings(BaseSettings, ModelServing):
             "stream_max_open",
             "stream_max_pieces",
             "stream_max_bytes",
+            "trace_queue",
         )
         for name in at_least_one:
             if getattr(self, name) < 1:
@@ -603,6 +660,12 @@ class Settings(BaseSettings, ModelServing):
             )
         if self.v2_invalid_status not in (400, 422):
             raise SettingsError(f"v2_invalid_status: 400 or 422, got {self.v2_invalid_status}")
+        if not 0 <= self.trace_sampler_arg <= 1:
+            raise SettingsError(
+                f"trace_sampler_arg: a ratio from 0 to 1, got {self.trace_sampler_arg}"
+            )
+        if self.otlp_timeout <= 0:
+            raise SettingsError(f"otlp_timeout: must be above 0, got {self.otlp_timeout}")
         if self.log_repeats_every < 0:
             raise SettingsError("log_repeats_every: must be 0 (off) or more seconds")
         self.constructor_parameters()
@@ -783,7 +846,8 @@ def _from_file() -> dict[str, Any]:
 
 
 class SeldonEnv(PydanticBaseSettingsSource):
-    """The Seldon Python wrapper's variables (``PREDICTIVE_UNIT_*``), below ``INFERWIRE_*``."""
+    """Other servers' variables for a setting: the Seldon Python wrapper's
+    (``PREDICTIVE_UNIT_*``) and OpenTelemetry's (``OTEL_*``), below ``INFERWIRE_*``."""
 
     def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
         for var in seldon_env(field):

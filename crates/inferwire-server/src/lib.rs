@@ -31,10 +31,10 @@ pub mod settings;
 pub mod shared_memory;
 pub mod stream;
 pub mod tls;
-pub mod trace;
 pub mod torchserve_keys;
 mod torchserve_management;
 mod torchserve_pieces;
+pub mod trace;
 mod uuid;
 mod write_stall;
 

@@ -145,7 +145,11 @@ impl Observed {
         use crate::trace::Attr;
         let Some(tracer) = &app.tracer else { return };
         let (protocol, error, status) = match code {
-            Code::Http(status) => ("rest", status >= 500, ("http.response.status_code", i64::from(status))),
+            Code::Http(status) => (
+                "rest",
+                status >= 500,
+                ("http.response.status_code", i64::from(status)),
+            ),
             Code::Grpc(c) => (
                 "grpc",
                 matches!(
@@ -160,14 +164,21 @@ impl Observed {
                 ("rpc.grpc.status_code", c as i64),
             ),
         };
-        let (model, version) = t.model.take().unwrap_or_else(|| {
-            (app.metrics.slot_name(self.model), String::new())
-        });
+        let (model, version) = t
+            .model
+            .take()
+            .unwrap_or_else(|| (app.metrics.slot_name(self.model), String::new()));
         let mut attributes = vec![
             ("inferwire.protocol", Attr::Str(protocol.into())),
             ("inferwire.route", Attr::Str(self.route.label().into())),
-            ("inferwire.dialect", Attr::Str(app.config.dialect.name().into())),
-            ("inferwire.encoding", Attr::Str(self.encoding.label().into())),
+            (
+                "inferwire.dialect",
+                Attr::Str(app.config.dialect.name().into()),
+            ),
+            (
+                "inferwire.encoding",
+                Attr::Str(self.encoding.label().into()),
+            ),
             (status.0, Attr::Int(status.1)),
         ];
         if !model.is_empty() {

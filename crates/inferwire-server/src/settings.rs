@@ -20,6 +20,7 @@ use crate::runner::RunnerConfig;
 use crate::shared_memory::SharedMemoryConfig;
 use crate::stream::StreamLimits;
 use crate::tls::TlsConfig;
+use crate::trace::TraceConfig;
 
 /// The core's settings, each as `settings.py` names and types it. Not `Debug`: it holds
 /// the token signing key.
@@ -101,6 +102,15 @@ pub struct Settings {
     pub cors_max_age: u64,
     pub load_models_on_request: bool,
     pub model_memory_budget: u64,
+    pub trace_sampler: String,
+    pub trace_sampler_arg: f64,
+    pub trace_service_name: String,
+    pub trace_queue: usize,
+    pub otlp_endpoint: String,
+    pub otlp_traces_endpoint: String,
+    pub otlp_protocol: String,
+    pub otlp_headers: String,
+    pub otlp_timeout: f64,
 }
 
 impl Settings {
@@ -187,6 +197,15 @@ impl Settings {
             cors_max_age,
             load_models_on_request,
             model_memory_budget,
+            trace_sampler,
+            trace_sampler_arg,
+            trace_service_name,
+            trace_queue,
+            otlp_endpoint,
+            otlp_traces_endpoint,
+            otlp_protocol,
+            otlp_headers,
+            otlp_timeout,
         } = self;
         let invalid_422 = match v2_invalid_status {
             400 => false,
@@ -236,7 +255,19 @@ impl Settings {
             max_batch_size,
             max_batch_delay,
         );
+        let traces = traces(Traces {
+            sampler: &trace_sampler,
+            sampler_arg: trace_sampler_arg,
+            service_name: trace_service_name,
+            queue: trace_queue,
+            endpoint: &otlp_endpoint,
+            traces_endpoint: &otlp_traces_endpoint,
+            protocol: &otlp_protocol,
+            headers: &otlp_headers,
+            timeout: otlp_timeout,
+        })?;
         let config = ServerConfig {
+            traces,
             dialect: Arc::new(Tuned {
                 base,
                 invalid_422,
@@ -333,6 +364,104 @@ impl Settings {
         };
         Ok((config, log_level))
     }
+}
+
+/// The trace settings, as `Settings` has them.
+struct Traces<'a> {
+    sampler: &'a str,
+    sampler_arg: f64,
+    service_name: String,
+    queue: usize,
+    endpoint: &'a str,
+    traces_endpoint: &'a str,
+    protocol: &'a str,
+    headers: &'a str,
+    timeout: f64,
+}
+
+/// Tracing's config: off (`None`) unless an OTLP endpoint is given. As OpenTelemetry's
+/// exporters read them: `otlp_traces_endpoint` is the URL used as it is; else
+/// `otlp_endpoint` is the collector's base URL, to which HTTP/protobuf adds `/v1/traces`;
+/// gRPC takes only the host and port of either. `otlp_headers` is `key=value,...` with
+/// the values percent-encoded.
+fn traces(t: Traces<'_>) -> Result<Option<TraceConfig>, String> {
+    use crate::trace::{ExportConfig, Protocol, Sampler};
+    let protocol = match t.protocol {
+        "http/protobuf" => Protocol::HttpProtobuf,
+        "grpc" => Protocol::Grpc,
+        other => {
+            return Err(format!(
+                "otlp_protocol: {other:?} is not http/protobuf or grpc (http/json is not \
+                 supported)"
+            ))
+        }
+    };
+    let (setting, given) = match (t.traces_endpoint.trim(), t.endpoint.trim()) {
+        ("", "") => return Ok(None),
+        ("", base) => ("otlp_endpoint", base),
+        (full, _) => ("otlp_traces_endpoint", full),
+    };
+    // MLServer's tracing_server and gRPC endpoints are often host:port alone.
+    let text = if given.contains("://") {
+        given.to_owned()
+    } else {
+        format!("http://{given}")
+    };
+    let mut url: http::Uri = text
+        .parse()
+        .map_err(|e| format!("{setting}: {given:?} is not a URL ({e})"))?;
+    match url.scheme_str() {
+        Some("http") => {}
+        Some("https") => {
+            return Err(format!(
+                "{setting}: {given:?}: https is not supported yet; give an http:// collector \
+                 (a local agent or sidecar)"
+            ))
+        }
+        _ => return Err(format!("{setting}: {given:?} is not an http:// URL")),
+    }
+    if url.host().is_none_or(str::is_empty) {
+        return Err(format!("{setting}: {given:?} has no host"));
+    }
+    if setting == "otlp_endpoint" && protocol == Protocol::HttpProtobuf {
+        let path = format!("{}/v1/traces", url.path().trim_end_matches('/'));
+        let mut parts = url.into_parts();
+        parts.path_and_query = Some(
+            path.parse()
+                .map_err(|e| format!("{setting}: {given:?}: {e}"))?,
+        );
+        url = http::Uri::from_parts(parts).map_err(|e| format!("{setting}: {given:?}: {e}"))?;
+    }
+    let sampler = Sampler::by_name(t.sampler, t.sampler_arg)?;
+    Ok(Some(TraceConfig {
+        sampler,
+        export: ExportConfig {
+            url,
+            protocol,
+            headers: otlp_headers(t.headers)?,
+            timeout: Duration::from_secs_f64(t.timeout.max(0.001)),
+            queue: t.queue.max(1),
+            service_name: t.service_name,
+        },
+    }))
+}
+
+/// `OTEL_EXPORTER_OTLP_HEADERS`' form: `key=value` pairs split by commas, values
+/// percent-encoded.
+fn otlp_headers(text: &str) -> Result<Vec<(http::HeaderName, http::HeaderValue)>, String> {
+    let mut out = Vec::new();
+    for pair in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let bad = || format!("otlp_headers: {pair:?} is not key=value with a valid header");
+        let (key, value) = pair.split_once('=').ok_or_else(bad)?;
+        let value = percent_encoding::percent_decode_str(value.trim())
+            .decode_utf8()
+            .map_err(|_| bad())?;
+        let name = http::HeaderName::from_bytes(key.trim().to_ascii_lowercase().as_bytes())
+            .map_err(|_| bad())?;
+        let value = http::HeaderValue::from_str(&value).map_err(|_| bad())?;
+        out.push((name, value));
+    }
+    Ok(out)
 }
 
 /// Seconds as a duration; 0 (or less) means none.

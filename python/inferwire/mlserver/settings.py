@@ -61,7 +61,8 @@ SERVER_KEYS: dict[str, str] = {
     "kafka_servers": "ignored: no Kafka server",
     "kafka_topic_input": "ignored: no Kafka server",
     "kafka_topic_output": "ignored: no Kafka server",
-    "tracing_server": "ignored: no OpenTelemetry export",
+    "tracing_server": "mapped: otlp_traces_endpoint, with otlp_protocol grpc (host:port of "
+    "an OTLP gRPC collector, as MLServer sends its spans)",
     "cache_enabled": "ignored: no response cache",
     "cache_size": "ignored: no response cache",
     "gzip_enabled": "ignored: replies are not compressed",
@@ -453,6 +454,10 @@ def server_settings(folder: Path) -> dict[str, Any]:
                 out["access_log"] = "json"
         elif key == "grpc_max_message_length":
             out.update(_message_length(where, value))
+        elif key == "tracing_server":
+            if value:
+                out["otlp_traces_endpoint"] = str(value)
+                out["otlp_protocol"] = "grpc"
         elif key == "model_repository_root":
             pass  # the folder given to `start` is the repository, as in MLServer
     if "metrics_endpoint" in data and data["metrics_endpoint"] is None:

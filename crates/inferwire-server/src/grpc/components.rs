@@ -64,6 +64,7 @@ impl SeldonService {
         let app = &self.0;
         let mut obs = rpc.observe();
         obs.model = app.default_slot();
+        obs.traced(app, req.metadata().as_ref());
         let deadline = app.deadline(obs.start, client_timeout(req.metadata()));
         let run = async {
             let call = decode(req.into_inner())?;

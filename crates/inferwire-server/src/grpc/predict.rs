@@ -88,6 +88,7 @@ impl UnaryService<Bytes> for RawPredict {
             if let Some(id) = req.metadata().get("x-request-id") {
                 obs.id = id.to_str().unwrap_or_default().to_owned();
             }
+            obs.traced(&svc.0, req.metadata().as_ref());
             let deadline = svc.0.deadline(obs.start, client_timeout(req.metadata()));
             let text = |key: &str| {
                 req.metadata()

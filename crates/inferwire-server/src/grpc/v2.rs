@@ -142,6 +142,7 @@ impl GrpcInferenceService for V2Service {
         if let Some(id) = req.metadata().get("x-request-id") {
             obs.id = id.to_str().unwrap_or_default().to_owned();
         }
+        obs.traced(app, req.metadata().as_ref());
         let deadline = app.deadline(Instant::now(), client_timeout(req.metadata()));
         let headers = app
             .config
@@ -161,14 +162,23 @@ impl GrpcInferenceService for V2Service {
         let run = async {
             let model = app.model(&req.model_name, &req.model_version).await?;
             obs.model = model.slot;
-            let request = decode(app, req, headers)?;
+            obs.served_by(&model.name, &model.version);
+            let began = obs.clock();
+            let mut request = decode(app, req, headers)?;
+            obs.part("decode", began);
+            obs.pass_context(&mut request.parameters);
             if obs.id.is_empty() {
                 obs.id.clone_from(&request.id);
             }
+            let began = obs.clock();
             let mut response =
                 crate::dataplane::infer_whole(app, &model, request, deadline).await?;
+            obs.part("infer", began);
+            let began = obs.clock();
             let trailers = app.config.dialect.reply_headers(&mut response);
-            Ok::<_, ServeError>((proto::to_pb(response, raw), trailers))
+            let reply = proto::to_pb(response, raw);
+            obs.part("encode", began);
+            Ok::<_, ServeError>((reply, trailers))
         };
         let result = run.await.map_err(|e| e.to_status());
         obs.finish(app, Code::of_grpc(&result), rpc.name());

@@ -43,6 +43,7 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>, peer: IpAddr, port: P
     if let Some(id) = request_id.as_ref().and_then(|v| v.to_str().ok()) {
         obs.id = id.to_owned();
     }
+    obs.traced(&app, req.headers());
     let refused = crate::auth::admit(
         app.config.auth.as_deref(),
         app.config.allow_unauthenticated_repository,

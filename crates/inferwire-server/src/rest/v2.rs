@@ -275,13 +275,21 @@ pub async fn infer(
 ) -> Result<Reply, ServeError> {
     let model = app.model(name, version).await?;
     obs.model = model.slot;
-    let request = decode(app, req, &model.name, obs).await?;
+    obs.served_by(&model.name, &model.version);
+    let began = obs.clock();
+    let mut request = decode(app, req, &model.name, obs).await?;
+    obs.part("decode", began);
+    obs.pass_context(&mut request.parameters);
     let binary = request.binary_outputs();
     let deadline = app.deadline(obs.start, None);
+    let began = obs.clock();
     let mut response = crate::dataplane::infer_whole(app, &model, request, deadline).await?;
+    obs.part("infer", began);
+    let began = obs.clock();
     let headers = app.config.dialect.reply_headers(&mut response);
     let mut out = Vec::with_capacity(256);
     let blobs = json::encode_response(&response, |name| binary.wants(name), &mut out)?;
+    obs.part("encode", began);
     let mut r = if blobs.is_empty() {
         body::json(StatusCode::OK, out)
     } else {
