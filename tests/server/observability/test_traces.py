@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 import subprocess
@@ -416,3 +417,72 @@ def test_traces_read_back_from_jaeger(serve: Callable[..., Any], jaeger: tuple[s
     grpc_infer(server.grpc_target, {"traceparent": f"00-{trace}-{parent}-01"})
     found = jaeger_trace(query, trace, 4)
     check_jaeger_trace(found, "ModelInfer", parent, "grpc")
+
+
+# -- settings ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("given", "words"),
+    [
+        (
+            {"otlp_endpoint": "https://collector:4318"},
+            'otlp_endpoint: "https://collector:4318": https is not supported yet',
+        ),
+        (
+            {"otlp_traces_endpoint": "ftp://collector"},
+            'otlp_traces_endpoint: "ftp://collector" is not an http:// URL',
+        ),
+        (
+            {"otlp_endpoint": "http://c:4318", "otlp_headers": "api-key"},
+            'otlp_headers: "api-key" is not key=value',
+        ),
+    ],
+)
+def test_bad_trace_settings_are_refused_naming_the_setting(
+    given: dict[str, Any], words: str
+) -> None:
+    from inferwire.settings import Settings
+
+    with pytest.raises(ValueError, match="^" + re.escape(words)):
+        Settings(**given).to_core()
+
+
+def test_trace_settings_come_from_opentelemetrys_variables(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from inferwire.errors import SettingsError
+    from inferwire.settings import from_sources
+
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4317")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+    monkeypatch.setenv("OTEL_TRACES_SAMPLER", "parentbased_traceidratio")
+    monkeypatch.setenv("OTEL_TRACES_SAMPLER_ARG", "0.01")
+    monkeypatch.setenv("OTEL_SERVICE_NAME", "fraud-model")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", "api-key=s%20ecret")
+    s = from_sources({})
+    assert (s.otlp_endpoint, s.otlp_protocol) == ("http://collector:4317", "grpc")
+    assert (s.trace_sampler, s.trace_sampler_arg) == ("parentbased_traceidratio", 0.01)
+    assert (s.trace_service_name, s.otlp_headers) == ("fraud-model", "api-key=s%20ecret")
+    s.to_core()  # the core takes them
+    # inferwire's own variable wins over OpenTelemetry's.
+    monkeypatch.setenv("INFERWIRE_TRACE_SERVICE_NAME", "mine")
+    assert from_sources({}).trace_service_name == "mine"
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")
+    with pytest.raises(SettingsError, match="otlp_protocol: 'http/json' is not"):
+        from_sources({})
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+    monkeypatch.setenv("OTEL_TRACES_SAMPLER_ARG", "2")
+    with pytest.raises(SettingsError, match="trace_sampler_arg: a ratio from 0 to 1"):
+        from_sources({})
+
+
+def test_mlservers_tracing_server_variable_is_honoured(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from inferwire.mlserver.settings import server_settings
+
+    monkeypatch.setenv("MLSERVER_TRACING_SERVER", "otel-collector:4317")
+    mapped = server_settings(tmp_path)
+    assert mapped["otlp_traces_endpoint"] == "otel-collector:4317"
+    assert mapped["otlp_protocol"] == "grpc"
