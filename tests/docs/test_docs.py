@@ -131,23 +131,23 @@ def test_page_runs_as_pasted(page: str, tmp_path: Path) -> None:
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
     env.pop("VIRTUAL_ENV", None)
     env.pop("PYTHONPATH", None)
-    proc = subprocess.Popen(
-        ["bash", script.name],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,  # its own session: what it leaves behind can be found
-    )
-    try:
-        out, _ = proc.communicate(timeout=PAGE_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, _ = proc.communicate()
-        pytest.fail(
-            f"{page}: not done in {PAGE_TIMEOUT_S} s\n{out.decode(errors='replace')[-8000:]}"
+    log = tmp_path / "page.log"  # a file, not a pipe: a server left running holds no pipe open
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            ["bash", script.name],
+            cwd=tmp_path,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own session: what it leaves behind can be found
         )
-    text = out.decode(errors="replace")
+        try:
+            proc.wait(timeout=PAGE_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            pytest.fail(f"{page}: not done in {PAGE_TIMEOUT_S} s\n{tail(log, 8000)}")
+    text = tail(log, 12000)
     left = session_processes(proc.pid)
     for pid in left:
         with contextlib.suppress(ProcessLookupError):
@@ -158,13 +158,19 @@ def test_page_runs_as_pasted(page: str, tmp_path: Path) -> None:
     for pid in session_processes(proc.pid):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-    assert proc.returncode == 0, f"{page} failed ({proc.returncode}):\n{text[-12000:]}"
+    assert proc.returncode == 0, f"{page} failed ({proc.returncode}):\n{text}"
     assert not left, f"{page} left running: {left}\n{text[-4000:]}"
-    failing = [m.group(0) for m in SUCCESS.finditer(text) if float(m.group(1)) < 100]
+    whole = log.read_text(errors="replace")
+    failing = [m.group(0) for m in SUCCESS.finditer(whole) if float(m.group(1)) < 100]
     assert not failing, f"{page}: a sample shows failed requests: {failing}\n{text[-8000:]}"
 
 
 PAGE_TIMEOUT_S = 150
+
+
+def tail(path: Path, n: int) -> str:
+    """The last ``n`` characters of a log."""
+    return path.read_text(errors="replace")[-n:]
 
 
 def port_free(port: int) -> bool:
