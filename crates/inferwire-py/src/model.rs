@@ -10,6 +10,7 @@ use inferwire_codec::{Tensor, TensorData};
 use inferwire_server::{
     Answer, Inferred, Model, ModelError, ModelErrorKind, Pieces, Prediction, SeldonOps,
 };
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 
@@ -494,7 +495,10 @@ impl Model for PyModel {
     fn infer(&self, req: InferRequest) -> Result<Inferred, ModelError> {
         self.with_gil(|py| {
             let args = infer_args(py, &self.request_type, req, self.bytes_lists)?;
-            let out = self.adapter.bind(py).call_method1("infer", args)?;
+            let out = self
+                .adapter
+                .bind(py)
+                .call_method1(intern!(py, "infer"), args)?;
             inferred(&out, self.bytes_lists)
         })
     }
@@ -517,7 +521,7 @@ impl Model for PyModel {
             let out = self
                 .adapter
                 .bind(py)
-                .call_method1("infer_many", (PyList::new(py, args)?,))?;
+                .call_method1(intern!(py, "infer_many"), (PyList::new(py, args)?,))?;
             let mut answers = Vec::new();
             for item in out.try_iter()? {
                 let item = item?;
@@ -575,12 +579,13 @@ impl Model for PyModel {
 /// What `infer` gave: its outputs, or `{"outputs": ..., "parameters": ...}` with the
 /// response's own parameters.
 fn inferred(out: &Bound<'_, PyAny>, bytes_lists: bool) -> PyResult<Inferred> {
+    let py = out.py();
     if let Ok(dict) = out.cast::<PyDict>() {
-        let outputs = match dict.get_item("outputs")? {
+        let outputs = match dict.get_item(intern!(py, "outputs"))? {
             Some(o) => outputs_read(&o, bytes_lists)?,
             None => Vec::new(),
         };
-        let parameters = match dict.get_item("parameters")? {
+        let parameters = match dict.get_item(intern!(py, "parameters"))? {
             Some(p) => match crate::convert::py_to_json(&p)? {
                 serde_json::Value::Object(m) => m,
                 _ => Default::default(),
