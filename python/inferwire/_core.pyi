@@ -147,6 +147,9 @@ class Sink:
         """Queues one piece's outputs; False when the reader has gone."""
     def fail(self, exc: BaseException) -> None:
         """Ends the stream with the model's exception."""
+    def give_up(self) -> None:
+        """The reader took nothing for the idle limit: its queued pieces are let go and
+        the stream stops counting as open (call ``close`` after)."""
     def close(self) -> None:
         """Ends the stream."""
 

@@ -127,7 +127,8 @@ async def _drive(
                 try:
                     await asyncio.wait_for(room, patience)
                 except TimeoutError:
-                    return  # the reader took nothing for the idle limit: give up
+                    sink.give_up()  # the reader took nothing for the idle limit
+                    return
             if not sink.send(encode(piece, requested)):
                 return  # the reader has gone
     except Exception as e:  # the model's error ends its stream, with its message

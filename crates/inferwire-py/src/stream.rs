@@ -141,6 +141,12 @@ impl Sink {
         self.finish(Some(Err(error)));
     }
 
+    /// The reader took nothing for the idle limit: its queued pieces go and the stream
+    /// stops counting as open (the driver then closes it).
+    fn give_up(&self) {
+        self.with(Sender::give_up);
+    }
+
     /// Ends the stream (the generator has finished).
     fn close(&self) {
         self.finish(None);

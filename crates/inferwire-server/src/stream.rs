@@ -108,6 +108,11 @@ impl PieceStream {
         wanted: Vec<String>,
     ) -> Self {
         metrics.stream_opened(1);
+        // A producer that gives up on a reader taking nothing ends the stream's count
+        // then, not when its transport lets go of it (see `Drop`).
+        rx.on_stall(Box::new(move || {
+            metrics.stream_closed(model, protocol, StreamEnd::Limited)
+        }));
         Self {
             rx,
             limits,
@@ -137,6 +142,17 @@ impl PieceStream {
             return Poll::Ready(None);
         }
         let piece = match self.rx.poll_recv(cx) {
+            Poll::Ready(None) if self.rx.stalled() => {
+                // Counted as ended when the producer gave up (`on_stall`).
+                self.end = Some(StreamEnd::Limited);
+                return Poll::Ready(Some(Err(ServeError::new(
+                    Kind::Deadline,
+                    format!(
+                        "the client took nothing for {} s (see --stream-idle-timeout)",
+                        self.limits.idle.as_secs_f64()
+                    ),
+                ))));
+            }
             Poll::Ready(None) => {
                 self.end = Some(StreamEnd::Completed);
                 return Poll::Ready(None);
@@ -244,7 +260,10 @@ impl PieceStream {
 
 impl Drop for PieceStream {
     fn drop(&mut self) {
-        let end = self.end.unwrap_or(StreamEnd::Cancelled);
-        self.metrics.stream_closed(self.model, self.protocol, end);
+        // Counted already if its producer gave up on it.
+        if self.rx.forget_stall() {
+            let end = self.end.unwrap_or(StreamEnd::Cancelled);
+            self.metrics.stream_closed(self.model, self.protocol, end);
+        }
     }
 }

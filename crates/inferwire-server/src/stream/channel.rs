@@ -27,9 +27,17 @@ struct State {
     done: bool,
     /// The consumer was dropped: the reader went away or the stream was cut short.
     closed: bool,
+    /// The producer gave up on a reader that took nothing (`Sent::Stalled`): the stream
+    /// was cut short, not finished.
+    stalled: bool,
     reader: Option<Waker>,
     /// An event-loop producer waiting for room.
     on_room: Option<Box<dyn FnOnce() + Send>>,
+    /// What ends the stream's accounting (`PieceStream`'s place in `streams_open`) when
+    /// the producer gives up on a stalled reader: a transport that no longer polls its
+    /// body (its client reads nothing) may hold the consumer for as long as the
+    /// connection lasts.
+    on_stall: Option<Box<dyn FnOnce() + Send>>,
 }
 
 struct Shared {
@@ -65,8 +73,10 @@ pub fn channel() -> (Sender, Receiver) {
             queue: VecDeque::with_capacity(CAPACITY),
             done: false,
             closed: false,
+            stalled: false,
             reader: None,
             on_room: None,
+            on_stall: None,
         }),
         room: Condvar::new(),
     });
@@ -109,6 +119,8 @@ impl Sender {
             }
             let left = until.saturating_duration_since(Instant::now());
             if left.is_zero() {
+                drop(state);
+                self.give_up();
                 return Sent::Stalled;
             }
             state = self
@@ -155,6 +167,28 @@ impl Sender {
         self.shared.lock().closed
     }
 
+    /// Gives up on a reader that took nothing for the stream's idle limit: what is
+    /// queued is let go and the stream stops counting as open now, whether or not its
+    /// transport ever polls it again (the reader then gets the limit's error).
+    pub fn give_up(&self) {
+        let mut state = self.shared.lock();
+        if state.closed {
+            return;
+        }
+        state.stalled = true;
+        let queued = std::mem::take(&mut state.queue);
+        let on_stall = state.on_stall.take();
+        let reader = state.reader.take();
+        drop(state);
+        drop(queued);
+        if let Some(f) = on_stall {
+            f();
+        }
+        if let Some(w) = reader {
+            w.wake();
+        }
+    }
+
     /// Calls `wake` once the queue has room or the reader has gone: at once if that is
     /// already so, else from the consumer's thread when it takes a piece or is dropped.
     pub fn when_room(&self, wake: Box<dyn FnOnce() + Send>) {
@@ -181,6 +215,22 @@ impl Drop for Sender {
 }
 
 impl Receiver {
+    /// Whether the producer gave up on this reader for taking nothing.
+    pub fn stalled(&self) -> bool {
+        self.shared.lock().stalled
+    }
+
+    /// Sets what runs if the producer gives up on this reader.
+    pub fn on_stall(&self, f: Box<dyn FnOnce() + Send>) {
+        self.shared.lock().on_stall = Some(f);
+    }
+
+    /// Takes back what `on_stall` set: true if it was still there (it has not run, and
+    /// now will not).
+    pub fn forget_stall(&self) -> bool {
+        self.shared.lock().on_stall.take().is_some()
+    }
+
     /// The next piece; None once the producer has finished and every piece is taken.
     pub async fn recv(&mut self) -> Option<Piece> {
         poll_fn(|cx| self.poll_recv(cx)).await
@@ -188,6 +238,9 @@ impl Receiver {
 
     pub fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Option<Piece>> {
         let mut state = self.shared.lock();
+        if state.stalled {
+            return Poll::Ready(None);
+        }
         if let Some(piece) = state.queue.pop_front() {
             let on_room = state.on_room.take();
             drop(state);
@@ -216,9 +269,10 @@ impl Drop for Receiver {
         let mut state = self.shared.lock();
         state.closed = true;
         // Pieces still queued are dropped here, not when the producer notices.
-        state.queue.clear();
+        let queued = std::mem::take(&mut state.queue);
         let on_room = state.on_room.take();
         drop(state);
+        drop(queued);
         self.shared.room.notify_all();
         if let Some(wake) = on_room {
             wake();
@@ -275,10 +329,6 @@ mod tests {
         }
         assert!(!tx.has_room());
         assert!(matches!(tx.try_send(piece(9)), Err((_, false))));
-        assert_eq!(
-            tx.send_blocking(piece(9), Duration::from_millis(20)),
-            Sent::Stalled
-        );
         let woken = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let flag = woken.clone();
         tx.when_room(Box::new(move || {
@@ -292,6 +342,33 @@ mod tests {
             tx.send_blocking(piece(9), Duration::from_secs(5)),
             Sent::Closed
         );
+    }
+
+    #[tokio::test]
+    async fn a_stalled_reader_is_given_up_its_pieces_let_go_and_on_stall_run_once() {
+        let (tx, mut rx) = channel();
+        let ends = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let seen = ends.clone();
+        rx.on_stall(Box::new(move || {
+            seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }));
+        for i in 0..CAPACITY {
+            assert!(tx.try_send(piece(i)).is_ok());
+        }
+        assert!(!rx.stalled());
+        assert_eq!(
+            tx.send_blocking(piece(9), Duration::from_millis(20)),
+            Sent::Stalled
+        );
+        // Given up at once, before the reader is polled or dropped.
+        assert!(rx.stalled());
+        assert!(tx.has_room());
+        assert_eq!(ends.load(std::sync::atomic::Ordering::SeqCst), 1);
+        assert!(!rx.forget_stall());
+        assert!(rx.recv().await.is_none());
+        // Once only.
+        tx.give_up();
+        assert_eq!(ends.load(std::sync::atomic::Ordering::SeqCst), 1);
     }
 
     #[tokio::test]
