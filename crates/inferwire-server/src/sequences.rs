@@ -14,7 +14,10 @@
 //!
 //! A request's frame is bounded by what the largest request any worker accepts encodes to
 //! (`frame_limit`), not by the body limit: the raw tensors of a body are up to eight times
-//! its size, and a request one worker accepts must be served by whichever owns it.
+//! its size, and a request one worker accepts must be served by whichever owns it. A
+//! reply's frame is held to the same bound: the owner refuses a larger one before writing
+//! it (the client gets an error naming the limit), and the forwarding worker reads no
+//! longer frame, so a length read off the socket never sizes an allocation past it.
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -114,7 +117,13 @@ impl Route {
             write_frame(&mut s, 0, &msg.encode_to_vec())
                 .await
                 .map_err(lost)?;
-            let (tag, bytes) = read_frame(&mut s, usize::MAX).await.map_err(lost)?;
+            let (tag, bytes) = read_frame(&mut s, limit).await.map_err(|e| {
+                if e.kind() == std::io::ErrorKind::InvalidData {
+                    reply_too_large(&e.to_string())
+                } else {
+                    lost(e)
+                }
+            })?;
             if tag == 0 {
                 let r = pb::ModelInferResponse::decode(bytes.as_slice()).map_err(|e| {
                     ServeError::new(Kind::Internal, format!("a worker's reply: {e}"))
@@ -208,6 +217,17 @@ fn my_uid() -> u32 {
     std::fs::metadata("/proc/self").map_or(u32::MAX, |m| m.uid())
 }
 
+/// A reply larger than a frame between workers may be (`frame_limit`).
+pub(crate) fn reply_too_large(why: &str) -> ServeError {
+    ServeError::new(
+        Kind::Internal,
+        format!(
+            "the model's reply is too large to pass back from the worker that serves this \
+             sequence: {why} (9 x max_body_bytes + 1 MiB; see --max-body-bytes)"
+        ),
+    )
+}
+
 fn lost(e: std::io::Error) -> ServeError {
     ServeError::new(
         Kind::ShuttingDown,
@@ -229,7 +249,10 @@ pub(crate) async fn read_frame(s: &mut UnixStream, limit: usize) -> std::io::Res
     s.read_exact(&mut head).await?;
     let len = u32::from_le_bytes([head[1], head[2], head[3], head[4]]) as usize;
     if len > limit {
-        return Err(std::io::Error::other("frame over the limit"));
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("a frame of {len} bytes, more than the {limit} allowed"),
+        ));
     }
     let mut bytes = vec![0u8; len];
     s.read_exact(&mut bytes).await?;

@@ -12,7 +12,9 @@ use tokio::sync::watch;
 
 use crate::app::App;
 use crate::error::{Kind, ServeError};
-use crate::sequences::{frame_limit, make_private_dir, read_frame, write_frame, Route};
+use crate::sequences::{
+    frame_limit, make_private_dir, read_frame, reply_too_large, write_frame, Route,
+};
 
 /// Serves this worker's socket on a thread of its own until `stop` flips to true.
 pub fn listen(route: &Route, app: Weak<App>, stop: watch::Receiver<bool>) -> std::io::Result<()> {
@@ -63,7 +65,16 @@ async fn serve_peer(mut s: UnixStream, app: Arc<App>) {
     // by its larger raw form.
     let limit = frame_limit(app.config.max_body_bytes);
     while let Ok((_, bytes)) = read_frame(&mut s, limit).await {
-        let result = run_here(&app, &bytes).await;
+        let result = run_here(&app, &bytes).await.and_then(|r| {
+            // The forwarding worker reads no longer frame: refused here, with the reason.
+            let len = r.encoded_len();
+            if len > limit {
+                return Err(reply_too_large(&format!(
+                    "it takes {len} bytes, more than the {limit} allowed"
+                )));
+            }
+            Ok(r)
+        });
         let written = match result {
             Ok(r) => write_frame(&mut s, 0, &r.encode_to_vec()).await,
             Err(e) => {
