@@ -61,7 +61,8 @@ build_extension() {
     local profile=("$@")
     local what="dev profile"
     if [[ " ${profile[*]} " == *" --release "* ]]; then
-        what="release: about 2 to 3 minutes on 2 cores the first time, seconds after"
+        # The figure measured by scripts/first_run.py, not a constant.
+        what="release: $(python3 "$ROOT/scripts/first_run.py" estimate 2>/dev/null || echo "several minutes the first time, seconds after")"
     fi
     log "building the inferwire extension ($what)"
     (cd "$ROOT" && "$VENV/bin/maturin" develop "${profile[@]}" --features bench --pip-path "$VENV/bin/pip" 2>&1 \
