@@ -99,7 +99,11 @@ def run(cmd: list[str], clone: Path, env: dict[str, str], log: Path) -> dict[str
         for line in log.read_text(errors="replace").splitlines()
         if re.search(r"\d+ passed.* in [\d.]+s", line)
     ]
-    counts = {k: int(n) for n, k in re.findall(r"(\d+) (\w+)", summary[-1])} if summary else {}
+    # The test command runs pytest twice side by side: each prints its own summary.
+    counts: dict[str, int] = {}
+    for line in summary:
+        for n, k in re.findall(r"(\d+) (passed|failed|skipped|errors?|warnings?)\b", line):
+            counts[k] = counts.get(k, 0) + int(n)
     return {
         "seconds": round(time.monotonic() - t0),
         "cpu_seconds": round(_children_cpu() - cpu0),
