@@ -11,6 +11,7 @@ mod dataplane;
 pub mod dialect;
 mod drain;
 pub mod error;
+mod first_bytes;
 pub mod grpc;
 pub mod login_guard;
 pub mod metrics;

@@ -1,4 +1,5 @@
-//! gRPC connections: accepted here (a TLS handshake on each connection's own task), then
+//! gRPC connections: accepted here (a TLS handshake, or the wait for HTTP/2's preface, on
+//! each connection's own task), then
 //! handed to tonic as they are ready. Each holds one of the server's connection permits
 //! (`max_connections`, shared with REST) until it closes; with none left, the connection
 //! just accepted waits for one and further ones queue in the kernel's backlog. The loop
@@ -103,6 +104,7 @@ pub fn incoming(
     listener: TcpListener,
     tls: Option<TlsAcceptor>,
     stall: Duration,
+    head_within: Duration,
     permits: Arc<Semaphore>,
     mut stop: watch::Receiver<bool>,
     drained: oneshot::Sender<()>,
@@ -120,12 +122,12 @@ pub fn incoming(
             let (Ok(permit), Ok((stream, _))) = accepted else {
                 continue;
             };
-            if !hand_over(stream, permit, tls.as_ref(), stall, &tx).await {
+            if !hand_over(stream, permit, tls.as_ref(), (stall, head_within), &tx).await {
                 break;
             }
         }
         for (stream, permit) in crate::drain::queued(listener, &permits).await {
-            if !hand_over(stream, permit, tls.as_ref(), stall, &tx).await {
+            if !hand_over(stream, permit, tls.as_ref(), (stall, head_within), &tx).await {
                 break;
             }
         }
@@ -149,16 +151,23 @@ async fn hand_over(
     stream: TcpStream,
     permit: OwnedSemaphorePermit,
     tls: Option<&TlsAcceptor>,
-    stall: Duration,
+    (stall, head_within): (Duration, Duration),
     tx: &mpsc::Sender<io::Result<Conn>>,
 ) -> bool {
     let _ = stream.set_nodelay(true);
     let Some(acceptor) = tls.cloned() else {
-        let conn = Conn {
-            io: Io::Plain(WriteStall::new(ReadAhead::new(stream), stall)),
-            _permit: permit,
-        };
-        return tx.send(Ok(conn)).await.is_ok();
+        // Handed to tonic once its preface has come (`first_bytes`), on its own task.
+        let to_tonic = tx.clone();
+        tokio::spawn(async move {
+            if crate::first_bytes::arrived(&stream, head_within).await {
+                let conn = Conn {
+                    io: Io::Plain(WriteStall::new(ReadAhead::new(stream), stall)),
+                    _permit: permit,
+                };
+                let _ = to_tonic.send(Ok(conn)).await;
+            }
+        });
+        return !tx.is_closed();
     };
     let tx = tx.clone();
     tokio::spawn(async move {

@@ -216,6 +216,7 @@ async fn serve_on(
         listener,
         tls,
         app.config.streaming.idle,
+        app.config.header_timeout,
         app.connections.clone(),
         stop_accepting,
         drained,

@@ -120,8 +120,13 @@ impl Conn {
         let (builder, stop, open) = (self.builder.clone(), self.stop.clone(), self.open.clone());
         // A reply its client takes none of ends with its connection (`write_stall`).
         let stall = self.app.config.streaming.idle;
+        let head_within = self.app.config.header_timeout;
         let Some(acceptor) = self.tls.clone() else {
             tokio::spawn(async move {
+                if !crate::first_bytes::arrived(&stream, head_within).await {
+                    drop((permit, open));
+                    return;
+                }
                 let io = WriteStall::new(ReadAhead::new(stream), stall);
                 let conn = builder.serve_connection(TokioIo::new(io), svc).into_owned();
                 until_drained(conn, stop, first).await;
