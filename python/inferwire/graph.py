@@ -102,13 +102,13 @@ def is_deployment(spec: str) -> bool:
 
 def read(path: str, predictor: str = "", nodes: dict[str, str] | None = None) -> GraphSpec:
     """The graph of ``predictor`` (default: the first) in the SeldonDeployment file."""
-    import yaml
+    from .bounded_yaml import load_yaml_all
 
     p = Path(path)
     try:
         if p.stat().st_size > MAX_FILE_BYTES:
             raise SettingsError(f"{path}: larger than {MAX_FILE_BYTES} bytes")
-        docs = list(yaml.safe_load_all(p.read_text(encoding="utf-8")))
+        docs = load_yaml_all(p.read_text(encoding="utf-8"), path)
     except SettingsError:
         raise
     except Exception as e:

@@ -27,6 +27,7 @@ from typing import Any
 from pydantic import Field, PrivateAttr, ValidationError
 
 from . import modelfile, runtimes
+from .bounded_yaml import load_yaml
 from .dialects import Dialect
 from .errors import ModelLoadError, SettingsError
 from .mlserver import settings as mlserver_settings
@@ -71,9 +72,9 @@ def _read(path: Path) -> dict[str, Any]:
         if path.suffix == ".json":
             data = json.loads(text)
         else:
-            import yaml
-
-            data = yaml.safe_load(text)
+            data = load_yaml(text, str(path))
+    except SettingsError:
+        raise
     except Exception as e:
         raise SettingsError(f"{path}: not valid YAML/JSON: {e}") from e
     if not isinstance(data, dict):

@@ -415,12 +415,13 @@ class SeldonAdapter(Adapter):
         meta = self._own_metadata()
         env = os.environ.get("MODEL_METADATA")
         if env:
-            import yaml
+            from .bounded_yaml import load_yaml
+            from .errors import SettingsError
 
             try:
-                extra = yaml.safe_load(env)
-            except yaml.YAMLError as e:
-                log.warning("MODEL_METADATA is not YAML or JSON, ignored: %s", e)
+                extra = load_yaml(env, "MODEL_METADATA")
+            except SettingsError as e:
+                log.warning("%s; ignored", e)
                 extra = None
             if isinstance(extra, dict):
                 meta = {**meta, **extra}

@@ -886,9 +886,12 @@ def read_file(path: str) -> dict[str, Any]:
         if path.endswith(".json"):
             data = json.loads(text)
         else:
-            import yaml  # YAML is a superset of JSON: one parser for both.
+            # YAML is a superset of JSON: one parser for both.
+            from .bounded_yaml import load_yaml
 
-            data = yaml.safe_load(text)
+            data = load_yaml(text, f"settings file {path}")
+    except SettingsError:
+        raise
     except Exception as e:
         raise SettingsError(f"settings file {path}: not valid YAML/JSON: {e}") from e
     if data is None:

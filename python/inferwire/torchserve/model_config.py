@@ -16,56 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from ..bounded_yaml import MAX_YAML_BYTES, load_yaml  # one YAML loader for every file read
 from ..errors import SettingsError
 
 log = logging.getLogger("inferwire")
-
-# The file's size, its nesting, and the values walked with aliases expanded (a few
-# anchors referring to each other otherwise stand for billions of values).
-MAX_YAML_BYTES = 1024 * 1024
-MAX_YAML_DEPTH = 32
-MAX_YAML_NODES = 100_000
-
-
-def load_yaml(text: str | bytes, where: str) -> Any:
-    """YAML parsed with the safe loader, refused past ``MAX_YAML_BYTES``,
-    ``MAX_YAML_DEPTH`` levels or ``MAX_YAML_NODES`` values counted with aliases expanded.
-    ``where`` starts every message."""
-    if len(text) > MAX_YAML_BYTES:
-        raise SettingsError(f"{where}: larger than {MAX_YAML_BYTES} bytes")
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise SettingsError(f"{where}: not valid YAML: {e}") from None
-    except RecursionError:
-        raise SettingsError(f"{where}: nested too deeply") from None
-    _bounded(data, where)
-    return data
-
-
-def _bounded(data: Any, where: str) -> None:
-    # Iterative: a recursive structure (an alias to its own parent) meets the depth
-    # limit, an alias bomb meets the node limit, before either costs much.
-    count = 0
-    stack: list[tuple[Any, int]] = [(data, 0)]
-    while stack:
-        value, depth = stack.pop()
-        count += 1
-        if count > MAX_YAML_NODES:
-            raise SettingsError(
-                f"{where}: more than {MAX_YAML_NODES} values (counting what aliases repeat)"
-            )
-        if depth > MAX_YAML_DEPTH:
-            raise SettingsError(f"{where}: nested deeper than {MAX_YAML_DEPTH} levels")
-        if isinstance(value, dict):
-            for k, v in value.items():
-                stack.append((k, depth + 1))
-                stack.append((v, depth + 1))
-        elif isinstance(value, (list, tuple, set)):
-            stack.extend((v, depth + 1) for v in value)
-
 
 # What inferwire does with each key TorchServe's frontend reads (for the warnings and the
 # migration guide). Keys not listed are the handler's own: passed on, never warned about.
