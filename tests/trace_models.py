@@ -19,3 +19,14 @@ class TraceEcho:
             if key in parameters:
                 out[key] = np.array([str(parameters[key]).encode()], dtype=np.object_)
         return out
+
+
+class TraceBatchEcho:
+    """Every input back, slowly enough (20 ms a call) that concurrent requests queue and
+    the server joins them into batches."""
+
+    def predict(self, X: Any, features_names: list[str] | None = None, meta: Any = None) -> Any:
+        import time
+
+        time.sleep(0.02)
+        return X

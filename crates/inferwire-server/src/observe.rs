@@ -62,6 +62,28 @@ impl Observed {
         }
     }
 
+    /// A sink for the model call's timing, if the request is traced (`None`, nothing
+    /// made, when it is not).
+    #[inline]
+    pub fn call_timing(&self) -> Option<crate::runner::CallTiming> {
+        self.trace
+            .as_ref()
+            .map(|_| crate::runner::CallTiming::default())
+    }
+
+    /// The `infer` part, from `from` to now, with its `queue` and `model` children when
+    /// `timing` heard of the model call.
+    #[inline]
+    pub fn infer_part(
+        &mut self,
+        from: Option<Instant>,
+        timing: Option<&crate::runner::CallTiming>,
+    ) {
+        if let (Some(t), Some(from)) = (&mut self.trace, from) {
+            t.infer(from, timing.and_then(crate::runner::CallTiming::get));
+        }
+    }
+
     /// The model that serves the request, for its span.
     #[inline]
     pub fn served_by(&mut self, name: &str, version: &str) {

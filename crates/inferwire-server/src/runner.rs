@@ -17,6 +17,7 @@ mod ops;
 mod pool;
 mod queue;
 mod slots;
+mod timing;
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -34,6 +35,7 @@ use crate::model::{BlockingPieces, Model, Pieces, Prediction};
 use ops::Op;
 use pool::{Pool, Waiter, Work};
 use slots::Slots;
+pub use timing::{CallTiming, Called};
 
 /// Most messages one `aggregate` takes: a combiner merges its children's answers, a
 /// handful; the bound keeps a body of many tiny messages from costing a hundred times
@@ -178,6 +180,17 @@ impl Runner {
         self.run(ops::Infer(request), deadline).await
     }
 
+    /// `infer`, telling `timing` (a traced request's) when the model call ran and the
+    /// size of the batch it was in.
+    pub async fn infer_timed(
+        &self,
+        request: InferRequest,
+        deadline: Option<Instant>,
+        timing: Option<CallTiming>,
+    ) -> Result<crate::model::Inferred, ServeError> {
+        self.run_timed(ops::Infer(request), deadline, timing).await
+    }
+
     /// Whether the model answers in pieces (a streamed request to one that does not gets
     /// one piece, its `infer`).
     pub fn streams(&self) -> bool {
@@ -312,12 +325,21 @@ impl Runner {
     }
 
     async fn run<O: Op>(&self, op: O, deadline: Option<Instant>) -> Result<O::Output, ServeError> {
+        self.run_timed(op, deadline, None).await
+    }
+
+    async fn run_timed<O: Op>(
+        &self,
+        op: O,
+        deadline: Option<Instant>,
+        timing: Option<CallTiming>,
+    ) -> Result<O::Output, ServeError> {
         // Inferences are counted for the statistics extension.
         if !O::INFERENCE {
-            return self.run_uncounted(op, deadline).await;
+            return self.run_uncounted(op, deadline, timing).await;
         }
         let start = Instant::now();
-        let result = self.run_uncounted(op, deadline).await;
+        let result = self.run_uncounted(op, deadline, timing).await;
         self.stats.finished(result.is_ok(), start.elapsed());
         result
     }
@@ -326,15 +348,16 @@ impl Runner {
         &self,
         op: O,
         deadline: Option<Instant>,
+        timing: Option<CallTiming>,
     ) -> Result<O::Output, ServeError> {
         // The usual case first, with no future built around it: a fast model, free now.
-        let op = match self.try_inline(op, deadline) {
+        let op = match self.try_inline(op, deadline, timing.as_ref()) {
             Ok(answered) => return answered,
             Err(op) => op,
         };
         match deadline {
-            None => self.admitted(op, None).await,
-            Some(d) => tokio::time::timeout_at(d.into(), self.admitted(op, deadline))
+            None => self.admitted(op, None, timing).await,
+            Some(d) => tokio::time::timeout_at(d.into(), self.admitted(op, deadline, timing))
                 .await
                 .unwrap_or_else(|_| Err(deadline_exceeded())),
         }
@@ -349,6 +372,7 @@ impl Runner {
         &self,
         op: O,
         deadline: Option<Instant>,
+        timing: Option<&CallTiming>,
     ) -> Result<Result<O::Output, ServeError>, O> {
         if self.batchable::<O>() || !inline_deadline(deadline) || !self.fast() {
             return Err(op);
@@ -365,7 +389,7 @@ impl Runner {
             metrics: self.metrics,
             in_flight: true,
         };
-        Ok(self.run_here(op, slot, permit))
+        Ok(self.run_here(op, slot, permit, timing))
     }
 
     /// Whether the model threads may join calls of `O` with others.
@@ -379,10 +403,14 @@ impl Runner {
         op: O,
         slot: slots::Slot<'_>,
         permit: tokio::sync::OwnedSemaphorePermit,
+        timing: Option<&CallTiming>,
     ) -> Result<O::Output, ServeError> {
         let start = Instant::now();
         let result = op.run(&*self.model);
         let took = start.elapsed();
+        if let Some(t) = timing {
+            t.called(start, took, 1);
+        }
         drop(slot);
         drop(permit);
         pool::record_custom::<O>(&self.metrics, &result);
@@ -401,6 +429,7 @@ impl Runner {
         &self,
         op: O,
         deadline: Option<Instant>,
+        timing: Option<CallTiming>,
     ) -> Result<O::Output, ServeError> {
         let permit = match self.admit.clone().try_acquire_owned() {
             Ok(p) => p,
@@ -436,7 +465,7 @@ impl Runner {
         let batchable = self.batchable::<O>();
         if !batchable && inline_deadline(deadline) && self.fast() {
             if let Some(slot) = self.slots.try_take() {
-                return self.run_here(op, slot, permit);
+                return self.run_here(op, slot, permit, timing.as_ref());
             }
         }
         let (done, reply) = oneshot::channel();
@@ -444,7 +473,11 @@ impl Runner {
             op,
             deadline,
             batchable,
-            waiter: Waiter { done, permit },
+            waiter: Waiter {
+                done,
+                permit,
+                timing,
+            },
         };
         self.pool.send(work)?;
         let (result, took) = reply

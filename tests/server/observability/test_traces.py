@@ -154,6 +154,11 @@ def serve_traced(serve: Callable[..., Any], *args: str, env: dict[str, str] | No
     return serve("trace_models:TraceEcho", "--model-name", MODEL, *args, env=env)
 
 
+# A V2 inference's spans below the server span.
+PARTS = ("decode", "infer", "queue", "model", "encode")
+SPANS = 1 + len(PARTS)
+
+
 def by_name(spans: list[trace_pb2.Span]) -> dict[str, trace_pb2.Span]:
     return {s.name: s for s in spans}
 
@@ -161,9 +166,10 @@ def by_name(spans: list[trace_pb2.Span]) -> dict[str, trace_pb2.Span]:
 def check_request_trace(
     spans: list[trace_pb2.Span], name: str, parent: str, protocol: str
 ) -> trace_pb2.Span:
-    """The request's server span under ``parent``, its parts its children."""
+    """The request's server span under ``parent``, its parts its children, the queue
+    wait and the model call children of ``infer``."""
     named = by_name(spans)
-    assert set(named) == {name, "decode", "infer", "encode"}, list(named)
+    assert set(named) == {name, *PARTS}, list(named)
     server = named[name]
     assert server.kind == SERVER
     assert server.parent_span_id.hex() == parent
@@ -178,6 +184,15 @@ def check_request_trace(
         assert server.start_time_unix_nano <= child.start_time_unix_nano
         assert child.start_time_unix_nano <= child.end_time_unix_nano
         assert child.end_time_unix_nano <= server.end_time_unix_nano
+    infer = named["infer"]
+    for part in ("queue", "model"):
+        child = named[part]
+        assert child.parent_span_id == infer.span_id
+        assert infer.start_time_unix_nano <= child.start_time_unix_nano
+        assert child.start_time_unix_nano <= child.end_time_unix_nano
+        assert child.end_time_unix_nano <= infer.end_time_unix_nano
+    assert named["queue"].end_time_unix_nano <= named["model"].start_time_unix_nano
+    assert attributes(named["model"].attributes) == {"inferwire.batch.size": 1}
     return server
 
 
@@ -192,7 +207,7 @@ def test_rest_and_grpc_requests_continue_the_callers_trace(
         server.url,
         {"traceparent": f"00-{trace}-{parent}-01", "tracestate": "vendor=abc"},
     )
-    spans = collector.trace(bytes.fromhex(trace), 4)
+    spans = collector.trace(bytes.fromhex(trace), SPANS)
     span = check_request_trace(spans, f"POST /v2/models/{MODEL}/infer", parent, "rest")
     assert attributes(span.attributes)["http.response.status_code"] == 200
     assert span.trace_state == "vendor=abc"
@@ -203,11 +218,54 @@ def test_rest_and_grpc_requests_continue_the_callers_trace(
 
     trace, parent = new_ids()
     reply = grpc_infer(server.grpc_target, {"traceparent": f"00-{trace}-{parent}-01"})
-    spans = collector.trace(bytes.fromhex(trace), 4)
+    spans = collector.trace(bytes.fromhex(trace), SPANS)
     span = check_request_trace(spans, "ModelInfer", parent, "grpc")
     assert attributes(span.attributes)["rpc.grpc.status_code"] == 0
     seen = reply.as_numpy("traceparent")[0].decode()
     assert seen == f"00-{trace}-{span.span_id.hex()}-01"
+
+
+def test_batched_requests_model_call_spans_carry_the_batch_size(
+    serve: Callable[..., Any], otlp_http: tuple[str, Collector]
+) -> None:
+    endpoint, collector = otlp_http
+    server = serve(
+        "trace_models:TraceBatchEcho",
+        "--model-name",
+        MODEL,
+        "--otlp-endpoint",
+        endpoint,
+        "--max-batch-size",
+        "8",
+        "--max-batch-delay",
+        "0.05",
+        "--model-threads",
+        "1",
+    )
+    body = {"inputs": [{"name": "x", "datatype": "FP32", "shape": [1, 2], "data": [1, 2]}]}
+    traces = [new_ids() for _ in range(16)]
+
+    def one(ids: tuple[str, str]) -> int:
+        headers = {"traceparent": f"00-{ids[0]}-{ids[1]}-01"}
+        r = httpx.post(
+            f"{server.url}/v2/models/{MODEL}/infer", json=body, headers=headers, timeout=30
+        )
+        return r.status_code
+
+    with futures.ThreadPoolExecutor(16) as pool:
+        assert list(pool.map(one, traces)) == [200] * 16
+    sizes = []
+    for trace, parent in traces:
+        spans = collector.trace(bytes.fromhex(trace), SPANS)
+        named = by_name(spans)
+        assert set(named) == {f"POST /v2/models/{MODEL}/infer", *PARTS}, list(named)
+        assert named[f"POST /v2/models/{MODEL}/infer"].parent_span_id.hex() == parent
+        assert named["queue"].parent_span_id == named["infer"].span_id
+        assert named["model"].parent_span_id == named["infer"].span_id
+        sizes.append(attributes(named["model"].attributes)["inferwire.batch.size"])
+    # Every request is in one call; the calls' sizes add up to 16, at least one joined.
+    assert max(sizes) > 1, sizes
+    assert all(1 <= n <= 8 for n in sizes), sizes
 
 
 def test_a_request_without_traceparent_starts_a_trace(
@@ -228,7 +286,7 @@ def test_a_request_without_traceparent_starts_a_trace(
     outputs = rest_infer(server.url, {"traceparent": bad})
     trace = outputs["traceparent"]["data"][0].split("-")[1]
     assert trace != "4bf92f3577b34da6a3ce929d0e0e4736"
-    spans = collector.trace(bytes.fromhex(trace), 4)
+    spans = collector.trace(bytes.fromhex(trace), SPANS)
     server_span = [s for s in spans if s.kind == SERVER]
     assert len(server_span) == 1 and server_span[0].parent_span_id == b""
 
@@ -293,7 +351,7 @@ def test_otlp_grpc_export_as_mlservers_tracing_server_sets_it(
     )
     trace, parent = new_ids()
     rest_infer(server.url, {"traceparent": f"00-{trace}-{parent}-01"})
-    spans = collector.trace(bytes.fromhex(trace), 4)
+    spans = collector.trace(bytes.fromhex(trace), SPANS)
     check_request_trace(spans, f"POST /v2/models/{MODEL}/infer", parent, "rest")
 
 
@@ -391,7 +449,7 @@ def jaeger_trace(query: str, trace: str, count: int) -> dict[str, Any]:
 
 def check_jaeger_trace(found: dict[str, Any], name: str, parent: str, protocol: str) -> None:
     spans = {s["operationName"]: s for s in found["spans"]}
-    assert set(spans) == {name, "decode", "infer", "encode"}, list(spans)
+    assert set(spans) == {name, *PARTS}, list(spans)
     server = spans[name]
     assert [(r["refType"], r["spanID"]) for r in server["references"]] == [("CHILD_OF", parent)]
     tags = {t["key"]: t["value"] for t in server["tags"]}
@@ -401,6 +459,13 @@ def check_jaeger_trace(found: dict[str, Any], name: str, parent: str, protocol: 
     for part in ("decode", "infer", "encode"):
         refs = spans[part]["references"]
         assert [(r["refType"], r["spanID"]) for r in refs] == [("CHILD_OF", server["spanID"])]
+    for part in ("queue", "model"):
+        refs = spans[part]["references"]
+        assert [(r["refType"], r["spanID"]) for r in refs] == [
+            ("CHILD_OF", spans["infer"]["spanID"])
+        ]
+    model_tags = {t["key"]: t["value"] for t in spans["model"]["tags"]}
+    assert model_tags["inferwire.batch.size"] == 1
     services = {p["serviceName"] for p in found["processes"].values()}
     assert services == {"inferwire"}
 
@@ -410,12 +475,12 @@ def test_traces_read_back_from_jaeger(serve: Callable[..., Any], jaeger: tuple[s
     server = serve_traced(serve, "--otlp-endpoint", endpoint)
     trace, parent = new_ids()
     rest_infer(server.url, {"traceparent": f"00-{trace}-{parent}-01"})
-    found = jaeger_trace(query, trace, 4)
+    found = jaeger_trace(query, trace, SPANS)
     check_jaeger_trace(found, f"POST /v2/models/{MODEL}/infer", parent, "rest")
 
     trace, parent = new_ids()
     grpc_infer(server.grpc_target, {"traceparent": f"00-{trace}-{parent}-01"})
-    found = jaeger_trace(query, trace, 4)
+    found = jaeger_trace(query, trace, SPANS)
     check_jaeger_trace(found, "ModelInfer", parent, "grpc")
 
 

@@ -33,12 +33,15 @@ pub fn key(req: &InferRequest) -> Option<Key> {
             i.parameters.get("content_type").cloned(),
         ));
     }
-    // The request's headers (MLServer's dialect puts them here) and its stream's token
-    // (a TorchServe request's) differ from request to request without making them
-    // incompatible.
+    // The request's headers (MLServer's dialect puts them here), its stream's token
+    // (a TorchServe request's) and its trace context (a traced request's) differ from
+    // request to request without making them incompatible; a batch's model call sees
+    // its first request's trace context.
     let mut parameters = req.parameters.clone();
     parameters.remove("headers");
     parameters.remove(crate::stream::handoff::TOKEN);
+    parameters.remove("traceparent");
+    parameters.remove("tracestate");
     Some(Key {
         inputs,
         parameters,

@@ -19,6 +19,7 @@ use crate::app::App;
 use crate::error::{Kind, ServeError};
 use crate::metrics::Protocol;
 use crate::models::Served;
+use crate::runner::CallTiming;
 use crate::shared_memory;
 use crate::stream::PieceStream;
 
@@ -27,8 +28,9 @@ pub use metadata::{model_config, model_metadata, statistics};
 
 /// How the caller wants the answer.
 pub enum Shape {
-    /// One reply, by `deadline` (the server's timeout, or the client's).
-    Whole(Option<Instant>),
+    /// One reply, by `deadline` (the server's timeout, or the client's); a traced
+    /// request's `CallTiming` is told when the model ran.
+    Whole(Option<Instant>, Option<CallTiming>),
     /// Pieces as the model yields them, read by this transport.
     Pieces(Protocol),
 }
@@ -52,8 +54,8 @@ pub async fn infer(
             .map_err(|m| app.config.dialect.mismatch(&m, &model.name, &req.id))?;
     }
     let wanted: Vec<String> = req.outputs.iter().map(|o| o.name.clone()).collect();
-    let deadline = match shape {
-        Shape::Whole(deadline) => deadline,
+    let (deadline, timing) = match shape {
+        Shape::Whole(deadline, timing) => (deadline, timing),
         Shape::Pieces(protocol) => return stream(app, model, req, wanted, protocol).await,
     };
     let targets = shared_memory::output_targets(&app.shared_memory, &mut req)?;
@@ -78,7 +80,7 @@ pub async fn infer(
             let id = req.id.clone();
             let inferred = model
                 .runner
-                .infer(req, deadline)
+                .infer_timed(req, deadline, timing)
                 .await
                 .inspect_err(|e| failed(app, model, e))?;
             InferResponse {
@@ -101,7 +103,18 @@ pub async fn infer_whole(
     req: InferRequest,
     deadline: Option<Instant>,
 ) -> Result<InferResponse, ServeError> {
-    match infer(app, model, req, Shape::Whole(deadline)).await? {
+    infer_timed(app, model, req, deadline, None).await
+}
+
+/// `infer_whole` for a traced request: `timing` is told when the model call ran.
+pub async fn infer_timed(
+    app: &App,
+    model: &Served,
+    req: InferRequest,
+    deadline: Option<Instant>,
+    timing: Option<CallTiming>,
+) -> Result<InferResponse, ServeError> {
+    match infer(app, model, req, Shape::Whole(deadline, timing)).await? {
         Answer::Whole(response) => Ok(response),
         Answer::Pieces(_) => Err(ServeError::new(
             Kind::Internal,

@@ -171,9 +171,11 @@ impl GrpcInferenceService for V2Service {
                 obs.id.clone_from(&request.id);
             }
             let began = obs.clock();
-            let mut response =
-                crate::dataplane::infer_whole(app, &model, request, deadline).await?;
-            obs.part("infer", began);
+            let timing = obs.call_timing();
+            let call =
+                crate::dataplane::infer_timed(app, &model, request, deadline, timing.clone());
+            let mut response = call.await?;
+            obs.infer_part(began, timing.as_ref());
             let began = obs.clock();
             let trailers = app.config.dialect.reply_headers(&mut response);
             let reply = proto::to_pb(response, raw);

@@ -283,8 +283,10 @@ pub async fn infer(
     let binary = request.binary_outputs();
     let deadline = app.deadline(obs.start, None);
     let began = obs.clock();
-    let mut response = crate::dataplane::infer_whole(app, &model, request, deadline).await?;
-    obs.part("infer", began);
+    let timing = obs.call_timing();
+    let call = crate::dataplane::infer_timed(app, &model, request, deadline, timing.clone());
+    let mut response = call.await?;
+    obs.infer_part(began, timing.as_ref());
     let began = obs.clock();
     let headers = app.config.dialect.reply_headers(&mut response);
     let mut out = Vec::with_capacity(256);

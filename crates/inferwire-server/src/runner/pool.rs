@@ -37,12 +37,20 @@ pub struct Waiter<T> {
     /// The request's admission: held until its reply is sent, so that a request whose
     /// client went away still counts until the model is done with it.
     pub permit: OwnedSemaphorePermit,
+    /// A traced request's: told when its model call ran, and with how many others.
+    pub timing: Option<super::CallTiming>,
 }
 
 impl<T> Waiter<T> {
     fn reply(self, done: Done<T>) {
         let _ = self.done.send(done);
         drop(self.permit);
+    }
+
+    fn called(&self, start: Instant, took: Duration, batch: usize) {
+        if let Some(t) = &self.timing {
+            t.called(start, took, batch);
+        }
     }
 
     /// Whether anyone still waits for this reply (the client may have gone, or the
@@ -271,8 +279,12 @@ impl Shared {
     }
 
     /// Runs `op` on the model once a model slot is free; `requests`: how many requests
-    /// it answers (a batch's).
-    fn call<O: Op>(&self, op: O, requests: usize) -> (Result<O::Output, ModelError>, Duration) {
+    /// it answers (a batch's). Gives the result, when the call began, and how long it took.
+    fn call<O: Op>(
+        &self,
+        op: O,
+        requests: usize,
+    ) -> (Result<O::Output, ModelError>, Instant, Duration) {
         let _slot = self.slots.take();
         let start = Instant::now();
         let result = op.run(&*self.model);
@@ -282,11 +294,12 @@ impl Shared {
         if O::INFERENCE {
             self.stats.executed(requests, took, result.is_ok());
         }
-        (result, took)
+        (result, start, took)
     }
 
     fn run_alone<O: Op>(&self, op: O, waiter: Waiter<O::Output>) {
-        let (result, took) = self.call(op, 1);
+        let (result, start, took) = self.call(op, 1);
+        waiter.called(start, took, 1);
         let took = result.is_ok().then_some(took);
         waiter.reply((result.map_err(ServeError::from), took));
     }
@@ -305,13 +318,14 @@ impl Shared {
             Err(e) => return fail_all(waiters, e),
         };
         let n = waiters.len();
-        match self.call(PredictBatch(joined), n).0 {
-            Ok(answer) => {
+        match self.call(PredictBatch(joined), n) {
+            (Ok(answer), start, took) => {
                 for (w, reply) in waiters.into_iter().zip(batch::split(answer, members)) {
+                    w.called(start, took, n);
                     w.reply((reply.map(Prediction::Message), None));
                 }
             }
-            Err(e) => {
+            (Err(e), ..) => {
                 tracing::debug!(
                     "a batch of {n} failed ({}); running each request alone",
                     e.message
@@ -342,10 +356,11 @@ impl Shared {
             Err(e) => return fail_all(waiters, e),
         };
         let n = waiters.len();
-        match self.call(Infer(joined), n).0 {
-            Ok(inferred) => match batch::v2::split(inferred.outputs, &counts) {
+        match self.call(Infer(joined), n) {
+            (Ok(inferred), start, took) => match batch::v2::split(inferred.outputs, &counts) {
                 Ok(parts) => {
                     for (w, outputs) in waiters.into_iter().zip(parts) {
+                        w.called(start, took, n);
                         let parameters = inferred.parameters.clone();
                         w.reply((
                             Ok(Inferred {
@@ -358,7 +373,7 @@ impl Shared {
                 }
                 Err(e) => fail_all(waiters, e),
             },
-            Err(e) => {
+            (Err(e), ..) => {
                 tracing::debug!(
                     "a batch of {n} failed ({}); running each request alone",
                     e.message
@@ -379,13 +394,14 @@ impl Shared {
     /// `execute` raised).
     fn batch_many(&self, reqs: Vec<InferRequest>, waiters: Vec<Waiter<Inferred>>) {
         let n = waiters.len();
-        match self.call(InferMany(reqs), n).0 {
-            Ok(answers) => {
+        match self.call(InferMany(reqs), n) {
+            (Ok(answers), start, took) => {
                 for (w, answer) in waiters.into_iter().zip(answers) {
+                    w.called(start, took, n);
                     w.reply((answer.map_err(ServeError::from), None));
                 }
             }
-            Err(e) => fail_all(waiters, e.into()),
+            (Err(e), ..) => fail_all(waiters, e.into()),
         }
     }
 }

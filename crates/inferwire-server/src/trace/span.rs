@@ -15,6 +15,18 @@ pub enum Attr {
     Int(i64),
 }
 
+/// A timed part of a request: its name, when it ran, the part it is within (an index
+/// into the parts; `None`: directly under the server span), and the size of the model
+/// call's batch (the model-call part's only attribute).
+#[derive(Debug, Clone, Copy)]
+struct Part<T> {
+    name: &'static str,
+    from: T,
+    to: T,
+    within: Option<usize>,
+    batch: Option<usize>,
+}
+
 /// A request being traced.
 #[derive(Debug)]
 pub struct Active {
@@ -25,7 +37,7 @@ pub struct Active {
     pub tracestate: Option<String>,
     start: Instant,
     start_ns: u64,
-    parts: Vec<(&'static str, Instant, Instant)>,
+    parts: Vec<Part<Instant>>,
     /// The model that served it (name, version), when the handler said.
     pub model: Option<(String, String)>,
 }
@@ -38,14 +50,45 @@ impl Active {
             tracestate,
             start: Instant::now(),
             start_ns: unix_nanos(),
-            parts: Vec::with_capacity(4),
+            parts: Vec::with_capacity(6),
             model: None,
         }
     }
 
     /// Marks a part of the request (decode, infer, encode) that ran from `from` to now.
     pub fn part(&mut self, name: &'static str, from: Instant) {
-        self.parts.push((name, from, Instant::now()));
+        self.parts.push(Part {
+            name,
+            from,
+            to: Instant::now(),
+            within: None,
+            batch: None,
+        });
+    }
+
+    /// The `infer` part from `from` to now and, when the model call's timing is known,
+    /// its two children: `queue` (from `from` until the call began: admission, the
+    /// model threads' queue and the batch's gathering) and `model` (the call, with the
+    /// size of its batch).
+    pub fn infer(&mut self, from: Instant, called: Option<crate::runner::Called>) {
+        self.part("infer", from);
+        let Some(c) = called else { return };
+        let within = Some(self.parts.len() - 1);
+        let start = c.start.max(from);
+        self.parts.push(Part {
+            name: "queue",
+            from,
+            to: start,
+            within,
+            batch: None,
+        });
+        self.parts.push(Part {
+            name: "model",
+            from: start,
+            to: start + c.took,
+            within,
+            batch: Some(c.batch),
+        });
     }
 
     /// The request's span, ended now, with its parts.
@@ -69,7 +112,13 @@ impl Active {
             parts: self
                 .parts
                 .iter()
-                .map(|&(n, from, to)| (n, at(from), at(to)))
+                .map(|p| Part {
+                    name: p.name,
+                    from: at(p.from),
+                    to: at(p.to),
+                    within: p.within,
+                    batch: p.batch,
+                })
                 .collect(),
             attributes,
             error,
@@ -86,7 +135,7 @@ pub struct Finished {
     name: String,
     start_ns: u64,
     end_ns: u64,
-    parts: Vec<(&'static str, u64, u64)>,
+    parts: Vec<Part<u64>>,
     attributes: Vec<(&'static str, Attr)>,
     error: bool,
 }
@@ -111,16 +160,28 @@ impl Finished {
                 pb::status::StatusCode::Unset as i32
             },
         };
-        for (name, start, end) in self.parts {
+        let ids: Vec<[u8; 8]> = self.parts.iter().map(|_| span_id()).collect();
+        for (part, id) in self.parts.iter().zip(&ids) {
+            let parent = part.within.map_or(self.ctx.span_id, |i| ids[i]);
+            let attributes = part
+                .batch
+                .map(|n| {
+                    vec![key_value(
+                        "inferwire.batch.size",
+                        Attr::Int(i64::try_from(n).unwrap_or(i64::MAX)),
+                    )]
+                })
+                .unwrap_or_default();
             out.push(pb::Span {
                 trace_id: self.ctx.trace_id.to_vec(),
-                span_id: span_id().to_vec(),
+                span_id: id.to_vec(),
                 trace_state: self.tracestate.clone(),
-                parent_span_id: self.ctx.span_id.to_vec(),
-                name: name.to_owned(),
+                parent_span_id: parent.to_vec(),
+                name: part.name.to_owned(),
                 kind: pb::span::SpanKind::Internal as i32,
-                start_time_unix_nano: start,
-                end_time_unix_nano: end,
+                start_time_unix_nano: part.from,
+                end_time_unix_nano: part.to,
+                attributes,
                 flags: flags | 0x100,
                 ..Default::default()
             });
