@@ -332,6 +332,68 @@ def test_a_collector_that_is_down_costs_a_counter_not_a_request(
     assert counts["inferwire_trace_spans_dropped_total"] == 0
 
 
+def test_the_collector_stopped_mid_load_loses_no_request(serve: Callable[..., Any]) -> None:
+    collector = Collector()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            request = trace_service_pb2.ExportTraceServiceRequest()
+            request.ParseFromString(self.rfile.read(int(self.headers["content-length"])))
+            collector.take(request)
+            reply = trace_service_pb2.ExportTraceServiceResponse().SerializeToString()
+            self.send_response(200)
+            self.send_header("content-type", "application/x-protobuf")
+            self.send_header("content-length", str(len(reply)))
+            self.end_headers()
+            self.wfile.write(reply)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    receiver = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=receiver.serve_forever, daemon=True).start()
+    endpoint = f"http://127.0.0.1:{receiver.server_address[1]}"
+    server = serve_traced(serve, "--otlp-endpoint", endpoint, "--otlp-timeout", "1")
+    statuses: list[int] = []
+    stop = threading.Event()
+
+    def load() -> None:
+        body = {"inputs": [{"name": "x", "datatype": "FP32", "shape": [1, 2], "data": [1, 2]}]}
+        with httpx.Client(timeout=30) as client:
+            while not stop.is_set() and len(statuses) < 2000:
+                r = client.post(f"{server.url}/v2/models/{MODEL}/infer", json=body)
+                statuses.append(r.status_code)
+
+    threads = [threading.Thread(target=load) for _ in range(4)]
+    for t in threads:
+        t.start()
+    try:
+        deadline = time.monotonic() + 15
+        while span_counts(server.url).get("inferwire_trace_spans_exported_total", 0) == 0:
+            assert time.monotonic() < deadline, span_counts(server.url)
+            time.sleep(0.1)
+        receiver.shutdown()  # the collector goes away mid-load
+        receiver.server_close()
+        before = span_counts(server.url)
+        sent = len(statuses)
+        deadline = time.monotonic() + 15
+        while True:
+            counts = span_counts(server.url)
+            lost = counts["inferwire_trace_spans_failed_total"] + counts.get(
+                "inferwire_trace_spans_dropped_total", 0
+            )
+            if lost > before["inferwire_trace_spans_failed_total"] and len(statuses) > sent:
+                break
+            assert time.monotonic() < deadline, (before, counts)
+            time.sleep(0.2)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(30)
+    assert statuses and statuses == [200] * len(statuses), set(statuses)
+    assert counts["inferwire_trace_spans_failed_total"] > 0
+
+
 def test_otlp_grpc_export_as_mlservers_tracing_server_sets_it(
     serve: Callable[..., Any], otlp_grpc: tuple[str, Collector], tmp_path: Path
 ) -> None:
