@@ -3,8 +3,10 @@ here (OTLP/HTTP decoded with the ``opentelemetry-proto`` package's own messages,
 OTLP/gRPC served with its own service stubs), and Jaeger v1.76.0 when
 ``scripts/install-jaeger.sh`` has built it. A REST and a gRPC request that bring a
 ``traceparent`` continue that trace (parent span, spans for decode/infer/encode,
-attributes); one without starts a trace; ``always_off`` exports nothing; a collector
-that is down costs a counter, never a request; the model sees the server span's
+attributes; the queue wait and the model call, with its batch size, under ``infer``);
+one without starts a trace; a client instrumented with OpenTelemetry's SDK is one trace
+with the server and the model; ``always_off`` exports nothing; a collector that is down,
+or stops mid-load, costs a counter, never a request; the model sees the server span's
 context in its request parameters."""
 
 from __future__ import annotations
@@ -266,6 +268,54 @@ def test_batched_requests_model_call_spans_carry_the_batch_size(
     # Every request is in one call; the calls' sizes add up to 16, at least one joined.
     assert max(sizes) > 1, sizes
     assert all(1 <= n <= 8 for n in sizes), sizes
+
+
+def test_an_instrumented_python_client_sees_one_trace_into_the_model(
+    serve: Callable[..., Any], otlp_http: tuple[str, Collector]
+) -> None:
+    """OpenTelemetry's own SDK and ``requests`` instrumentation as a client uses them,
+    exporting to the same receiver as the server: one trace from the client's span
+    through the server's spans into the model."""
+    import requests
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.instrumentation.requests import RequestsInstrumentor
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    endpoint, collector = otlp_http
+    server = serve_traced(serve, "--otlp-endpoint", endpoint)
+    provider = TracerProvider(resource=Resource.create({"service.name": "iw-client"}))
+    provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(f"{endpoint}/v1/traces")))
+    instrumentor = RequestsInstrumentor()
+    instrumentor.instrument(tracer_provider=provider)
+    try:
+        body = {"inputs": [{"name": "x", "datatype": "FP32", "shape": [1, 2], "data": [1, 2]}]}
+        with provider.get_tracer("iw-test").start_as_current_span("client-work") as work:
+            r = requests.post(f"{server.url}/v2/models/{MODEL}/infer", json=body, timeout=30)
+        assert r.status_code == 200, r.text
+    finally:
+        instrumentor.uninstrument()
+        provider.shutdown()
+    trace = work.get_span_context().trace_id.to_bytes(16, "big")
+    spans = collector.trace(trace, SPANS + 2)
+    clients = [s for s in spans if s.kind == trace_pb2.Span.SpanKind.SPAN_KIND_CLIENT]
+    assert len(clients) == 1, [s.name for s in spans]
+    client = clients[0]
+    assert client.parent_span_id == work.get_span_context().span_id.to_bytes(8, "big")
+    server_spans = [s for s in spans if s.kind == SERVER]
+    assert len(server_spans) == 1
+    check_request_trace(
+        [s for s in spans if s not in (client,) and s.name != "client-work"],
+        f"POST /v2/models/{MODEL}/infer",
+        client.span_id.hex(),
+        "rest",
+    )
+    # The model continues the same trace, under the server's span.
+    outputs = {o["name"]: o for o in r.json()["outputs"]}
+    seen = outputs["traceparent"]["data"][0].split("-")
+    assert seen[1] == trace.hex() and seen[2] == server_spans[0].span_id.hex()
+    assert {"iw-client", "inferwire"} <= {r.get("service.name") for r in collector.resources}
 
 
 def test_a_request_without_traceparent_starts_a_trace(
