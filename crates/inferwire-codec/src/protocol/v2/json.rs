@@ -98,7 +98,7 @@ pub fn decode_request_with(
         ))
         .because(Cause::BinaryLeft));
     }
-    Ok(InferRequest {
+    let request = InferRequest {
         id: top.id.unwrap_or_default(),
         parameters: top.parameters.unwrap_or_default(),
         inputs,
@@ -111,7 +111,9 @@ pub fn decode_request_with(
                 parameters: o.parameters.unwrap_or_default(),
             })
             .collect(),
-    })
+    };
+    request.check_parameters()?;
+    Ok(request)
 }
 
 /// The request's fields other than `inputs`.

@@ -97,6 +97,56 @@ pub struct InferRequest {
     pub outputs: Vec<RequestedOutput>,
 }
 
+/// Most entries one `parameters` object may hold (the request's, an input's, an output's,
+/// or one nested in them), and how deep values may nest in it. Each entry becomes the
+/// model's own Python object, costing many times its bytes; V2's values are scalars, and
+/// MLServer's `headers` a flat object.
+pub const MAX_PARAMETERS: usize = 1024;
+pub const MAX_PARAMETER_DEPTH: usize = 16;
+
+impl InferRequest {
+    /// 400 naming the field when a `parameters` object is past `MAX_PARAMETERS` entries
+    /// or `MAX_PARAMETER_DEPTH` levels.
+    pub fn check_parameters(&self) -> Result<()> {
+        check_parameters("parameters", &self.parameters)?;
+        for (i, input) in self.inputs.iter().enumerate() {
+            check_parameters(&format!("inputs[{i}].parameters"), &input.parameters)?;
+        }
+        for (i, output) in self.outputs.iter().enumerate() {
+            check_parameters(&format!("outputs[{i}].parameters"), &output.parameters)?;
+        }
+        Ok(())
+    }
+}
+
+fn check_parameters(field: &str, p: &Parameters) -> Result<()> {
+    let too_many = |n: usize| {
+        CodecError::bad_request(format!(
+            "{field}: an object of {n} entries, more than the {MAX_PARAMETERS} parameters may \
+             hold"
+        ))
+    };
+    if p.len() > MAX_PARAMETERS {
+        return Err(too_many(p.len()));
+    }
+    let mut stack: Vec<(&Value, usize)> = p.values().map(|v| (v, 1)).collect();
+    while let Some((value, depth)) = stack.pop() {
+        let children: Box<dyn Iterator<Item = &Value>> = match value {
+            Value::Object(m) if m.len() > MAX_PARAMETERS => return Err(too_many(m.len())),
+            Value::Object(m) => Box::new(m.values()),
+            Value::Array(a) => Box::new(a.iter()),
+            _ => continue,
+        };
+        if depth >= MAX_PARAMETER_DEPTH {
+            return Err(CodecError::bad_request(format!(
+                "{field}: nested deeper than {MAX_PARAMETER_DEPTH} levels"
+            )));
+        }
+        stack.extend(children.map(|v| (v, depth + 1)));
+    }
+    Ok(())
+}
+
 /// Which outputs go back as binary data (HTTP binary extension), kept apart from the
 /// request so that the request can be handed to the model.
 #[derive(Debug, Clone, Default)]
@@ -268,4 +318,35 @@ pub fn pick_outputs(
         }
     }
     Ok(picked)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parameters_are_bounded_in_entries_and_depth() {
+        let mut req = InferRequest::default();
+        for i in 0..MAX_PARAMETERS {
+            req.parameters.insert(format!("k{i}"), Value::from(1));
+        }
+        req.check_parameters().unwrap();
+        req.parameters.insert("one more".into(), Value::from(1));
+        let e = req.check_parameters().unwrap_err().to_string();
+        assert!(e.contains("parameters: an object of 1025 entries"), "{e}");
+        let mut deep = Value::from(1);
+        for _ in 0..MAX_PARAMETER_DEPTH {
+            deep = Value::Array(vec![deep]);
+        }
+        let mut req = InferRequest::default();
+        req.outputs.push(RequestedOutput {
+            name: "y".into(),
+            parameters: [("p".to_string(), deep)].into_iter().collect(),
+        });
+        let e = req.check_parameters().unwrap_err().to_string();
+        assert!(
+            e.contains("outputs[0].parameters: nested deeper than 16"),
+            "{e}"
+        );
+    }
 }

@@ -161,7 +161,7 @@ pub fn from_pb_with(
             parameters: parameters(input.parameters),
         });
     }
-    Ok(InferRequest {
+    let request = InferRequest {
         id: req.id,
         parameters: parameters(req.parameters),
         inputs,
@@ -173,7 +173,9 @@ pub fn from_pb_with(
                 parameters: parameters(o.parameters),
             })
             .collect(),
-    })
+    };
+    request.check_parameters()?;
+    Ok(request)
 }
 
 /// Whether typed `contents` hold any value (an empty message is no data).
