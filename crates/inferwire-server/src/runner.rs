@@ -171,6 +171,17 @@ impl Runner {
         self.run(ops::Predict(msg), deadline).await
     }
 
+    /// `predict`, telling `timing` (a traced request's) when the model call ran and the
+    /// size of the batch it was in.
+    pub async fn predict_timed(
+        &self,
+        msg: SeldonMessage,
+        deadline: Option<Instant>,
+        timing: Option<CallTiming>,
+    ) -> Result<Prediction, ServeError> {
+        self.run_timed(ops::Predict(msg), deadline, timing).await
+    }
+
     /// A V2 inference: every output the model produced, in its order.
     pub async fn infer(
         &self,

@@ -15,7 +15,7 @@ use crate::app::App;
 use crate::error::{Kind, ServeError};
 use crate::model::Prediction;
 use crate::models::Served;
-use crate::runner::Component;
+use crate::runner::{CallTiming, Component};
 
 /// Runs `predict` (or `predict_raw`) and completes the reply's `meta`.
 pub async fn predict(
@@ -23,24 +23,26 @@ pub async fn predict(
     msg: SeldonMessage,
     deadline: Option<Instant>,
 ) -> Result<Prediction, ServeError> {
-    predict_on(app, None, msg, deadline).await
+    predict_on(app, None, msg, deadline, None).await
 }
 
-/// `predict` on `model` (a published model's own route), or the default model.
+/// `predict` on `model` (a published model's own route), or the default model; a traced
+/// request's `timing` is told when the model call ran.
 pub async fn predict_on(
     app: &App,
     model: Option<&Served>,
     msg: SeldonMessage,
     deadline: Option<Instant>,
+    timing: Option<CallTiming>,
 ) -> Result<Prediction, ServeError> {
     let puid = msg.meta.puid.clone();
     // What earlier graph nodes added, which Seldon's wrapper passes on (usually empty).
     let earlier = (msg.meta.request_path.clone(), msg.meta.metrics.clone());
     let reply = match model {
-        Some(m) => m.runner.predict(msg, deadline).await?,
+        Some(m) => m.runner.predict_timed(msg, deadline, timing).await?,
         None => {
             let m = app.models.default_model()?;
-            m.runner.predict(msg, deadline).await?
+            m.runner.predict_timed(msg, deadline, timing).await?
         }
     };
     Ok(match reply {
@@ -85,7 +87,7 @@ pub async fn predict_media(
         meta,
         payload,
     };
-    let (payload, meta) = match predict_on(app, model, msg, deadline).await? {
+    let (payload, meta) = match predict_on(app, model, msg, deadline, None).await? {
         Prediction::Message(m) => (m.payload, m.meta),
         Prediction::Raw(out) => (media::output_payload(out), Meta::default()),
     };

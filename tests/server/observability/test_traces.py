@@ -318,6 +318,28 @@ def test_an_instrumented_python_client_sees_one_trace_into_the_model(
     assert {"iw-client", "inferwire"} <= {r.get("service.name") for r in collector.resources}
 
 
+def test_seldon_rest_predict_has_the_queue_and_model_call_spans(
+    serve: Callable[..., Any], otlp_http: tuple[str, Collector]
+) -> None:
+    endpoint, collector = otlp_http
+    server = serve_traced(serve, "--otlp-endpoint", endpoint)
+    trace, parent = new_ids()
+    r = httpx.post(
+        f"{server.url}/api/v1.0/predictions",
+        json={"data": {"ndarray": [[1, 2]]}},
+        headers={"traceparent": f"00-{trace}-{parent}-01"},
+    )
+    assert r.status_code == 200, r.text
+    named = by_name(collector.trace(bytes.fromhex(trace), 4))
+    name = "POST /api/v1.0/predictions"
+    assert set(named) == {name, "infer", "queue", "model"}, list(named)
+    assert named[name].parent_span_id.hex() == parent
+    assert named["infer"].parent_span_id == named[name].span_id
+    for part in ("queue", "model"):
+        assert named[part].parent_span_id == named["infer"].span_id
+    assert attributes(named["model"].attributes) == {"inferwire.batch.size": 1}
+
+
 def test_a_request_without_traceparent_starts_a_trace(
     serve: Callable[..., Any], otlp_http: tuple[str, Collector]
 ) -> None:

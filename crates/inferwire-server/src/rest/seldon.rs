@@ -106,7 +106,11 @@ async fn predict_message(
         obs.id.clone_from(&msg.meta.puid);
     }
     let deadline = app.deadline(obs.start, None);
-    let reply = crate::seldon::predict_on(app, model, msg, deadline).await?;
+    let began = obs.clock();
+    let timing = obs.call_timing();
+    let call = crate::seldon::predict_on(app, model, msg, deadline, timing.clone());
+    let reply = call.await?;
+    obs.infer_part(began, timing.as_ref());
     // A Seldon client may ask for the array in another encoding (Accept:
     // application/x-npy); an Accept that fits nothing keeps the Seldon reply, as before.
     let wanted = match (&reply, accept) {
