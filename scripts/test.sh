@@ -48,23 +48,25 @@ if (($#)); then
     pytest "$@"
 else
     # The suite spends much of its time waiting on the servers it starts, so two runs side
-    # by side fill the two cores: the dialects tier (about 45% of the time) beside the rest.
+    # by side fill the two cores: the dialects, deploy and client tiers (about half of the
+    # time, measured with --durations) beside the rest.
     # Each draws its servers' ports from a range of its own (inferwire.local's
     # INFERWIRE_LOCAL_PORTS), below the kernel's ephemeral ports; the fixed ports the docs
-    # pages serve on (5000 to 9000) are in neither. The dialects run's report follows the
-    # other's.
-    log "pytest (end to end): the dialects tier beside the others, in two processes"
+    # pages serve on (5000 to 9000) are in neither. The first run's report follows the
+    # second's.
+    log "pytest (end to end): the dialects, deploy and client tiers beside the others, in two processes"
+    BESIDE="dialects or deploy or client"
     DIALECTS_LOG="$(mktemp)"
     trap 'rm -f "$DIALECTS_LOG"' EXIT
-    INFERWIRE_LOCAL_PORTS=20000-25999 pytest -m dialects >"$DIALECTS_LOG" 2>&1 &
+    INFERWIRE_LOCAL_PORTS=20000-25999 pytest -m "$BESIDE" >"$DIALECTS_LOG" 2>&1 &
     DIALECTS=$!
     rest=0 dialects=0
-    INFERWIRE_LOCAL_PORTS=26000-31999 pytest -m "not dialects" || rest=$?
+    INFERWIRE_LOCAL_PORTS=26000-31999 pytest -m "not ($BESIDE)" || rest=$?
     wait "$DIALECTS" || dialects=$?
-    log "pytest -m dialects (run beside the above)"
+    log "pytest -m \"$BESIDE\" (run beside the above)"
     cat "$DIALECTS_LOG"
     if ((rest || dialects)); then
-        log "pytest failed: exit $rest (not dialects), $dialects (dialects)"
+        log "pytest failed: exit $rest (the others), $dialects ($BESIDE)"
         exit 1
     fi
 fi
