@@ -8,6 +8,7 @@ import os
 import secrets
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -277,8 +278,10 @@ def test_every_worker_sees_registrations(serve: Any) -> None:
             "w", key, 4
         )
         pids = set()
-        for _ in range(60):
-            # A new connection each time, so that both workers take some.
+        for _ in range(400):
+            # A new connection each time, so that both workers take some; paced, because
+            # on a loaded machine one worker may take every connection for a while.
+            time.sleep(0.02)
             c = httpclient.InferenceServerClient(url=f"127.0.0.1:{s.http_port}")
             inp = httpclient.InferInput("x", [1, 1], "FP32")
             inp.set_shared_memory("w", 4)

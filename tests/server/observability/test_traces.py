@@ -76,10 +76,9 @@ def attributes(kvs: Any) -> dict[str, Any]:
     return out
 
 
-@pytest.fixture
-def otlp_http() -> Iterator[tuple[str, Collector]]:
-    """An OTLP/HTTP receiver on 127.0.0.1: ``POST /v1/traces`` with a protobuf body."""
-    collector = Collector()
+def otlp_http_receiver(collector: Collector) -> ThreadingHTTPServer:
+    """An OTLP/HTTP receiver on 127.0.0.1, serving: ``POST /v1/traces`` with a protobuf
+    body, each request given to ``collector``."""
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
@@ -106,8 +105,15 @@ def otlp_http() -> Iterator[tuple[str, Collector]]:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+@pytest.fixture
+def otlp_http() -> Iterator[tuple[str, Collector]]:
+    """An OTLP/HTTP receiver on 127.0.0.1: ``POST /v1/traces`` with a protobuf body."""
+    collector = Collector()
+    server = otlp_http_receiver(collector)
     yield f"http://127.0.0.1:{server.server_address[1]}", collector
     server.shutdown()
     server.server_close()
@@ -406,24 +412,7 @@ def test_a_collector_that_is_down_costs_a_counter_not_a_request(
 
 def test_the_collector_stopped_mid_load_loses_no_request(serve: Callable[..., Any]) -> None:
     collector = Collector()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            request = trace_service_pb2.ExportTraceServiceRequest()
-            request.ParseFromString(self.rfile.read(int(self.headers["content-length"])))
-            collector.take(request)
-            reply = trace_service_pb2.ExportTraceServiceResponse().SerializeToString()
-            self.send_response(200)
-            self.send_header("content-type", "application/x-protobuf")
-            self.send_header("content-length", str(len(reply)))
-            self.end_headers()
-            self.wfile.write(reply)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    receiver = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=receiver.serve_forever, daemon=True).start()
+    receiver = otlp_http_receiver(collector)
     endpoint = f"http://127.0.0.1:{receiver.server_address[1]}"
     server = serve_traced(serve, "--otlp-endpoint", endpoint, "--otlp-timeout", "1")
     statuses: list[int] = []

@@ -133,7 +133,9 @@ def test_unread_sse_streams_release_their_buffers(serve: Any, model: str) -> Non
     # What the first round leaves (allocator arenas, the model's thread stacks) may stay;
     # later rounds add next to nothing. Unbounded, each round kept ~32 MB.
     assert after[-1] - after[0] < 16 * 1024, (before, after)
-    assert after[-1] - before < 48 * 1024, (before, after)
+    # The first round's share: 33-50 MB measured (debug and release builds); unbounded,
+    # three rounds kept ~100 MB.
+    assert after[-1] - before < 64 * 1024, (before, after)
 
 
 def test_unread_grpc_streams_stop_counting_and_let_go_of_their_pieces(serve: Any) -> None:

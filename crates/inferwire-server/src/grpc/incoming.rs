@@ -111,6 +111,10 @@ pub fn incoming(
 ) -> ReceiverStream<io::Result<Conn>> {
     let (tx, rx) = mpsc::channel(BUFFERED);
     tokio::spawn(async move {
+        // Each hand-over task holds a clone until its connection is with tonic (or
+        // refused): the drain waits for them all, else a connection still in its TLS
+        // handshake or awaiting its preface would be dropped, reset, at shutdown.
+        let (alive, mut handing) = mpsc::channel::<()>(1);
         loop {
             let accepted = tokio::select! {
                 a = async {
@@ -122,15 +126,29 @@ pub fn incoming(
             let (Ok(permit), Ok((stream, _))) = accepted else {
                 continue;
             };
-            if !hand_over(stream, permit, tls.as_ref(), (stall, head_within), &tx).await {
+            if !hand_over(
+                stream,
+                permit,
+                tls.as_ref(),
+                (stall, head_within),
+                (&tx, &alive),
+            ) {
                 break;
             }
         }
         for (stream, permit) in crate::drain::queued(listener, &permits).await {
-            if !hand_over(stream, permit, tls.as_ref(), (stall, head_within), &tx).await {
+            if !hand_over(
+                stream,
+                permit,
+                tls.as_ref(),
+                (stall, head_within),
+                (&tx, &alive),
+            ) {
                 break;
             }
         }
+        drop(alive);
+        while handing.recv().await.is_some() {}
         // Every slot free again: tonic has taken all that was sent.
         let _ = tx.reserve_many(BUFFERED).await;
         let _ = drained.send(());
@@ -147,13 +165,14 @@ const BUFFERED: usize = 64;
 
 /// Passes a connection to tonic (after its TLS handshake, on its own task); false once
 /// tonic takes no more.
-async fn hand_over(
+fn hand_over(
     stream: TcpStream,
     permit: OwnedSemaphorePermit,
     tls: Option<&TlsAcceptor>,
     (stall, head_within): (Duration, Duration),
-    tx: &mpsc::Sender<io::Result<Conn>>,
+    (tx, alive): (&mpsc::Sender<io::Result<Conn>>, &mpsc::Sender<()>),
 ) -> bool {
+    let alive = alive.clone();
     let _ = stream.set_nodelay(true);
     let Some(acceptor) = tls.cloned() else {
         // Handed to tonic once its preface has come (`first_bytes`), on its own task.
@@ -166,10 +185,11 @@ async fn hand_over(
                 };
                 let _ = to_tonic.send(Ok(conn)).await;
             }
+            drop(alive);
         });
         return !tx.is_closed();
     };
-    let tx = tx.clone();
+    let to_tonic = tx.clone();
     tokio::spawn(async move {
         let handshake = tokio::time::timeout(crate::tls::HANDSHAKE, acceptor.accept(stream));
         if let Ok(Ok(tls)) = handshake.await {
@@ -177,8 +197,9 @@ async fn hand_over(
                 io: Io::Tls(Box::new(WriteStall::new(tls, stall))),
                 _permit: permit,
             };
-            let _ = tx.send(Ok(conn)).await;
+            let _ = to_tonic.send(Ok(conn)).await;
         }
+        drop(alive);
     });
-    true
+    !tx.is_closed()
 }
