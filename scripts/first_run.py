@@ -97,7 +97,8 @@ def run(cmd: list[str], clone: Path, env: dict[str, str], log: Path) -> dict[str
     summary = [
         line
         for line in log.read_text(errors="replace").splitlines()
-        if re.search(r"\d+ passed.* in [\d.]+s", line)
+        # pytest's summaries, not cargo's "test result: ok. N passed; ... finished in".
+        if re.search(r"\d+ passed.* in [\d.]+s", line) and "test result" not in line
     ]
     # The test command runs pytest twice side by side: each prints its own summary.
     counts: dict[str, int] = {}

@@ -30,6 +30,23 @@ def test_readme_quick_start_is_two_commands() -> None:
     assert "scripts/test.sh" in ci
 
 
+def test_readme_first_run_figures_are_the_measured_ones() -> None:
+    """The README's times and sizes are docs/first-run.json's, which scripts/first_run.py
+    measures on a clean clone with empty caches: a figure cannot be edited by hand."""
+    import importlib.util
+    import json
+
+    spec = importlib.util.spec_from_file_location("first_run", ROOT / "scripts/first_run.py")
+    assert spec and spec.loader
+    first_run = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(first_run)
+    figures = json.loads((ROOT / "docs/first-run.json").read_text())
+    assert figures["quickstart"]["ctrl_c_status"] == 0
+    readme = (ROOT / "README.md").read_text()
+    assert first_run.table(figures) in readme, "paste `python3 scripts/first_run.py table`"
+    assert figures["commit"] in (ROOT / "docs/first-run.md").read_text()
+
+
 def test_relative_links_in_the_docs_resolve() -> None:
 
     pages = [ROOT / "README.md", *(ROOT / "docs").rglob("*.md")]
