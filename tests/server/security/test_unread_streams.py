@@ -174,7 +174,8 @@ def test_unread_grpc_streams_stop_counting_and_let_go_of_their_pieces(serve: Any
             )
             # Calls left open, their replies never taken.
             calls += [method(iter([req])) for _ in range(STREAMS)]
-            assert wait_until(partial(round_over, server.url, ended), IDLE + 20), (
+            # Generous: on a loaded machine the 32 producers take long to fill their windows.
+            assert wait_until(partial(round_over, server.url, ended), IDLE + 60), (
                 f"round {r}: {counted(server.url, 'inferwire_streams_total') - ended} ended, "
                 f"{gauge(server.url, 'inferwire_streams_open')} still open; "
                 f"{len(os.listdir(f'/proc/{worker}/task'))} threads in the worker"
