@@ -115,6 +115,15 @@ pub fn incoming(
         // refused): the drain waits for them all, else a connection still in its TLS
         // handshake or awaiting its preface would be dropped, reset, at shutdown.
         let (alive, mut handing) = mpsc::channel::<()>(1);
+        let hand = |stream, permit| {
+            hand_over(
+                stream,
+                permit,
+                tls.as_ref(),
+                (stall, head_within),
+                (&tx, &alive),
+            )
+        };
         loop {
             let accepted = tokio::select! {
                 a = async {
@@ -126,24 +135,12 @@ pub fn incoming(
             let (Ok(permit), Ok((stream, _))) = accepted else {
                 continue;
             };
-            if !hand_over(
-                stream,
-                permit,
-                tls.as_ref(),
-                (stall, head_within),
-                (&tx, &alive),
-            ) {
+            if !hand(stream, permit) {
                 break;
             }
         }
         for (stream, permit) in crate::drain::queued(listener, &permits).await {
-            if !hand_over(
-                stream,
-                permit,
-                tls.as_ref(),
-                (stall, head_within),
-                (&tx, &alive),
-            ) {
+            if !hand(stream, permit) {
                 break;
             }
         }
